@@ -1,0 +1,83 @@
+// src/c_keeper.hpp (internal): the Keeper over the ZooKeeper C client
+// (libzookeeper-mt). Everything else in zkrecipes sees only zkr::Keeper; this is
+// the one class that knows the C client, and c_keeper.cpp is the one file that
+// includes <zookeeper/zookeeper.h>.
+//
+//   auto keeper = zkr::connect_keeper({.hosts = "127.0.0.1:2181"}, on_state);
+//
+// How it maps the C client (details and reasons in c_keeper.cpp):
+// - Requests: every async_* checks its arguments (std::invalid_argument, nothing
+//   sent), then calls the matching zoo_a* function with a heap completion that
+//   owns the promise. The C client answers one session's requests in order, on
+//   its completion thread; completions only fulfil promises.
+// - Watches: one heap context per watch, which delivers exactly one WatchEvent.
+//   The C client also calls per-path watchers with connecting/connected session
+//   events; those are ignored and the watch stays armed. Expiry and auth failure
+//   give session_ended.
+// - Close (the destructor): first the requests in flight may finish (up to
+//   2 s, while connected), then zookeeper_close, then every future still
+//   pending is fulfilled with Errc::closing, every watch still armed gets
+//   session_ended (a request that failed never armed one), and on_state gets
+//   SessionState::closed. Those last three happen on the thread that destroys
+//   the keeper, after the C client's threads have stopped: a watcher or
+//   on_state must not call this keeper then (it is going away) nor take a lock
+//   the destroying thread may hold. So the destructor can block: about 2 s for
+//   the drain plus what the C client allows itself (~4.5 s) on a bad link.
+//   If the last reference is dropped on the C client's own event thread (say,
+//   by a watcher that owned it), the close runs on a detached thread instead,
+//   since the C client cannot join the thread it is called from.
+// - Logging: the C client's own log lines go to the "zkr" logger; its level
+//   (process-wide in the C client) follows that logger's at each connect, and
+//   the C client's INFO chatter appears only when the logger is at debug.
+#pragma once
+
+#include <memory>
+
+#include "zkr/keeper.hpp"
+
+// The C client's handle (zhandle_t), kept opaque so that this header does not
+// drag in <zookeeper/zookeeper.h>.
+struct _zhandle;
+
+namespace zkr {
+
+class CKeeper final : public Keeper {
+ public:
+  // Validates the configuration (std::invalid_argument naming what is wrong)
+  // and starts connecting. Throws KeeperError(system_error) if the C client
+  // cannot start (for example, no host name resolves).
+  CKeeper(const KeeperConfig& config, SessionCallback on_state);
+  ~CKeeper() override;
+  CKeeper(const CKeeper&) = delete;
+  CKeeper& operator=(const CKeeper&) = delete;
+
+  std::future<Result<Created>> async_create(std::string path, std::string data,
+                                            CreateMode mode,
+                                            CreateOptions options = {}) override;
+  std::future<Result<Empty>> async_remove(std::string path,
+                                          Version version = kAnyVersion) override;
+  std::future<Result<Stat>> async_exists(std::string path, Watcher watcher = {}) override;
+  std::future<Result<NodeData>> async_get(std::string path, Watcher watcher = {}) override;
+  std::future<Result<Stat>> async_set(std::string path, std::string data,
+                                      Version version = kAnyVersion) override;
+  std::future<Result<Children>> async_children(std::string path,
+                                               Watcher watcher = {}) override;
+  std::future<MultiResult> async_multi(std::vector<Op> ops) override;
+  std::future<Result<Empty>> async_sync(std::string path) override;
+
+  std::int64_t session_id() const override;
+  std::string session_password() const override;
+  SessionState session_state() const override;
+  std::chrono::milliseconds session_timeout() const override;
+  std::string connected_host() const override;
+
+  // State the C client's threads reach through callback data; it outlives the
+  // handle. Defined in c_keeper.cpp.
+  struct Shared;
+
+ private:
+  std::shared_ptr<Shared> shared_;
+  _zhandle* handle_ = nullptr;
+};
+
+}  // namespace zkr

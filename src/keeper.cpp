@@ -1,0 +1,135 @@
+// The blocking forms of Keeper, written once over the asynchronous core.
+#include "zkr/keeper.hpp"
+
+#include <string>
+
+#include "zkr/path.hpp"
+
+namespace zkr {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Waits for a Result; a wait past the deadline becomes operation_timeout. The
+// request itself stays in flight: its reply, if any, is dropped with the future.
+template <class T>
+Result<T> await_result(std::future<Result<T>> future, milliseconds timeout,
+                       const std::string& path) {
+  if (future.wait_for(timeout) != std::future_status::ready)
+    return Result<T>(Errc::operation_timeout, path);
+  return future.get();
+}
+
+MultiResult await_multi(std::future<MultiResult> future, milliseconds timeout) {
+  if (future.wait_for(timeout) != std::future_status::ready) {
+    MultiResult timed_out;
+    timed_out.error = Errc::operation_timeout;
+    return timed_out;
+  }
+  return future.get();
+}
+
+const std::string& op_path(const Op& op) {
+  return std::visit([](const auto& o) -> const std::string& { return o.path; }, op);
+}
+
+milliseconds resolve(const Keeper& keeper, OptionalTimeout timeout) {
+  return timeout ? *timeout : keeper.default_timeout();
+}
+
+}  // namespace
+
+Created Keeper::create(const std::string& path, std::string data, CreateMode mode,
+                       CreateOptions options, OptionalTimeout timeout) {
+  return try_create(path, std::move(data), mode, std::move(options), timeout).value();
+}
+
+Result<Created> Keeper::try_create(const std::string& path, std::string data, CreateMode mode,
+                                   CreateOptions options, OptionalTimeout timeout) {
+  return await_result(async_create(path, std::move(data), mode, std::move(options)),
+                      resolve(*this, timeout), path);
+}
+
+void Keeper::remove(const std::string& path, Version version, OptionalTimeout timeout) {
+  (void)try_remove(path, version, timeout).value();
+}
+
+Result<Empty> Keeper::try_remove(const std::string& path, Version version,
+                                 OptionalTimeout timeout) {
+  return await_result(async_remove(path, version), resolve(*this, timeout), path);
+}
+
+std::optional<Stat> Keeper::exists(const std::string& path, Watcher watcher,
+                                   OptionalTimeout timeout) {
+  auto result = await_result(async_exists(path, std::move(watcher)), resolve(*this, timeout), path);
+  if (result.error() == Errc::no_node) return std::nullopt;
+  return std::move(result).value();
+}
+
+NodeData Keeper::get(const std::string& path, Watcher watcher, OptionalTimeout timeout) {
+  return try_get(path, std::move(watcher), timeout).value();
+}
+
+Result<NodeData> Keeper::try_get(const std::string& path, Watcher watcher,
+                                 OptionalTimeout timeout) {
+  return await_result(async_get(path, std::move(watcher)), resolve(*this, timeout), path);
+}
+
+Stat Keeper::set(const std::string& path, std::string data, Version version,
+                 OptionalTimeout timeout) {
+  return try_set(path, std::move(data), version, timeout).value();
+}
+
+Result<Stat> Keeper::try_set(const std::string& path, std::string data, Version version,
+                             OptionalTimeout timeout) {
+  return await_result(async_set(path, std::move(data), version), resolve(*this, timeout), path);
+}
+
+Children Keeper::children(const std::string& path, Watcher watcher, OptionalTimeout timeout) {
+  return try_children(path, std::move(watcher), timeout).value();
+}
+
+Result<Children> Keeper::try_children(const std::string& path, Watcher watcher,
+                                      OptionalTimeout timeout) {
+  return await_result(async_children(path, std::move(watcher)), resolve(*this, timeout), path);
+}
+
+MultiResult Keeper::multi(std::vector<Op> ops, OptionalTimeout timeout) {
+  std::vector<std::string> paths;
+  paths.reserve(ops.size());
+  for (const auto& op : ops) paths.push_back(op_path(op));
+  MultiResult result = try_multi(std::move(ops), timeout);
+  if (result.ok()) return result;
+  const auto failed = result.failed_index();
+  throw KeeperError(result.error, failed < paths.size() ? paths[failed] : std::string(),
+                    "multi of " + std::to_string(paths.size()) + " operations failed" +
+                        (failed < paths.size() ? " at operation " + std::to_string(failed) : ""));
+}
+
+MultiResult Keeper::try_multi(std::vector<Op> ops, OptionalTimeout timeout) {
+  return await_multi(async_multi(std::move(ops)), resolve(*this, timeout));
+}
+
+void Keeper::sync(const std::string& path, OptionalTimeout timeout) {
+  (void)await_result(async_sync(path), resolve(*this, timeout), path).value();
+}
+
+void Keeper::create_parents(const std::string& path, CreateMode mode, OptionalTimeout timeout) {
+  validate_path(path);
+  // Send every ancestor's create back to back: one round trip however deep,
+  // since the session answers them in order, parents first.
+  std::vector<std::pair<std::string, std::future<Result<Created>>>> pending;
+  for (std::size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    std::string ancestor = path.substr(0, slash);
+    auto future = async_create(ancestor, {}, mode);
+    pending.emplace_back(std::move(ancestor), std::move(future));
+  }
+  for (auto& [ancestor, future] : pending) {
+    auto result = await_result(std::move(future), resolve(*this, timeout), ancestor);
+    if (!result.ok() && result.error() != Errc::node_exists)
+      throw KeeperError(result.error(), ancestor, "while creating the parents of " + path);
+  }
+}
+
+}  // namespace zkr

@@ -1,0 +1,115 @@
+#include "support/ensemble.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <condition_variable>
+#include <mutex>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace zkr::test {
+namespace {
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string connect_string() { return env("ZK_CONNECT"); }
+
+bool can_inject_server_faults() {
+  return !connect_string().empty() && !env("ZKR_ENSEMBLE_SCRIPT").empty() &&
+         !env("ZKR_ENSEMBLE_DIR").empty();
+}
+
+std::string ensemble(const std::string& verb_and_args) {
+  if (!can_inject_server_faults()) throw std::runtime_error("no ensemble script configured");
+  // The script finds the ensemble through ZKR_ENSEMBLE_DIR, which we inherit.
+  const std::string command =
+      "bash '" + env("ZKR_ENSEMBLE_SCRIPT") + "' " + verb_and_args + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed: " + command);
+  std::string out;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe)) out += buffer.data();
+  const int status = ::pclose(pipe);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("'" + command + "' failed: " + out);
+  return trim(out);
+}
+
+int server_index_of(const std::string& host_port) {
+  const auto colon = host_port.rfind(':');
+  if (colon == std::string::npos) return 0;
+  const std::string port = host_port.substr(colon + 1);
+  for (int i = 1; i <= 9; ++i) {
+    try {
+      if (ensemble("port " + std::to_string(i)) == port) return i;
+    } catch (const std::runtime_error&) {
+      return 0;  // past the last server
+    }
+  }
+  return 0;
+}
+
+std::string unique_path(const std::string& name) {
+  static std::atomic<int> counter{0};
+  return "/t-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" + name;
+}
+
+void expire_session(const Keeper& victim, std::chrono::milliseconds timeout) {
+  struct Joined {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool connected = false;
+  };
+  auto joined = std::make_shared<Joined>();
+  KeeperConfig config;
+  config.hosts = connect_string();
+  config.session_timeout = victim.session_timeout();
+  config.session_id = victim.session_id();
+  config.session_password = victim.session_password();
+  auto intruder = connect_keeper(config, [joined](SessionState state) {
+    std::lock_guard lock(joined->mutex);
+    if (state == SessionState::connected) joined->connected = true;
+    joined->cv.notify_all();
+  });
+  std::unique_lock lock(joined->mutex);
+  if (!joined->cv.wait_for(lock, timeout, [&] { return joined->connected; }))
+    throw std::runtime_error("could not join session " + std::to_string(victim.session_id()));
+  lock.unlock();
+  intruder.reset();  // closing the joined handle ends the session on the server
+}
+
+int connected_server(const Keeper& keeper) {
+  const int index = server_index_of(keeper.connected_host());
+  if (index == 0) throw std::runtime_error("not connected to a server of the test ensemble");
+  return index;
+}
+
+Repair::~Repair() {
+  try {
+    now();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "could not repair the ensemble: " << e.what();
+  }
+}
+
+void Repair::now() {
+  if (!verb_.empty()) ensemble(std::exchange(verb_, ""));
+}
+
+}  // namespace zkr::test

@@ -1,0 +1,68 @@
+// Access to the live ensemble that integration tests run against.
+//
+// scripts/test starts an ensemble and exports ZK_CONNECT, ZKR_ENSEMBLE_DIR and
+// ZKR_ENSEMBLE_SCRIPT. A user may point the tests at their own ensemble with
+// ZK_CONNECT alone: then tests that inject server faults skip themselves.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "zkr/keeper.hpp"
+
+namespace zkr::test {
+
+// The connect string, or "" when no ensemble is configured.
+std::string connect_string();
+
+// True when the fault verbs (kill, freeze, ...) can be used on the ensemble.
+bool can_inject_server_faults();
+
+// Runs `scripts/ensemble VERB ARGS` on the test ensemble and returns its stdout
+// (trimmed). Throws std::runtime_error with its stderr if it fails.
+std::string ensemble(const std::string& verb_and_args);
+
+// Index (1-based) of the server listening on "127.0.0.1:PORT", or 0.
+int server_index_of(const std::string& host_port);
+
+// A path unique to this test run and test case, e.g. "/t-<pid>-<n>-<name>".
+std::string unique_path(const std::string& name);
+
+// Expires `victim`'s session the way the server does it for real: joins the
+// session from a second handle (same id and password), then closes that
+// handle. Returns once the second handle was connected and is closed; throws
+// std::runtime_error if it could not join within `timeout`.
+void expire_session(const Keeper& victim, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// Index (1-based) of the server `keeper` is connected to; throws if none.
+int connected_server(const Keeper& keeper);
+
+// Runs an ensemble verb ("restart 2", "thaw 1") when it goes out of scope,
+// unless done already, so a failed assertion never leaves the ensemble broken
+// for the tests that follow.
+class Repair {
+ public:
+  explicit Repair(std::string verb) : verb_(std::move(verb)) {}
+  ~Repair();
+  Repair(const Repair&) = delete;
+  Repair& operator=(const Repair&) = delete;
+  void now();
+
+ private:
+  std::string verb_;
+};
+
+}  // namespace zkr::test
+
+// In a test body: skip unless an ensemble is configured (and faults possible).
+#define ZKR_REQUIRE_ENSEMBLE()                                                  \
+  do {                                                                          \
+    if (::zkr::test::connect_string().empty())                                  \
+      GTEST_SKIP() << "no ensemble: set ZK_CONNECT or run scripts/test";        \
+  } while (0)
+#define ZKR_REQUIRE_SERVER_FAULTS()                                             \
+  do {                                                                          \
+    if (!::zkr::test::can_inject_server_faults())                               \
+      GTEST_SKIP() << "no fault verbs: run scripts/test (ZKR_ENSEMBLE_SCRIPT)"; \
+  } while (0)

@@ -1,0 +1,171 @@
+// What the C client keeper checks before it talks to any server: the host
+// list, the rest of KeeperConfig, and closing a handle that never connected.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "log.hpp"
+#include "zkr/keeper.hpp"
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ValidateHostsTest, AcceptsHostPortLists) {
+  for (const char* hosts :
+       {"127.0.0.1:2181", "localhost:2181", "zk-1.example.com:1",
+        "127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:65535", "[::1]:2181", "[fe80::1]:2181,a:2",
+        "[::ffff:127.0.0.1]:2181", "A-B.c:10"}) {
+    EXPECT_NO_THROW(validate_hosts(hosts)) << hosts;
+  }
+}
+
+// The message names the piece that is wrong.
+void expect_refused(const std::string& hosts, const std::string& piece) {
+  try {
+    validate_hosts(hosts);
+    ADD_FAILURE() << "accepted \"" << hosts << "\"";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("\"" + piece + "\""), std::string::npos)
+        << "for \"" << hosts << "\": " << e.what();
+  }
+}
+
+TEST(ValidateHostsTest, RefusesEachBadPieceByName) {
+  expect_refused("127.0.0.1", "127.0.0.1");                       // no port
+  expect_refused("127.0.0.1:", "127.0.0.1:");                     // empty port
+  expect_refused(":2181", ":2181");                               // no host
+  expect_refused("a:0", "a:0");                                   // port 0
+  expect_refused("a:65536", "a:65536");                           // port too big
+  expect_refused("a:123456", "a:123456");                         // port too long
+  expect_refused("a:02181", "a:02181");                           // octal to the C client
+  expect_refused("a:0x10", "a:0x10");                             // hex to the C client
+  expect_refused("a:-1", "a:-1");
+  expect_refused("a:+1", "a:+1");
+  expect_refused("a:1,,b:2", "");                                 // empty entry
+  expect_refused("a:1,", "");                                     // trailing comma
+  expect_refused(",a:1", "");
+  expect_refused("a:1,b:2/app", "b:2/app");                       // chroot suffix
+  expect_refused("a :1", "a :1");                                 // space
+  expect_refused(" a:1", " a:1");
+  expect_refused("a:1\n", "a:1\\x0a");                            // control, shown escaped
+  expect_refused("a_b:1", "a_b:1");                               // outside [A-Za-z0-9.-]
+  expect_refused("::1:2181", "::1:2181");                         // IPv6 without brackets
+  expect_refused("[::1:2181", "[::1:2181");                       // unclosed
+  expect_refused("[]:2181", "[]:2181");
+  expect_refused("[::1]", "[::1]");                               // no port
+  expect_refused("[::1]2181", "[::1]2181");
+  expect_refused("[::g]:1", "[::g]:1");
+  expect_refused("[127.0.0.1]:1", "[127.0.0.1]:1");               // not IPv6
+  expect_refused("a:1:2", "a:1:2");
+  EXPECT_THROW(validate_hosts(""), std::invalid_argument);
+  EXPECT_THROW(validate_hosts(std::string(300, 'a') + ":1"), std::invalid_argument);
+}
+
+// Random bytes, and random strings of the characters that matter: never a
+// crash, only a clean accept or std::invalid_argument.
+TEST(ValidateHostsTest, NeverCrashesOnGarbage) {
+  std::mt19937 rng(20240601);
+  const std::string alphabet = std::string("ab1:,[]/ .-0") + "\x01" + "\xff";
+  for (int i = 0; i < 20000; ++i) {
+    std::string hosts(rng() % 24, '\0');
+    for (char& c : hosts) {
+      c = (i % 2) ? static_cast<char>(rng() % 256) : alphabet[rng() % alphabet.size()];
+    }
+    try {
+      validate_hosts(hosts);
+    } catch (const std::invalid_argument&) {
+    }
+  }
+}
+
+KeeperConfig config_for(std::string hosts) {
+  KeeperConfig config;
+  config.hosts = std::move(hosts);
+  return config;
+}
+
+TEST(ConnectKeeperTest, RefusesBadConfigurationBeforeConnecting) {
+  auto config = config_for("127.0.0.1:2181");
+  config.chroot = "app";
+  EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument);
+  config.chroot = "/app/";
+  EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument);
+  config.chroot = "/zookeeper";
+  EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument);
+
+  config = config_for("127.0.0.1:2181");
+  config.session_timeout = 0ms;
+  EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument);
+
+  config = config_for("127.0.0.1:2181");
+  config.default_acl = {};
+  EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument);
+
+  config = config_for("127.0.0.1:2181");
+  config.auth = DigestAuth{"", "pw"};
+  EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument);
+  config.auth = DigestAuth{"a:b", "pw"};
+  EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument);
+
+  config = config_for("127.0.0.1:2181");
+  config.session_id = 42;
+  config.session_password = "short";
+  EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument);
+  config.session_id = 0;
+  config.session_password = std::string(16, 'x');
+  EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument);
+}
+
+// Port 1 on loopback: nothing listens, so the handle stays connecting and
+// every request waits in the C client's queue (or fails with connection_loss
+// after an attempt). Closing must answer them all and end the watch.
+TEST(ConnectKeeperTest, ClosingANeverConnectedKeeperAnswersEverything) {
+  // The C client logs every refused connection at ERROR; keep the test quiet.
+  auto logger = detail::default_logger();
+  const auto level = logger->level();
+  logger->set_level(spdlog::level::off);
+
+  std::vector<SessionState> states;
+  auto keeper = connect_keeper(config_for("127.0.0.1:1"),
+                               [&states](SessionState s) { states.push_back(s); });
+  EXPECT_EQ(keeper->session_id(), 0);
+  EXPECT_EQ(keeper->connected_host(), "");
+  EXPECT_EQ(keeper->session_timeout(), 15000ms);  // nothing negotiated yet
+
+  std::promise<WatchEvent> fired;
+  auto watched = keeper->async_exists("/a", [&fired](const WatchEvent& e) { fired.set_value(e); });
+  std::vector<std::future<Result<Created>>> creates;
+  for (int i = 0; i < 50; ++i) creates.push_back(keeper->async_create("/a", "", CreateMode::persistent));
+  auto multi = keeper->async_multi({op::Check{"/a", 1}});
+  keeper.reset();
+  logger->set_level(level);
+
+  for (auto& f : creates) {
+    ASSERT_EQ(f.wait_for(0s), std::future_status::ready);
+    const auto error = f.get().error();
+    EXPECT_TRUE(error == Errc::closing || error == Errc::connection_loss) << errc_name(error);
+  }
+  ASSERT_EQ(multi.wait_for(0s), std::future_status::ready);
+  const auto multi_result = multi.get();
+  EXPECT_TRUE(multi_result.error == Errc::closing || multi_result.error == Errc::connection_loss);
+  EXPECT_TRUE(multi_result.results.empty());
+  // The exists failed without reaching a server, so no watch was ever set.
+  ASSERT_EQ(watched.wait_for(0s), std::future_status::ready);
+  EXPECT_FALSE(watched.get().ok());
+  EXPECT_EQ(fired.get_future().wait_for(0s), std::future_status::timeout);
+  ASSERT_FALSE(states.empty());
+  EXPECT_EQ(states.back(), SessionState::closed);
+}
+
+}  // namespace
+}  // namespace zkr
