@@ -1,0 +1,181 @@
+// zkr/retry.hpp: retry policies and the retry loop.
+//
+// A policy only decides: "retry after this delay" or "give up". The loop sleeps
+// through a Sleeper, so tests inject one that records delays and takes no time.
+//
+//   zkr::ExponentialBackoffRetry policy(100ms, /*max_retries=*/5, /*max_sleep=*/2s);
+//   zkr::RealSleeper sleeper;
+//   auto data = zkr::call_with_retry(policy, sleeper, [&] { return keeper.get("/a"); });
+//
+// Only errors for which zkr::is_retryable() holds are retried, and only the
+// caller knows whether its operation is safe to repeat: reads, deletes by
+// version, and creates with a protected name are; a blind create or an
+// unversioned set is not, because the first attempt may have been applied
+// before the connection dropped.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "zkr/error.hpp"
+
+namespace zkr {
+
+using std::chrono::milliseconds;
+
+class RetryPolicy {
+ public:
+  virtual ~RetryPolicy() = default;
+  // The delay before the next attempt, after `retries_so_far` retries and
+  // `elapsed` time since the first attempt began; nullopt to give up.
+  virtual std::optional<milliseconds> next_delay(int retries_so_far,
+                                                 milliseconds elapsed) const = 0;
+};
+
+// Delay base * 2^n, capped at max_sleep, with "equal jitter": a random value in
+// [d/2, d]. Jitter matters because clients that lose the same server at the same
+// moment would otherwise retry in lock step and hit the next server together.
+// max_retries is capped at 29 (2^29 * base overflows any sane cap).
+class ExponentialBackoffRetry : public RetryPolicy {
+ public:
+  ExponentialBackoffRetry(milliseconds base_sleep, int max_retries,
+                          milliseconds max_sleep = std::chrono::seconds(30),
+                          std::uint64_t seed = std::random_device{}());
+  std::optional<milliseconds> next_delay(int retries_so_far,
+                                         milliseconds elapsed) const override;
+
+ private:
+  milliseconds base_;
+  int max_retries_;
+  milliseconds max_sleep_;
+  mutable std::mutex mutex_;
+  mutable std::mt19937_64 rng_;  // guarded by mutex_
+};
+
+// Exponential backoff with jitter and a cap, and also a total time budget:
+// gives up once the next sleep would end past max_elapsed.
+class BoundedExponentialBackoffRetry : public RetryPolicy {
+ public:
+  BoundedExponentialBackoffRetry(milliseconds base_sleep, milliseconds max_sleep,
+                                 milliseconds max_elapsed,
+                                 std::uint64_t seed = std::random_device{}());
+  std::optional<milliseconds> next_delay(int retries_so_far,
+                                         milliseconds elapsed) const override;
+
+ private:
+  ExponentialBackoffRetry backoff_;
+  milliseconds max_elapsed_;
+};
+
+class RetryNTimes : public RetryPolicy {
+ public:
+  RetryNTimes(int n, milliseconds sleep_between);
+  std::optional<milliseconds> next_delay(int retries_so_far,
+                                         milliseconds elapsed) const override;
+
+ private:
+  int n_;
+  milliseconds sleep_;
+};
+
+class RetryOneTime : public RetryNTimes {
+ public:
+  explicit RetryOneTime(milliseconds sleep_between) : RetryNTimes(1, sleep_between) {}
+};
+
+class RetryUntilElapsed : public RetryPolicy {
+ public:
+  RetryUntilElapsed(milliseconds max_elapsed, milliseconds sleep_between);
+  std::optional<milliseconds> next_delay(int retries_so_far,
+                                         milliseconds elapsed) const override;
+
+ private:
+  milliseconds max_elapsed_;
+  milliseconds sleep_;
+};
+
+class RetryForever : public RetryPolicy {
+ public:
+  explicit RetryForever(milliseconds sleep_between);
+  std::optional<milliseconds> next_delay(int retries_so_far,
+                                         milliseconds elapsed) const override;
+
+ private:
+  milliseconds sleep_;
+};
+
+class NoRetry : public RetryPolicy {
+ public:
+  std::optional<milliseconds> next_delay(int, milliseconds) const override {
+    return std::nullopt;
+  }
+};
+
+// Sleeps between attempts. The only place the library sleeps on purpose.
+class Sleeper {
+ public:
+  virtual ~Sleeper() = default;
+  virtual void sleep_for(milliseconds delay) = 0;
+};
+
+class RealSleeper : public Sleeper {
+ public:
+  void sleep_for(milliseconds delay) override;
+};
+
+// For tests: records each delay, advances a virtual clock, never sleeps.
+class RecordingSleeper : public Sleeper {
+ public:
+  void sleep_for(milliseconds delay) override;
+  std::vector<milliseconds> delays() const;
+  milliseconds total() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<milliseconds> delays_;  // guarded by mutex_
+};
+
+// Which errors the loop retries besides is_retryable() ones.
+struct RetryOptions {
+  // Retry after session_expired too: right for operations that do not belong to
+  // a session (reads, persistent writes), wrong for anything ephemeral.
+  bool retry_session_expired = false;
+};
+
+namespace detail {
+bool should_retry(Errc e, const RetryOptions& options) noexcept;
+}
+
+// Calls op() until it returns, throws an error that is not retried, or the
+// policy gives up (then the last KeeperError propagates). Elapsed time is the
+// larger of the real time and the sum of the sleeps, so that a recording
+// sleeper's virtual time counts and a real one's is not counted twice.
+template <class Op>
+auto call_with_retry(const RetryPolicy& policy, Sleeper& sleeper, Op&& op,
+                     RetryOptions options = {}) -> decltype(op()) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  milliseconds slept{0};
+  for (int retries = 0;; ++retries) {
+    try {
+      return op();
+    } catch (const KeeperError& e) {
+      if (!detail::should_retry(e.errc(), options)) throw;
+      const auto elapsed = std::max(
+          std::chrono::duration_cast<milliseconds>(Clock::now() - start), slept);
+      const auto delay = policy.next_delay(retries, elapsed);
+      if (!delay) throw;
+      sleeper.sleep_for(*delay);
+      slept += *delay;
+    }
+  }
+}
+
+}  // namespace zkr

@@ -1,0 +1,575 @@
+// The Client: one session at a time, its connection states, and new sessions
+// after expiry.
+//
+// Three kinds of threads meet here:
+//  - the keeper's event thread (the C client's), which reports session events.
+//    It only appends them to an inbox: it must never block, and a handle cannot
+//    be closed from its own event thread.
+//  - the Client's session thread, which reads the inbox, runs the state machine,
+//    keeps the "suspended too long" timer (a condition-variable wait with a
+//    deadline), and opens and closes sessions.
+//  - the Client's listener thread, which calls listeners in order. It is not the
+//    session thread so that a listener may block in the Client (with_retry after
+//    lost, say) while the session thread goes on and brings the connection back.
+//  - the background remover's thread (remove_in_background), which waits on
+//    requests, so it is neither of the two above.
+//
+// Namespace: the session's handle is opened with the namespace as its chroot,
+// so the C client adds and strips the prefix on every path, watch and result.
+// A chroot must exist, and it cannot be created through the chrooted handle
+// (its parents are out of its sight), so on the first connection a short-lived
+// handle without chroot creates it, with its parents, before `connected` is
+// announced. If that fails the next connection tries again.
+
+#include "zkr/client.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "background_remover.hpp"
+#include "connection_state_machine.hpp"
+#include "log.hpp"
+#include "zkr/path.hpp"
+
+namespace zkr {
+
+std::string_view to_string(ConnectionState s) noexcept {
+  switch (s) {
+    case ConnectionState::connected: return "connected";
+    case ConnectionState::suspended: return "suspended";
+    case ConnectionState::reconnected: return "reconnected";
+    case ConnectionState::lost: return "lost";
+    case ConnectionState::read_only: return "read_only";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string_view name(SessionState s) {
+  switch (s) {
+    case SessionState::connecting: return "connecting";
+    case SessionState::connected: return "connected";
+    case SessionState::connected_read_only: return "connected_read_only";
+    case SessionState::expired: return "expired";
+    case SessionState::auth_failed: return "auth_failed";
+    case SessionState::closed: return "closed";
+  }
+  return "unknown";
+}
+
+// After a failed attempt to open a new session (the factory threw), the
+// session thread tries again this much later.
+constexpr milliseconds kReopenDelay{1000};
+
+// Session events on their way from keeper threads to the session thread. The
+// keeper's callback holds it by shared_ptr: a caller may keep a keeper (and
+// its event thread) alive after the Client is gone. Once closed it drops
+// every event.
+class SessionInbox {
+ public:
+  struct Event {
+    std::uint64_t epoch = 0;  // of the session that reported it
+    SessionState state = SessionState::connecting;
+  };
+  enum class Wake { event, deadline, closed };
+
+  void push(std::uint64_t epoch, SessionState state) {
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return;
+      events_.push_back({epoch, state});
+    }
+    cv_.notify_one();
+  }
+
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  // Waits for the next event, until `deadline` if there is one.
+  Wake wait(std::optional<Clock::time_point> deadline, Event& out) {
+    std::unique_lock lock(mutex_);
+    const auto ready = [&] { return closed_ || !events_.empty(); };
+    if (deadline) {
+      if (!cv_.wait_until(lock, *deadline, ready)) return Wake::deadline;
+    } else {
+      cv_.wait(lock, ready);
+    }
+    if (closed_) return Wake::closed;
+    out = events_.front();
+    events_.pop_front();
+    return Wake::event;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;  // guarded by mutex_
+  bool closed_ = false;       // guarded by mutex_
+};
+
+// Calls listeners with each posted state, in order, on a thread of its own.
+class ListenerDispatcher {
+ public:
+  explicit ListenerDispatcher(std::shared_ptr<spdlog::logger> log)
+      : log_(std::move(log)), thread_([this] { run(); }) {}
+  ~ListenerDispatcher() { stop(); }
+  ListenerDispatcher(const ListenerDispatcher&) = delete;
+  ListenerDispatcher& operator=(const ListenerDispatcher&) = delete;
+
+  Client::ListenerId add(Client::Listener listener) {
+    std::lock_guard lock(mutex_);
+    const auto id = next_id_++;
+    listeners_.emplace(id, std::make_shared<Client::Listener>(std::move(listener)));
+    return id;
+  }
+
+  // Returns once the listener is not running (unless called by a listener:
+  // waiting for ourselves would never end).
+  void remove(Client::ListenerId id) {
+    std::unique_lock lock(mutex_);
+    listeners_.erase(id);
+    if (std::this_thread::get_id() == thread_.get_id()) return;
+    cv_.wait(lock, [&] { return running_ != id; });
+  }
+
+  void post(ConnectionState s) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(s);
+    }
+    cv_.notify_all();
+  }
+
+  // Delivers what is queued, then joins the thread. Idempotent.
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything delivered
+      const auto state = queue_.front();
+      queue_.pop_front();
+      // Listeners added while this state is delivered wait for the next one;
+      // removed ones are skipped.
+      std::vector<Client::ListenerId> ids;
+      for (const auto& entry : listeners_) ids.push_back(entry.first);
+      for (const auto id : ids) {
+        const auto it = listeners_.find(id);
+        if (it == listeners_.end()) continue;
+        const auto listener = it->second;
+        running_ = id;
+        lock.unlock();
+        call(*listener, state);
+        lock.lock();
+        running_ = 0;
+        cv_.notify_all();  // a remove() may wait for this one
+      }
+    }
+  }
+
+  void call(const Client::Listener& listener, ConnectionState state) {
+    // A throwing listener must not end delivery to the others.
+    try {
+      listener(state);
+    } catch (const std::exception& e) {
+      log_->error("connection state listener threw on {}: {}", to_string(state), e.what());
+    } catch (...) {
+      log_->error("connection state listener threw on {}", to_string(state));
+    }
+  }
+
+  std::shared_ptr<spdlog::logger> log_;
+  std::mutex mutex_;
+  std::condition_variable cv_;  // wakes run() and remove()
+  std::deque<ConnectionState> queue_;  // guarded by mutex_
+  std::map<Client::ListenerId, std::shared_ptr<Client::Listener>> listeners_;  // guarded
+  Client::ListenerId next_id_ = 1;  // guarded by mutex_
+  Client::ListenerId running_ = 0;  // guarded by mutex_: the listener being called
+  bool stopping_ = false;           // guarded by mutex_
+  std::thread thread_;              // last: starts once the rest exists
+};
+
+// Rethrows an invalid_argument from a validator with the option's name first.
+template <class F>
+void check_option(const char* name, F&& validate) {
+  try {
+    validate();
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("ClientOptions::") + name + ": " + e.what());
+  }
+}
+
+// The options with their defaults filled in; throws std::invalid_argument
+// naming the first bad one.
+ClientOptions validated(ClientOptions o) {
+  check_option("connect_string", [&] { validate_hosts(o.connect_string); });
+  if (o.session_timeout <= milliseconds::zero())
+    throw std::invalid_argument("ClientOptions::session_timeout must be > 0 ms");
+  if (o.connection_timeout <= milliseconds::zero())
+    throw std::invalid_argument("ClientOptions::connection_timeout must be > 0 ms");
+  // "app/locks" as documented; "/app/locks" is accepted as meaning the same.
+  if (!o.namespace_path.empty() && o.namespace_path.front() == '/')
+    o.namespace_path.erase(0, 1);
+  if (!o.namespace_path.empty())
+    check_option("namespace_path", [&] { validate_path("/" + o.namespace_path); });
+  if (o.auth && (o.auth->user.empty() || o.auth->user.find(':') != std::string::npos))
+    // ZooKeeper's digest scheme splits "user:password" at the first colon.
+    throw std::invalid_argument("ClientOptions::auth: user must be non-empty, without ':'");
+
+  if (!o.default_acl) o.default_acl = o.auth ? creator_all_acl() : open_acl_unsafe();
+  if (!o.retry_policy)
+    o.retry_policy = std::make_shared<ExponentialBackoffRetry>(milliseconds(100), 5,
+                                                               milliseconds(2000));
+  if (!o.sleeper) o.sleeper = std::make_shared<RealSleeper>();
+  if (!o.logger) o.logger = detail::default_logger();
+  if (!o.keeper_factory) {
+    o.keeper_factory = [](const KeeperConfig& config, SessionCallback on_state) {
+      return connect_keeper(config, std::move(on_state));
+    };
+  }
+  return o;
+}
+
+}  // namespace
+
+struct Client::Impl {
+  explicit Impl(ClientOptions o)
+      : options(validated(std::move(o))),
+        log(options.logger),
+        config(session_config(options)),
+        machine(options.lost_when_suspended_too_long),
+        namespace_ready(options.namespace_path.empty()),
+        remover([this] { return remover_session(); }, options.connection_timeout, log),
+        listeners(log) {
+    auto first = open_keeper(config, 1);  // a failure here fails the constructor
+    {
+      std::lock_guard lock(mutex);
+      keeper = std::move(first);
+      epoch = 1;
+    }
+    session_thread = std::thread([this] { run(); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mutex);
+      closing = true;
+    }
+    connected_cv.notify_all();
+    remover.stop();
+    inbox->close();
+    if (session_thread.joinable()) session_thread.join();
+    listeners.stop();  // listeners may still use the Client while they drain
+    std::shared_ptr<Keeper> last;
+    {
+      std::lock_guard lock(mutex);
+      last = std::move(keeper);
+    }
+    last.reset();  // closes the session, unless a caller still holds the keeper
+  }
+
+  static KeeperConfig session_config(const ClientOptions& o) {
+    KeeperConfig c;
+    c.hosts = o.connect_string;
+    c.chroot = o.namespace_path.empty() ? "" : "/" + o.namespace_path;
+    c.session_timeout = o.session_timeout;
+    c.auth = o.auth;
+    c.default_acl = *o.default_acl;
+    c.logger = o.logger;
+    return c;
+  }
+
+  std::shared_ptr<Keeper> open_keeper(const KeeperConfig& c, std::uint64_t for_epoch) {
+    auto k = options.keeper_factory(
+        c, [inbox = inbox, for_epoch](SessionState s) { inbox->push(for_epoch, s); });
+    if (!k) throw std::runtime_error("ClientOptions::keeper_factory returned no keeper");
+    return k;
+  }
+
+  // ---- The session thread.
+
+  void run() {
+    for (;;) {
+      SessionInbox::Event event;
+      const auto wake = inbox->wait(next_deadline(), event);
+      if (wake == SessionInbox::Wake::closed) return;
+      if (wake == SessionInbox::Wake::event) {
+        on_event(event);
+      } else {
+        on_deadline();
+      }
+      update_timer();
+    }
+  }
+
+  std::optional<Clock::time_point> next_deadline() const {
+    if (timer && reopen_at) return std::min(*timer, *reopen_at);
+    return timer ? timer : reopen_at;
+  }
+
+  void on_event(const SessionInbox::Event& event) {
+    if (event.epoch != session_epoch()) return;  // from a session we replaced
+    log->debug("session event {} (epoch {})", name(event.state), event.epoch);
+    if (event.state == SessionState::connected && !namespace_ready)
+      namespace_ready = ensure_namespace();
+    apply(machine.on_session(event.state));
+  }
+
+  void on_deadline() {
+    const auto now = Clock::now();
+    if (reopen_at && now >= *reopen_at) {
+      reopen_at.reset();
+      replace_session();
+    }
+    if (timer && now >= *timer) {
+      timer.reset();
+      log->warn("suspended for a whole session timeout: treating session {:#x} as lost",
+                current_keeper()->session_id());
+      apply(machine.on_suspended_too_long());
+    }
+  }
+
+  // The new session is opened before listeners hear lost, so that they see
+  // its epoch, and keeper_when_connected() waits for it rather than the old one.
+  void apply(const detail::Transition& t) {
+    if (t.announce) record(*t.announce);
+    if (t.open_new_session && !machine.auth_failed()) replace_session();
+    if (t.announce) announce(*t.announce);
+  }
+
+  void record(ConnectionState s) {
+    {
+      std::lock_guard lock(mutex);
+      state = s;
+      connected = machine.is_connected();
+      auth_failed = machine.auth_failed();
+    }
+    connected_cv.notify_all();
+    if (machine.is_connected()) remover.on_connected();
+  }
+
+  void announce(ConnectionState s) {
+    const auto level = s == ConnectionState::lost ? spdlog::level::warn : spdlog::level::info;
+    log->log(level, "connection to {}: {}", options.connect_string, to_string(s));
+    if (machine.auth_failed())
+      log->error("authentication failed on {}: no new session will be opened",
+                 options.connect_string);
+    listeners.post(s);
+  }
+
+  // Runs the timer while the machine wants it; measured from the moment it was
+  // first wanted, by the session timeout the server granted.
+  void update_timer() {
+    if (!machine.timer_wanted()) {
+      timer.reset();
+    } else if (!timer) {
+      auto timeout = current_keeper()->session_timeout();
+      if (timeout <= milliseconds::zero()) timeout = options.session_timeout;
+      timer = Clock::now() + timeout;
+    }
+  }
+
+  // The current session is dead, or must be taken as dead: open a new one.
+  void replace_session() {
+    const auto next_epoch = session_epoch() + 1;
+    std::shared_ptr<Keeper> fresh;
+    try {
+      fresh = open_keeper(config, next_epoch);
+    } catch (const std::exception& e) {
+      log->error("could not open a new session to {}: {}; trying again in {} ms",
+                 options.connect_string, e.what(), kReopenDelay.count());
+      reopen_at = Clock::now() + kReopenDelay;
+      return;
+    }
+    std::shared_ptr<Keeper> old;
+    {
+      std::lock_guard lock(mutex);
+      old = std::exchange(keeper, std::move(fresh));
+      epoch = next_epoch;
+    }
+    log->info("opening session epoch {} to {}", next_epoch, options.connect_string);
+    // Dropping our reference closes the old handle once no caller holds it. When
+    // it was only suspended, closing it is what makes "lost" true for this
+    // process: it will not come back to life holding ephemeral nodes. (If the
+    // server still has the session, those nodes live until it expires there.)
+    old.reset();
+  }
+
+  // Creates the namespace node and its parents through a handle without
+  // chroot. Returns false (logged) if it could not, to try again later.
+  bool ensure_namespace() {
+    struct Connected {
+      std::mutex mutex;
+      std::condition_variable cv;
+      std::optional<bool> up;  // true: connected; false: the handle died
+    };
+    const auto signal = std::make_shared<Connected>();
+    auto bootstrap_config = config;
+    bootstrap_config.chroot.clear();
+    const auto& path = config.chroot;
+    const auto timeout = options.connection_timeout;
+    try {
+      auto k = options.keeper_factory(bootstrap_config, [signal](SessionState s) {
+        std::lock_guard lock(signal->mutex);
+        if (s == SessionState::connected) signal->up = true;
+        if (s == SessionState::expired || s == SessionState::auth_failed ||
+            s == SessionState::closed)
+          signal->up = signal->up.value_or(false);
+        signal->cv.notify_all();
+      });
+      if (!k) throw std::runtime_error("keeper_factory returned no keeper");
+      {
+        std::unique_lock lock(signal->mutex);
+        signal->cv.wait_for(lock, timeout, [&] { return signal->up.has_value(); });
+        if (signal->up != true)
+          throw KeeperError(Errc::connection_loss, path, "could not connect without chroot");
+      }
+      if (!k->exists(path, {}, timeout)) {
+        k->create_parents(path, CreateMode::persistent, timeout);
+        auto created = k->try_create(path, {}, CreateMode::persistent, {}, timeout);
+        if (!created.ok() && created.error() != Errc::node_exists)
+          throw KeeperError(created.error(), path);
+        log->info("created namespace {}", path);
+      }
+      return true;
+    } catch (const std::exception& e) {
+      log->error("could not ensure namespace {} exists: {}; trying again on the next connection",
+                 path, e.what());
+      return false;
+    }
+  }
+
+  // ---- Shared state.
+
+  std::shared_ptr<Keeper> current_keeper() const {
+    std::lock_guard lock(mutex);
+    return keeper;
+  }
+  std::uint64_t session_epoch() const {
+    std::lock_guard lock(mutex);
+    return epoch;
+  }
+
+  std::shared_ptr<Keeper> wait_connected() const {
+    std::unique_lock lock(mutex);
+    connected_cv.wait_for(lock, options.connection_timeout,
+                          [&] { return connected || closing || auth_failed; });
+    if (closing) throw KeeperError(Errc::closing, "", "the client is closing");
+    if (connected) return keeper;
+    if (auth_failed)
+      throw KeeperError(Errc::auth_failed, "",
+                        "authentication failed on " + options.connect_string);
+    throw KeeperError(Errc::connection_loss, "",
+                      "not connected to " + options.connect_string + " within " +
+                          std::to_string(options.connection_timeout.count()) + " ms");
+  }
+
+  detail::BackgroundRemover::Session remover_session() const {
+    std::lock_guard lock(mutex);
+    return {keeper, epoch, connected && !closing};
+  }
+
+  bool block_until_connected(milliseconds timeout) const {
+    std::unique_lock lock(mutex);
+    connected_cv.wait_for(lock, timeout, [&] { return connected || closing || auth_failed; });
+    return connected && !closing;
+  }
+
+  const ClientOptions options;  // validated, defaults filled in
+  const std::shared_ptr<spdlog::logger> log;
+  const KeeperConfig config;  // of every session; chroot = the namespace
+  const std::shared_ptr<SessionInbox> inbox = std::make_shared<SessionInbox>();
+
+  // Session thread only.
+  detail::ConnectionStateMachine machine;
+  bool namespace_ready;
+  std::optional<Clock::time_point> timer;      // suspended too long, when it fires
+  std::optional<Clock::time_point> reopen_at;  // retry of a failed replace_session
+
+  mutable std::mutex mutex;
+  mutable std::condition_variable connected_cv;  // connected, auth_failed or closing changed
+  std::shared_ptr<Keeper> keeper;                // guarded by mutex
+  std::uint64_t epoch = 0;                       // guarded by mutex
+  std::optional<ConnectionState> state;          // guarded by mutex; nullopt before connected
+  bool connected = false;                        // guarded by mutex
+  bool auth_failed = false;                      // guarded by mutex
+  bool closing = false;                          // guarded by mutex
+
+  detail::BackgroundRemover remover;
+  ListenerDispatcher listeners;
+  std::thread session_thread;  // last: starts once the rest exists
+};
+
+Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Client::~Client() = default;
+
+bool Client::block_until_connected(std::chrono::milliseconds timeout) {
+  return impl_->block_until_connected(timeout);
+}
+
+std::shared_ptr<Keeper> Client::keeper() const { return impl_->current_keeper(); }
+
+std::uint64_t Client::session_epoch() const { return impl_->session_epoch(); }
+
+ConnectionState Client::state() const {
+  std::lock_guard lock(impl_->mutex);
+  // Before the first connection nothing may be trusted yet: that is suspended.
+  return impl_->state.value_or(ConnectionState::suspended);
+}
+
+bool Client::is_connected() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->connected;
+}
+
+Client::ListenerId Client::add_listener(Listener listener) {
+  return impl_->listeners.add(std::move(listener));
+}
+
+void Client::remove_listener(ListenerId id) { impl_->listeners.remove(id); }
+
+const RetryPolicy& Client::retry_policy() const { return *impl_->options.retry_policy; }
+
+Sleeper& Client::sleeper() const { return *impl_->options.sleeper; }
+
+spdlog::logger& Client::logger() const { return *impl_->log; }
+
+const ClientOptions& Client::options() const { return impl_->options; }
+
+void Client::remove_in_background(std::string path, std::uint64_t epoch,
+                                  bool by_name_prefix) noexcept {
+  impl_->remover.add(std::move(path), epoch, by_name_prefix);
+}
+
+std::shared_ptr<Keeper> Client::keeper_when_connected() const {
+  return impl_->wait_connected();
+}
+
+}  // namespace zkr
