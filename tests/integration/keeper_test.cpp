@@ -405,7 +405,11 @@ TEST_F(KeeperTest, WatchSurvivesReconnectionToAnotherServer) {
   ASSERT_TRUE(log->wait_for(SessionState::connected, kWait, 2));
   // Connecting/connected reached the watcher inside the C client; it stayed armed.
   EXPECT_TRUE(probe->events().empty());
-  keeper_->set(at("n"), "x");
+  // keeper_ may have been on the killed server too: retry until it has moved
+  // (setting the same data twice is harmless).
+  RealSleeper sleeper;
+  call_with_retry(RetryNTimes(40, std::chrono::milliseconds(250)), sleeper,
+                  [&] { return keeper_->set(at("n"), "x"); });
   ASSERT_TRUE(probe->wait());
   round_trip(*watched, root_);
   ASSERT_EQ(probe->events().size(), 1u);
