@@ -1,0 +1,182 @@
+// zkr/lock.hpp: fair distributed locks on a queue of ephemeral sequential znodes.
+//
+// Two locks share one queue (see recipes/lock_internals.hpp):
+//   InterProcessMutex           reentrant per thread; only the holding thread releases.
+//   InterProcessSemaphoreMutex  not reentrant; any thread of the process may release.
+// Both are fair (first come, first served), meet the C++ Lockable and
+// TimedLockable requirements, and use Apache Curator's node names
+// (`_c_<guid>-lock-<sequence>`), so Curator's InterProcessMutex and these locks
+// exclude each other on the same path.
+//
+//   zkr::InterProcessMutex mutex(client, "/locks/orders/42");
+//   if (mutex.try_acquire_for(5s)) {
+//     const zkr::LockLease& lease = mutex.lease();
+//     write_with(lease.fencing_token());           // for a fenced resource
+//     if (lease.lost()) return;                     // connection trouble: stop
+//     mutex.release();
+//   }
+//   { std::scoped_lock hold(mutex); ... }          // as a Lockable
+//
+// What a lock cannot promise: once the link to the ensemble is suspended, the
+// session may expire at any moment and another process may be granted the lock
+// before this one hears of it. A holder must stop trusting the lock when its
+// lease says lost(), and fence its writes (fencing_token() or guarded_write()).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zkr/client.hpp"
+
+namespace zkr {
+
+namespace detail {
+class LockInternals;
+struct LeaseState;
+}  // namespace detail
+
+// Why a held lock can no longer be trusted.
+enum class LostReason {
+  none,
+  suspended,      // the link dropped (only with SuspendedPolicy::lost)
+  session_lost,   // the session expired or was given up
+  node_deleted,   // our lock node was deleted by someone else
+};
+std::string_view to_string(LostReason reason) noexcept;
+
+enum class SuspendedPolicy {
+  lost,    // Curator's standard policy: a suspended link already means lost
+  ignore,  // Curator's session policy: only a lost session means lost
+};
+
+struct LockOptions {
+  // Written into the lock node, for operators. Unset: "host=..;pid=..;thread=..".
+  std::string holder_id;
+  SuspendedPolicy suspended_policy = SuspendedPolicy::lost;
+  // A waiter whose session is lost re-enters the queue in the new session if
+  // the Client's retry policy allows; false: the acquire fails at once.
+  bool requeue_after_session_loss = true;
+};
+
+// The proof of holding a lock: a fencing token and a lost signal. Valid while
+// the lock is held; the lock owns it.
+class LockLease {
+ public:
+  // The lock node's czxid: larger for every later grant of any lock on the
+  // ensemble, across leaders and re-created lock directories.
+  std::int64_t fencing_token() const noexcept;
+  const std::string& node_path() const noexcept;
+  // The Client's session epoch the lock was granted in.
+  std::uint64_t session_epoch() const noexcept;
+
+  bool lost() const noexcept;
+  LostReason lost_reason() const noexcept;
+  // Stops once the lock is lost (never stops for a clean release).
+  std::stop_token lost_token() const noexcept;
+  // Runs once when the lock is lost, on the Client's listener thread or the
+  // keeper's event thread: it must not block. Runs at once if already lost.
+  void on_lost(std::function<void(LostReason)> callback) const;
+
+  explicit LockLease(std::shared_ptr<detail::LeaseState> state);
+
+ private:
+  std::shared_ptr<detail::LeaseState> state_;
+};
+
+// A multi that succeeds only while `lease`'s lock node still exists: writes by
+// a holder that has lost its lock fail atomically (with no_node on the check).
+MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
+                          OptionalTimeout timeout = {});
+
+// Fair, reentrant per thread: N acquires by a thread need N releases.
+class InterProcessMutex {
+ public:
+  InterProcessMutex(Client& client, std::string path, LockOptions options = {});
+  ~InterProcessMutex();  // releases what this object still holds; never throws
+  InterProcessMutex(const InterProcessMutex&) = delete;
+  InterProcessMutex& operator=(const InterProcessMutex&) = delete;
+
+  // Waits as long as it takes; throws KeeperError if the lock cannot be had
+  // (lost session and no requeue, retries exhausted, bad ACL...).
+  void acquire();
+  // One attempt, one round trip: false if someone else holds or waits first.
+  [[nodiscard]] bool try_acquire();
+  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
+  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
+  // Releases one hold of the calling thread. False (and nothing changes) if the
+  // calling thread does not hold the lock. Never throws: a delete whose reply
+  // is lost goes on in the background until done or the session ends.
+  bool release() noexcept;
+
+  bool is_acquired_in_this_process() const;
+  bool is_owned_by_current_thread() const;
+  // The calling thread's lease; throws std::logic_error if it does not hold.
+  const LockLease& lease() const;
+  // Lock nodes of every contender, holder first.
+  std::vector<std::string> participant_nodes() const;
+  const std::string& path() const noexcept;
+
+  // Lockable / TimedLockable.
+  void lock() { acquire(); }
+  bool try_lock() { return try_acquire(); }
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
+  }
+  void unlock() { (void)release(); }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Fair, not reentrant: a second acquire while held waits like anyone else.
+// Any thread of the process may release it.
+class InterProcessSemaphoreMutex {
+ public:
+  InterProcessSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
+  ~InterProcessSemaphoreMutex();
+  InterProcessSemaphoreMutex(const InterProcessSemaphoreMutex&) = delete;
+  InterProcessSemaphoreMutex& operator=(const InterProcessSemaphoreMutex&) = delete;
+
+  void acquire();
+  [[nodiscard]] bool try_acquire();
+  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
+  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
+  // False (and nothing changes) if not held.
+  bool release() noexcept;
+
+  bool is_acquired_in_this_process() const;
+  const LockLease& lease() const;
+  std::vector<std::string> participant_nodes() const;
+  const std::string& path() const noexcept;
+
+  void lock() { acquire(); }
+  bool try_lock() { return try_acquire(); }
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
+  }
+  void unlock() { (void)release(); }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zkr

@@ -1,0 +1,72 @@
+// zkr/multi_lock.hpp: several locks taken as one.
+//
+// The paths are taken in one canonical (sorted) order, whatever order the
+// caller gave, so MultiLocks over {A, B} and {B, A} cannot deadlock; one
+// deadline covers them all; and a failure part way gives back everything
+// already taken. Each path is an InterProcessMutex, so the thread that
+// acquired releases.
+//
+//   zkr::MultiLock both(client, {"/locks/train/7", "/locks/yard/north"});
+//   if (both.try_acquire_for(5s)) {
+//     auto result = zkr::guarded_write(*client.keeper(), both.leases(), ops);
+//     both.release();
+//   }
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zkr/lock.hpp"
+
+namespace zkr {
+
+class MultiLock {
+ public:
+  // Throws std::invalid_argument for an empty list or a bad path; duplicates
+  // are taken once.
+  MultiLock(Client& client, std::vector<std::string> paths, LockOptions options = {});
+  ~MultiLock();  // releases what it still holds; never throws
+  MultiLock(const MultiLock&) = delete;
+  MultiLock& operator=(const MultiLock&) = delete;
+
+  void acquire();
+  [[nodiscard]] bool try_acquire();
+  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
+  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
+  // Releases every lock, last taken first. False if the calling thread holds none.
+  bool release() noexcept;
+
+  bool is_acquired_in_this_process() const;
+  // In canonical order.
+  const std::vector<std::string>& paths() const noexcept;
+  // The calling thread's leases, in paths() order; throws std::logic_error if
+  // it does not hold them.
+  std::vector<LockLease> leases() const;
+
+  void lock() { acquire(); }
+  bool try_lock() { return try_acquire(); }
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
+  }
+  void unlock() { (void)release(); }
+
+ private:
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+
+  std::vector<std::string> paths_;
+  std::vector<std::unique_ptr<InterProcessMutex>> locks_;  // in paths_ order
+};
+
+// A multi that succeeds only while every lease's lock node still exists.
+MultiResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
+                          std::vector<Op> ops, OptionalTimeout timeout = {});
+
+}  // namespace zkr

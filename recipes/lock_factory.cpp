@@ -1,0 +1,141 @@
+#include "zkr/lock_factory.hpp"
+
+#include <bit>
+#include <cstdio>
+#include <stdexcept>
+
+#include <boost/uuid/detail/sha1.hpp>
+
+#include "zkr/path.hpp"
+
+namespace zkr {
+namespace {
+
+bool is_plain(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;  // encode_key writes upper case only
+}
+
+std::string sha1_hex(std::string_view data) {
+  boost::uuids::detail::sha1 sha;
+  sha.process_bytes(data.data(), data.size());
+  unsigned int digest[5];
+  sha.get_digest(digest);
+  char hex[41];
+  for (int i = 0; i < 5; ++i) std::snprintf(hex + 8 * i, 9, "%08x", digest[i]);
+  return std::string(hex, 40);
+}
+
+// FNV-1a: stable across processes, platforms and releases, which std::hash
+// is not; the bucket of a key must never change.
+std::uint64_t stable_hash(std::string_view key) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const unsigned char c : key) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+LockLayout LockLayout::hashed(std::uint32_t buckets) {
+  if (buckets == 0) throw std::invalid_argument("a hashed lock layout needs at least one bucket");
+  return LockLayout{Kind::hashed, buckets};
+}
+
+LockLayout LockLayout::hashed_for(std::uint64_t expected_keys, std::uint32_t max_children) {
+  if (max_children < 4) throw std::invalid_argument("max_children must be at least 4");
+  const std::uint64_t per_bucket = max_children / 4;
+  const std::uint64_t needed = std::max<std::uint64_t>(1, (expected_keys + per_bucket - 1) / per_bucket);
+  if (needed > (1u << 24)) throw std::invalid_argument("too many keys for one lock root");
+  return hashed(static_cast<std::uint32_t>(std::bit_ceil(needed)));
+}
+
+std::string encode_key(std::string_view key) {
+  if (key.empty()) throw std::invalid_argument("a lock key cannot be empty");
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string name;
+  name.reserve(key.size());
+  for (const unsigned char c : key) {
+    if (is_plain(c)) {
+      name += static_cast<char>(c);
+    } else {
+      name += '%';
+      name += hex[c >> 4];
+      name += hex[c & 0xf];
+    }
+  }
+  if (name.size() <= kMaxEncodedKey) return name;
+  // Keep a readable prefix (not cutting a %XX in half) and make it unique.
+  std::size_t keep = kMaxEncodedKey - 41;
+  while (keep > 0 && name[keep - 1] == '%') --keep;
+  if (keep > 1 && name[keep - 2] == '%') keep -= 2;
+  return name.substr(0, keep) + "~" + sha1_hex(key);
+}
+
+std::optional<std::string> decode_key(std::string_view name) {
+  std::string key;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (is_plain(c)) {
+      key += static_cast<char>(c);
+    } else if (c == '%' && i + 2 < name.size() && hex_value(name[i + 1]) >= 0 &&
+               hex_value(name[i + 2]) >= 0) {
+      key += static_cast<char>(hex_value(name[i + 1]) * 16 + hex_value(name[i + 2]));
+      i += 2;
+    } else {
+      return std::nullopt;  // "~" of a hashed long key, or not ours
+    }
+  }
+  if (key.empty()) return std::nullopt;
+  return key;
+}
+
+LockFactory::LockFactory(Client& client, std::string root, LockLayout layout, LockOptions options)
+    : client_(client), root_(std::move(root)), layout_(layout), options_(std::move(options)) {
+  validate_path(root_);
+  if (root_ == "/") throw std::invalid_argument("a lock root cannot be \"/\": give locks a directory");
+  if (layout_.kind == LockLayout::Kind::hashed && layout_.buckets == 0)
+    throw std::invalid_argument("a hashed lock layout needs at least one bucket");
+}
+
+std::string LockFactory::bucket_for(std::string_view key) const {
+  if (layout_.kind == LockLayout::Kind::flat) return {};
+  const auto bucket = stable_hash(key) % layout_.buckets;
+  // Fixed width (as many hex digits as the largest bucket needs), so bucket
+  // names sort and read alike.
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string name;
+  for (std::uint64_t b = layout_.buckets - 1, v = bucket; b > 0 || name.empty(); b /= 16, v /= 16)
+    name.insert(name.begin(), hex[v % 16]);
+  return join_path(root_, name);
+}
+
+std::string LockFactory::path_for(std::string_view key) const {
+  const std::string parent = layout_.kind == LockLayout::Kind::flat ? root_ : bucket_for(key);
+  return join_path(parent, encode_key(key));
+}
+
+std::unique_ptr<InterProcessMutex> LockFactory::mutex(std::string_view key) const {
+  return std::make_unique<InterProcessMutex>(client_, path_for(key), options_);
+}
+
+std::unique_ptr<InterProcessSemaphoreMutex> LockFactory::semaphore_mutex(std::string_view key) const {
+  return std::make_unique<InterProcessSemaphoreMutex>(client_, path_for(key), options_);
+}
+
+std::unique_ptr<MultiLock> LockFactory::multi_lock(const std::vector<std::string>& keys) const {
+  std::vector<std::string> paths;
+  paths.reserve(keys.size());
+  for (const auto& key : keys) paths.push_back(path_for(key));
+  return std::make_unique<MultiLock>(client_, std::move(paths), options_);
+}
+
+}  // namespace zkr

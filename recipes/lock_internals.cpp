@@ -1,0 +1,421 @@
+#include "lock_internals.hpp"
+
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <spdlog/spdlog.h>
+
+#include "lock_driver.hpp"
+#include "zkr/path.hpp"
+
+namespace zkr::detail {
+namespace {
+
+// The session our view of the queue belongs to has ended: every node we knew,
+// ours included, is gone or going, and nothing we saw may be trusted.
+struct SessionGone {};
+
+// How many times a create may find the lock directory just removed (by a
+// release racing with us, or the server reaping the container) before we call
+// it a bug rather than a race.
+constexpr int kMaxDirectoryRaces = 100;
+
+// Wakes one waiting acquire: watch events from the keeper's event thread and
+// connection states from the Client's listener thread.
+class WaitSignal {
+ public:
+  void on_event(const WatchEvent& event) {
+    {
+      std::lock_guard lock(mutex_);
+      events_.push_back(event);
+    }
+    ready_.notify_all();
+  }
+  void on_state(ConnectionState state) {
+    {
+      std::lock_guard lock(mutex_);
+      states_.push_back(state);
+    }
+    ready_.notify_all();
+  }
+  // False if the deadline passed with nothing new.
+  bool wait_until(Clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    return ready_.wait_until(lock, deadline, [&] { return !events_.empty() || !states_.empty(); });
+  }
+  std::deque<WatchEvent> take_events() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(events_, {});
+  }
+  std::deque<ConnectionState> take_states() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(states_, {});
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<WatchEvent> events_;       // guarded by mutex_
+  std::deque<ConnectionState> states_;  // guarded by mutex_
+};
+
+bool passed(const Deadline& deadline) { return deadline && Clock::now() >= *deadline; }
+
+}  // namespace
+
+// One acquire, from our create to the grant, within one session.
+class Attempt {
+ public:
+  Attempt(LockInternals& lock, std::shared_ptr<WaitSignal> signal, Deadline deadline)
+      : lock_(lock),
+        client_(lock.client_),
+        signal_(std::move(signal)),
+        deadline_(deadline),
+        node_data_(lock.options_.holder_id.empty() ? default_holder_id()
+                                                   : lock.options_.holder_id) {}
+
+  // The lease, or nullptr if the deadline passed. Throws SessionGone, or
+  // KeeperError for what the retry policy will not retry.
+  std::shared_ptr<LeaseState> run() {
+    const auto start = Clock::now();
+    for (int retries = 0;; ++retries) {
+      try {
+        bind_session();
+        if (!positioned_) enqueue();
+        if (!wait_turn()) {
+          abandon();
+          return nullptr;
+        }
+        return grant();
+      } catch (const SessionGone&) {
+        throw;  // our node went with the session: nothing to abandon
+      } catch (const KeeperError& e) {
+        if (e.errc() == Errc::session_expired) throw SessionGone{};
+        const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+        const auto delay = is_retryable(e.errc())
+                               ? client_.retry_policy().next_delay(retries, elapsed)
+                               : std::nullopt;
+        if (!delay) {
+          abandon();
+          throw;
+        }
+        if (deadline_ && Clock::now() + *delay >= *deadline_) {
+          abandon();
+          return nullptr;
+        }
+        client_.logger().debug("lock {}: {}; retrying in {} ms", lock_.dir_, e.what(),
+                               delay->count());
+        client_.sleeper().sleep_for(*delay);
+      } catch (...) {
+        abandon();
+        throw;
+      }
+    }
+  }
+
+ private:
+  void bind_session() {
+    auto keeper = client_.keeper_when_connected();
+    const auto epoch = client_.session_epoch();
+    if (epoch_ == 0) {
+      epoch_ = epoch;
+      session_id_ = keeper->session_id();
+    } else if (epoch != epoch_) {
+      throw SessionGone{};
+    }
+    keeper_ = std::move(keeper);
+  }
+
+  // Waits for one reply, at most a session timeout: past that the link is as
+  // good as lost, and the retry loop decides.
+  template <class T>
+  Result<T> await(std::future<Result<T>> reply, const std::string& path) {
+    if (reply.wait_for(keeper_->default_timeout()) != std::future_status::ready)
+      return Result<T>(Errc::operation_timeout, path);
+    return reply.get();
+  }
+
+  std::string prefix_path() const { return join_path(lock_.dir_, protected_lock_prefix(guid_)); }
+
+  // Creates our node and learns the queue before it, in one round trip.
+  void enqueue() {
+    if (create_sent_ && recover_node()) return;
+    for (int races = 0;; ++races) {
+      create_sent_ = true;
+      auto created = keeper_->async_create(prefix_path(), node_data_,
+                                           CreateMode::ephemeral_sequential);
+      auto listed = keeper_->async_children(lock_.dir_);
+      auto create_result = await(std::move(created), prefix_path());
+      auto list_result = await(std::move(listed), lock_.dir_);
+      if (create_result.ok()) {
+        node_ = std::string(node_name(create_result.value().path));
+        czxid_ = create_result.value().stat.czxid;
+        if (!list_result.ok())
+          throw KeeperError(list_result.error(), lock_.dir_, "listing the lock directory");
+        if (position(list_result.value().names)) return;
+        continue;  // our node vanished between create and list: start over
+      }
+      if (create_result.error() != Errc::no_node || races >= kMaxDirectoryRaces)
+        throw KeeperError(create_result.error(), prefix_path(), "creating the lock node");
+      // The server said no_node, so nothing was created. Containers for the
+      // directory and its parents: the server removes them once they are empty.
+      create_sent_ = false;
+      keeper_->create_parents(prefix_path(), CreateMode::container);
+    }
+  }
+
+  // Our create's reply was lost: the node may exist. Find it by its guid.
+  bool recover_node() {
+    auto listed = await(keeper_->async_children(lock_.dir_), lock_.dir_);
+    if (listed.error() == Errc::no_node) return create_sent_ = false;
+    if (!listed.ok()) throw KeeperError(listed.error(), lock_.dir_, "looking for our lock node");
+    const auto found = find_protected_node(listed.value().names, guid_);
+    if (!found) return create_sent_ = false;
+    const std::string path = join_path(lock_.dir_, *found);
+    auto stat = await(keeper_->async_exists(path), path);
+    if (stat.error() == Errc::no_node) return create_sent_ = false;
+    if (!stat.ok()) throw KeeperError(stat.error(), path, "checking our lock node");
+    if (stat.value().ephemeral_owner != session_id_) {
+      // Not of this session, whatever its name says: never adopt it.
+      guid_ = new_guid();
+      return create_sent_ = false;
+    }
+    node_ = *found;
+    czxid_ = stat.value().czxid;
+    client_.logger().debug("lock {}: adopted {} after a lost reply", lock_.dir_, node_);
+    return position(listed.value().names);
+  }
+
+  bool position(const std::vector<std::string>& children) {
+    auto where = queue_position(sorted_lock_nodes(children), node_);
+    if (!where.found) {
+      client_.logger().warn("lock {}: our node {} vanished; queueing again", lock_.dir_, node_);
+      node_.clear();
+      create_sent_ = false;
+      guid_ = new_guid();
+      return false;
+    }
+    lower_ = std::move(where.lower);
+    positioned_ = true;
+    return true;
+  }
+
+  // Walks down the nodes before ours until none is left. False: deadline.
+  bool wait_turn() {
+    while (!lower_.empty()) {
+      if (passed(deadline_)) return false;
+      const std::string before = join_path(lock_.dir_, lower_.back());
+      std::weak_ptr<WaitSignal> weak = signal_;
+      auto watched = await(keeper_->async_get(before,
+                                              [weak](const WatchEvent& event) {
+                                                if (auto signal = weak.lock()) signal->on_event(event);
+                                              }),
+                           before);
+      if (watched.error() == Errc::no_node) {
+        lower_.pop_back();
+        continue;
+      }
+      if (!watched.ok()) throw KeeperError(watched.error(), before, "watching the node before ours");
+      waited_ = true;
+      // A marked node was granted the lock: everything below it is gone.
+      if (watched.value().stat.version > 0) lower_.erase(lower_.begin(), lower_.end() - 1);
+      switch (await_change(before)) {
+        case Change::deleted: lower_.pop_back(); break;
+        case Change::marked: lower_.erase(lower_.begin(), lower_.end() - 1); break;
+        case Change::look_again: break;
+        case Change::deadline: return false;
+      }
+    }
+    return true;
+  }
+
+  enum class Change { deleted, marked, look_again, deadline };
+
+  Change await_change(const std::string& watched) {
+    for (;;) {
+      // Without a deadline we still look again once per session timeout: a
+      // watch is one message, and a lost one must not mean waiting forever.
+      const auto safety = Clock::now() + keeper_->default_timeout();
+      const auto until = deadline_ ? std::min(*deadline_, safety) : safety;
+      if (!signal_->wait_until(until)) return passed(deadline_) ? Change::deadline : Change::look_again;
+      for (const auto state : signal_->take_states()) {
+        if (state == ConnectionState::lost) throw SessionGone{};
+        if (state == ConnectionState::reconnected) {
+          if (client_.session_epoch() != epoch_) throw SessionGone{};
+          return Change::look_again;  // the watch survives; looking again is cheap and sure
+        }
+        // suspended, read_only: the watch stays armed; keep waiting.
+      }
+      for (const auto& event : signal_->take_events()) {
+        if (event.path != watched) continue;  // a spent watch on an earlier node
+        if (event.type == EventType::deleted) return Change::deleted;
+        if (event.type == EventType::session_ended) throw SessionGone{};
+        // Only a holder writes to its own lock node, and only to mark it: the
+        // mark is news even if the node is gone by the time we look again.
+        if (event.type == EventType::changed) return Change::marked;
+        return Change::look_again;
+      }
+    }
+  }
+
+  std::shared_ptr<LeaseState> grant() {
+    const std::string path = join_path(lock_.dir_, node_);
+    auto lease = std::make_shared<LeaseState>(path, czxid_, epoch_);
+    // Fire and forget, before the watch below so it cannot trigger it: the
+    // mark only spares our successor a walk (see lock_internals.hpp).
+    if (waited_) (void)keeper_->async_set(path, node_data_ + std::string(kHeldMark));
+    std::weak_ptr<LeaseState> weak = lease;
+    lease->set_own_watch(keeper_->async_get(path, [weak](const WatchEvent& event) {
+      auto held = weak.lock();
+      if (!held) return;
+      if (event.type == EventType::deleted) held->mark_lost(LostReason::node_deleted);
+      if (event.type == EventType::session_ended) held->mark_lost(LostReason::session_lost);
+    }));
+    const auto policy = lock_.options_.suspended_policy;
+    const auto epoch = epoch_;
+    Client& client = client_;
+    auto on_state = [weak, policy, epoch, &client](ConnectionState state) {
+      auto held = weak.lock();
+      if (!held) return;
+      if (state == ConnectionState::lost) held->mark_lost(LostReason::session_lost);
+      if (state == ConnectionState::suspended && policy == SuspendedPolicy::lost)
+        held->mark_lost(LostReason::suspended);
+      if (state == ConnectionState::reconnected && client.session_epoch() != epoch)
+        held->mark_lost(LostReason::session_lost);
+    };
+    lease->listener = client_.add_listener(on_state);
+    // A change before the listener was in place would be missed: look now.
+    if (client_.session_epoch() != epoch_) on_state(ConnectionState::lost);
+    else if (!client_.is_connected()) on_state(ConnectionState::suspended);
+    return lease;
+  }
+
+  // Deletes our node, known or not. When the link is up the delete is done by
+  // the time we return, so a caller told "not acquired" sees no node of ours;
+  // otherwise the Client goes on in the background. Never throws.
+  void abandon() noexcept {
+    if (epoch_ == 0) return;
+    try {
+      if (!node_.empty()) {
+        const std::string path = join_path(lock_.dir_, node_);
+        if (!remove_now(path)) client_.remove_in_background(path, epoch_);
+      } else if (create_sent_) {
+        client_.remove_in_background(prefix_path(), epoch_, /*by_name_prefix=*/true);
+      }
+    } catch (const std::exception& e) {
+      client_.logger().error("lock {}: abandoning our node failed: {}", lock_.dir_, e.what());
+    }
+    node_.clear();
+    create_sent_ = false;
+  }
+
+  bool remove_now(const std::string& path) {
+    if (!keeper_ || client_.session_epoch() != epoch_ || !client_.is_connected()) return false;
+    const auto removed = await(keeper_->async_remove(path), path);
+    return removed.ok() || removed.error() == Errc::no_node;
+  }
+
+  LockInternals& lock_;
+  Client& client_;
+  std::shared_ptr<WaitSignal> signal_;
+  const Deadline deadline_;
+  const std::string node_data_;  // who we are, for operators
+
+  std::shared_ptr<Keeper> keeper_;
+  std::uint64_t epoch_ = 0;
+  std::int64_t session_id_ = 0;
+  std::string guid_ = new_guid();
+  bool create_sent_ = false;  // a create may have been applied
+  std::string node_;          // our node's name, once known
+  std::int64_t czxid_ = 0;
+  bool positioned_ = false;          // lower_ is known
+  std::vector<std::string> lower_;   // nodes before ours that may still exist
+  bool waited_ = false;              // someone was before us
+};
+
+LockInternals::LockInternals(Client& client, std::string dir, LockOptions options)
+    : client_(client),
+      dir_(std::move(dir)),
+      options_(std::move(options)) {
+  validate_path(dir_);
+  if (dir_ == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
+}
+
+std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline) {
+  const auto start = Clock::now();
+  for (int sessions = 0;; ++sessions) {
+    auto signal = std::make_shared<WaitSignal>();
+    const auto listener = client_.add_listener([weak = std::weak_ptr<WaitSignal>(signal)](
+                                                   ConnectionState state) {
+      if (auto s = weak.lock()) s->on_state(state);
+    });
+    try {
+      Attempt attempt(*this, signal, deadline);
+      auto lease = attempt.run();
+      client_.remove_listener(listener);
+      return lease;
+    } catch (const SessionGone&) {
+      client_.remove_listener(listener);
+    } catch (...) {
+      client_.remove_listener(listener);
+      throw;
+    }
+    // Our session ended while we queued: never trust that view; queue again.
+    if (!options_.requeue_after_session_loss)
+      throw KeeperError(Errc::session_expired, dir_, "the session ended while acquiring the lock");
+    const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+    const auto delay = client_.retry_policy().next_delay(sessions, elapsed);
+    if (!delay)
+      throw KeeperError(Errc::session_expired, dir_,
+                        "the session ended while acquiring the lock, and the retry policy gave up");
+    if (deadline && Clock::now() + *delay >= *deadline) return nullptr;
+    client_.logger().info("lock {}: session ended while queued; queueing again", dir_);
+    client_.sleeper().sleep_for(*delay);
+  }
+}
+
+void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
+  try {
+    lease->mark_released();
+    client_.remove_listener(lease->listener);
+    if (client_.session_epoch() != lease->epoch) return;  // the node went with its session
+    if (client_.is_connected()) {
+      auto keeper = client_.keeper();
+      auto reply = keeper->async_remove(lease->node_path);
+      if (reply.wait_for(keeper->default_timeout()) == std::future_status::ready) {
+        const auto result = reply.get();
+        if (result.ok() || result.error() == Errc::no_node) return;
+        if (!is_connection_error(result.error())) {
+          client_.logger().error("lock {}: could not delete {}: {}", dir_, lease->node_path,
+                                 errc_name(result.error()));
+          return;
+        }
+      }
+    }
+    client_.remove_in_background(lease->node_path, lease->epoch);
+  } catch (const std::exception& e) {
+    client_.logger().error("lock {}: release failed: {}", dir_, e.what());
+  }
+}
+
+std::vector<std::string> LockInternals::participant_nodes() const {
+  const auto names = client_.with_retry([&](Keeper& keeper) {
+    auto listed = keeper.try_children(dir_);
+    if (listed.error() == Errc::no_node) return std::vector<std::string>{};
+    return std::move(listed).value().names;  // throws: retried if retryable
+  });
+  std::vector<std::string> paths;
+  for (const auto& name : sorted_lock_nodes(names)) paths.push_back(join_path(dir_, name));
+  return paths;
+}
+
+std::string default_holder_id() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return "host=" + std::string(host) + ";pid=" + std::to_string(::getpid()) +
+         ";thread=" + std::to_string(::gettid());
+}
+
+}  // namespace zkr::detail

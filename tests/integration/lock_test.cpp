@@ -1,0 +1,223 @@
+// Both locks on the live three-server ensemble: fairness, a holder's session
+// expiring, the holder's server killed, cleanup on every path. The long
+// multi-process run with the exclusion checker is in lock_stress_test.cpp.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "support/ensemble.hpp"
+#include "support/waits.hpp"
+#include "zkr/lock.hpp"
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kWait = 30s;  // bound on every wait; healthy runs take milliseconds
+
+template <class Lock>
+class LockIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (test::connect_string().empty()) GTEST_SKIP() << "no ensemble: run scripts/test";
+    dir_ = test::unique_path("lock");
+  }
+
+  void TearDown() override {
+    locks_.clear();
+    if (!clients_.empty()) {
+      auto& keeper = *clients_.front()->keeper();
+      EXPECT_TRUE(test::wait_children(keeper, dir_, [](const auto& n) { return n.empty(); }, kWait))
+          << "lock nodes left behind in " << dir_;
+      (void)keeper.try_remove(dir_);
+    }
+    clients_.clear();
+  }
+
+  Client& client(std::chrono::milliseconds session_timeout = 6s) {
+    ClientOptions options;
+    options.connect_string = test::connect_string();
+    options.session_timeout = session_timeout;
+    options.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 10, 1s);
+    clients_.push_back(std::make_unique<Client>(options));
+    EXPECT_TRUE(clients_.back()->block_until_connected(kWait));
+    return *clients_.back();
+  }
+
+  Lock& lock(Client& c, LockOptions options = {}) {
+    locks_.push_back(std::make_unique<Lock>(c, dir_, options));
+    return *locks_.back();
+  }
+
+  bool wait_queue_length(std::size_t n) {
+    return test::wait_children(*clients_.front()->keeper(), dir_,
+                               [n](const auto& names) { return names.size() == n; }, kWait);
+  }
+
+  std::string dir_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  std::vector<std::unique_ptr<Lock>> locks_;  // destroyed before their clients
+};
+
+using LockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex>;
+TYPED_TEST_SUITE(LockIntegrationTest, LockTypes);
+
+TYPED_TEST(LockIntegrationTest, ExcludesAndReleases) {
+  auto& a = this->lock(this->client());
+  auto& b = this->lock(this->client());
+  ASSERT_TRUE(a.try_acquire());
+  EXPECT_FALSE(b.try_acquire());
+  EXPECT_FALSE(b.try_acquire_for(200ms));
+  // b's own session sees b's delete (another session's server may lag behind).
+  EXPECT_EQ(b.participant_nodes().size(), 1u);
+  EXPECT_TRUE(a.release());
+  ASSERT_TRUE(b.try_acquire_for(kWait));
+  EXPECT_GT(b.lease().fencing_token(), 0);
+  b.release();
+}
+
+TYPED_TEST(LockIntegrationTest, GrantsInArrivalOrderAndTokensGrow) {
+  auto& first = this->lock(this->client());
+  ASSERT_TRUE(first.try_acquire());
+  const auto first_token = first.lease().fencing_token();
+  constexpr int kWaiters = 6;
+  std::vector<TypeParam*> waiters;
+  for (int i = 0; i < kWaiters; ++i) waiters.push_back(&this->lock(this->client()));
+  std::mutex mutex;
+  std::vector<int> order;
+  std::vector<std::int64_t> tokens;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWaiters; ++i) {
+    threads.emplace_back([&, i] {
+      ASSERT_TRUE(waiters[i]->try_acquire_for(kWait));
+      {
+        std::lock_guard lock(mutex);
+        order.push_back(i);
+        tokens.push_back(waiters[i]->lease().fencing_token());
+      }
+      waiters[i]->release();
+    });
+    ASSERT_TRUE(this->wait_queue_length(static_cast<std::size_t>(i) + 2));
+  }
+  first.release();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  ASSERT_EQ(tokens.size(), static_cast<std::size_t>(kWaiters));
+  EXPECT_GT(tokens[0], first_token);
+  for (int i = 1; i < kWaiters; ++i) EXPECT_GT(tokens[i], tokens[i - 1]);
+}
+
+TYPED_TEST(LockIntegrationTest, HolderSessionExpiredNextWaiterWinsOldHolderIsToldAndFenced) {
+  auto& holder_client = this->client();
+  auto& holder = this->lock(holder_client);
+  auto& waiter = this->lock(this->client());
+  const std::string resource = this->dir_ + "-resource";
+  holder_client.keeper()->create(resource, "0");
+  test::Latch new_session;
+  holder_client.add_listener([&](ConnectionState s) {
+    if (s == ConnectionState::reconnected && holder_client.session_epoch() == 2) new_session.open();
+  });
+
+  ASSERT_TRUE(holder.try_acquire());
+  const LockLease lease = holder.lease();
+  test::Latch told;
+  std::atomic<LostReason> heard{LostReason::none};
+  lease.on_lost([&](LostReason why) {
+    heard = why;
+    told.open();
+  });
+  ASSERT_TRUE(guarded_write(*holder_client.keeper(), lease, {op::Set{resource, "holder"}}).ok());
+
+  // The waiter's thread holds its lock until the checks below are done: a
+  // reentrant mutex is released by the thread that holds it.
+  std::optional<LockLease> waiter_lease;
+  test::Latch granted, checked;
+  std::thread next([&] {
+    ASSERT_TRUE(waiter.try_acquire_for(kWait));
+    waiter_lease.emplace(waiter.lease());
+    granted.open();
+    EXPECT_TRUE(checked.wait(kWait));
+    waiter.release();
+  });
+  ASSERT_TRUE(this->wait_queue_length(2));
+  EXPECT_FALSE(granted.is_open());
+  test::expire_session(*holder_client.keeper());
+  ASSERT_TRUE(granted.wait(kWait));
+  ASSERT_TRUE(told.wait(kWait));
+  // The server cuts the holder's link as the session is taken over, then
+  // ends it and deletes the node: whichever the holder hears first is the
+  // reason (suspended under the standard policy, session_lost, node_deleted).
+  EXPECT_NE(heard.load(), LostReason::none);
+  EXPECT_TRUE(lease.lost_token().stop_requested());
+  // The old holder, on its new session, still cannot write under its old lease.
+  ASSERT_TRUE(new_session.wait(kWait));
+  const auto rejected = guarded_write(*holder_client.keeper(), lease, {op::Set{resource, "stale"}});
+  EXPECT_EQ(rejected.error, Errc::no_node);
+  EXPECT_GT(waiter_lease->fencing_token(), lease.fencing_token());
+  EXPECT_TRUE(guarded_write(*holder_client.keeper(), *waiter_lease, {op::Set{resource, "waiter"}}).ok());
+  EXPECT_EQ(holder_client.keeper()->get(resource).data, "waiter");
+  checked.open();
+  next.join();
+  holder.release();  // already lost: clears local state, deletes nothing
+  holder_client.keeper()->remove(resource);
+}
+
+TYPED_TEST(LockIntegrationTest, LockIsKeptWhenTheConnectedServerDies) {
+  ZKR_REQUIRE_SERVER_FAULTS();
+  auto& holder_client = this->client(8s);
+  test::Latch back;
+  holder_client.add_listener([&](ConnectionState s) {
+    if (s == ConnectionState::reconnected) back.open();
+  });
+  LockOptions options;
+  options.suspended_policy = SuspendedPolicy::ignore;
+  auto& holder = this->lock(holder_client, options);
+  auto& other = this->lock(this->client());
+  ASSERT_TRUE(holder.try_acquire());
+  const auto session = holder_client.keeper()->session_id();
+  const auto node = holder.lease().node_path();
+  const int server = test::connected_server(*holder_client.keeper());
+  test::Repair repair("restart " + std::to_string(server));
+  test::ensemble("kill " + std::to_string(server));
+  // The client moves to another server within the session timeout.
+  ASSERT_TRUE(back.wait(kWait));
+  EXPECT_EQ(holder_client.keeper()->session_id(), session);
+  EXPECT_EQ(holder_client.session_epoch(), 1u);
+  EXPECT_TRUE(holder_client.keeper()->exists(node).has_value());
+  EXPECT_FALSE(holder.lease().lost());
+  EXPECT_FALSE(other.try_acquire());  // still ours
+  repair.now();
+  EXPECT_TRUE(holder.release());
+  ASSERT_TRUE(other.try_acquire_for(kWait));
+  other.release();
+}
+
+TYPED_TEST(LockIntegrationTest, TimeoutsAndDestructionLeaveNoNodes) {
+  auto& c = this->client();
+  auto& holder = this->lock(c);
+  ASSERT_TRUE(holder.try_acquire());
+  {
+    TypeParam impatient(this->client(), this->dir_);
+    for (int i = 0; i < 5; ++i) EXPECT_FALSE(impatient.try_acquire_for(20ms));
+  }
+  {
+    TypeParam dropped(c, this->dir_);
+    std::thread waiter([&] { EXPECT_FALSE(dropped.try_acquire_for(300ms)); });
+    waiter.join();
+  }
+  EXPECT_TRUE(this->wait_queue_length(1));
+  {
+    TypeParam forgotten(c, this->dir_ + "-forgotten");
+    ASSERT_TRUE(forgotten.try_acquire());
+  }  // destroyed while held: released
+  EXPECT_TRUE(test::wait_children(*c.keeper(), this->dir_ + "-forgotten",
+                                  [](const auto& n) { return n.empty(); }, kWait));
+  holder.release();
+}
+
+}  // namespace
+}  // namespace zkr

@@ -1,0 +1,446 @@
+// Lock logic on the in-memory ensemble, with faults injected at exact points.
+// One typed suite runs against both lock types; a few tests at the end cover
+// what differs (reentrancy, who may release).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "support/fake_keeper.hpp"
+#include "support/fault_keeper.hpp"
+#include "support/waits.hpp"
+#include "zkr/lock.hpp"
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+using test::FakeEnsemble;
+using test::Faults;
+using test::OpKind;
+
+constexpr auto kWait = 10s;  // bound on every wait; a healthy run takes milliseconds
+const std::string kDir = "/locks/key";
+
+struct Contender {
+  std::shared_ptr<Faults> faults = std::make_shared<Faults>();
+  std::shared_ptr<RecordingSleeper> sleeper = std::make_shared<RecordingSleeper>();
+  std::unique_ptr<Client> client;
+};
+
+template <class Lock>
+class LockUnitTest : public ::testing::Test {
+ protected:
+  // A client on the fake ensemble; its own faults and a sleeper that takes no time.
+  Contender& contender() {
+    auto c = std::make_unique<Contender>();
+    ClientOptions options;
+    options.connect_string = "127.0.0.1:2181";  // not dialled: the factory is the fake's
+    options.session_timeout = 4s;
+    options.keeper_factory = test::with_faults(ensemble_.factory(), c->faults);
+    options.retry_policy = std::make_shared<RetryNTimes>(5, 10ms);
+    options.sleeper = c->sleeper;
+    c->client = std::make_unique<Client>(options);
+    EXPECT_TRUE(c->client->block_until_connected(kWait));
+    contenders_.push_back(std::move(c));
+    return *contenders_.back();
+  }
+
+  std::unique_ptr<Lock> lock_for(Contender& c, LockOptions options = {}) {
+    return std::make_unique<Lock>(*c.client, kDir, options);
+  }
+
+  // A raw session to look at and tamper with the tree.
+  Keeper& raw() {
+    if (!raw_) raw_ = ensemble_.connect();
+    return *raw_;
+  }
+
+  std::vector<std::string> lock_nodes() { return ensemble_.children_now(kDir); }
+
+  // Waits until n lock nodes queue in the directory.
+  bool wait_queue_length(std::size_t n) {
+    return test::wait_children(raw(), kDir, [n](const auto& names) { return names.size() == n; },
+                               kWait);
+  }
+
+  std::int64_t session_of(Contender& c) { return c.client->keeper()->session_id(); }
+
+  FakeEnsemble ensemble_;
+  std::vector<std::unique_ptr<Contender>> contenders_;
+  std::shared_ptr<Keeper> raw_;
+};
+
+using LockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex>;
+TYPED_TEST_SUITE(LockUnitTest, LockTypes);
+
+TYPED_TEST(LockUnitTest, UncontendedAcquireUsesCuratorsNamesAndLeavesNothing) {
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  ASSERT_TRUE(lock->try_acquire());
+  EXPECT_TRUE(lock->is_acquired_in_this_process());
+  const auto nodes = this->lock_nodes();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_TRUE(std::regex_match(nodes[0], std::regex("_c_[0-9a-f-]{36}-lock-[0-9]{10}"))) << nodes[0];
+  EXPECT_EQ(lock->lease().node_path(), kDir + "/" + nodes[0]);
+  EXPECT_EQ(lock->lease().fencing_token(), this->ensemble_.exists_now(kDir + "/" + nodes[0])->czxid);
+  EXPECT_EQ(lock->participant_nodes(), std::vector<std::string>{kDir + "/" + nodes[0]});
+  EXPECT_TRUE(lock->release());
+  EXPECT_FALSE(lock->is_acquired_in_this_process());
+  EXPECT_TRUE(this->lock_nodes().empty());
+  // The directory and its parent are containers: the server's sweep removes them.
+  EXPECT_EQ(this->ensemble_.exists_now(kDir)->ephemeral_owner,
+            static_cast<std::int64_t>(0x8000000000000000ULL));
+  this->ensemble_.reap_containers();
+  this->ensemble_.reap_containers();
+  EXPECT_EQ(this->ensemble_.node_count(), 0u);
+}
+
+TYPED_TEST(LockUnitTest, GrantsInArrivalOrder) {
+  auto& holder = this->contender();
+  auto first = this->lock_for(holder);
+  ASSERT_TRUE(first->try_acquire());
+
+  constexpr int kWaiters = 5;
+  std::mutex order_mutex;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<TypeParam>> locks;
+  for (int i = 0; i < kWaiters; ++i) locks.push_back(this->lock_for(this->contender()));
+  for (int i = 0; i < kWaiters; ++i) {
+    threads.emplace_back([&, i] {
+      ASSERT_TRUE(locks[i]->try_acquire_for(kWait));
+      {
+        std::lock_guard lock(order_mutex);
+        order.push_back(i);
+      }
+      locks[i]->release();
+    });
+    // The next one queues only once this one has its node: arrival order is i.
+    ASSERT_TRUE(this->wait_queue_length(static_cast<std::size_t>(i) + 2));
+  }
+  first->release();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(this->lock_nodes().empty());
+}
+
+TYPED_TEST(LockUnitTest, ConnectionLossBeforeTheCreateIsAppliedIsRetried) {
+  auto& a = this->contender();
+  auto& rule = a.faults->on(OpKind::create, kDir + "/").fail(Errc::connection_loss);
+  auto lock = this->lock_for(a);
+  ASSERT_TRUE(lock->try_acquire_for(kWait));
+  EXPECT_EQ(rule.fired(), 1);
+  EXPECT_EQ(a.sleeper->delays().size(), 1u);  // one retry, through the policy
+  EXPECT_EQ(this->lock_nodes().size(), 1u);
+  lock->release();
+  EXPECT_TRUE(this->lock_nodes().empty());
+}
+
+TYPED_TEST(LockUnitTest, LostCreateReplyIsFoundAgainAndAdoptedNotDuplicated) {
+  auto& holder = this->contender();
+  auto held = this->lock_for(holder);
+  ASSERT_TRUE(held->try_acquire());
+
+  auto& a = this->contender();
+  auto& rule = a.faults->on(OpKind::create, kDir + "/").lose_reply_after_apply();
+  auto lock = this->lock_for(a);
+  std::thread waiter([&] {
+    ASSERT_TRUE(lock->try_acquire_for(kWait));
+    lock->release();
+  });
+  // Our node was applied once and adopted: two nodes, not three.
+  ASSERT_TRUE(this->wait_queue_length(2));
+  EXPECT_EQ(this->ensemble_.ephemerals_of(this->session_of(a)).size(), 1u);
+  held->release();
+  waiter.join();
+  EXPECT_EQ(rule.fired(), 1);
+  EXPECT_TRUE(this->lock_nodes().empty());
+}
+
+TYPED_TEST(LockUnitTest, PredecessorDeletedBetweenListingAndWatching) {
+  auto& holder = this->contender();
+  auto held = this->lock_for(holder);
+  ASSERT_TRUE(held->try_acquire());
+  const std::string holder_node = held->lease().node_path();
+
+  auto& a = this->contender();
+  // Right after our listing, before we watch it, the node before ours goes.
+  auto& rule = a.faults->on(OpKind::children, kDir).after(
+      [&](const test::FaultCall&) { this->raw().remove(holder_node); });
+  auto lock = this->lock_for(a);
+  ASSERT_TRUE(lock->try_acquire_for(kWait));
+  EXPECT_EQ(rule.fired(), 1);
+  // The old holder hears that its node was deleted under it.
+  EXPECT_EQ(held->lease().lost_reason(), LostReason::node_deleted);
+  lock->release();
+  held->release();
+  EXPECT_TRUE(this->lock_nodes().empty());
+}
+
+TYPED_TEST(LockUnitTest, ForeignChildrenInTheDirectoryAreIgnored) {
+  this->raw().create_parents(kDir + "/x");  // the directory and its parents
+  this->raw().create(kDir + "/config", "x");
+  this->raw().create(kDir + "/zz-lock-not-a-number");
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  ASSERT_TRUE(lock->try_acquire());
+  EXPECT_EQ(lock->participant_nodes().size(), 1u);
+  lock->release();
+  EXPECT_EQ(this->lock_nodes(), (std::vector<std::string>{"config", "zz-lock-not-a-number"}));
+}
+
+TYPED_TEST(LockUnitTest, TimedOutWaiterDeletesItsNode) {
+  auto& holder = this->contender();
+  auto held = this->lock_for(holder);
+  ASSERT_TRUE(held->try_acquire());
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  EXPECT_FALSE(lock->try_acquire());             // one attempt, no wait
+  EXPECT_FALSE(lock->try_acquire_for(50ms));     // a short wait
+  EXPECT_FALSE(lock->is_acquired_in_this_process());
+  ASSERT_TRUE(this->wait_queue_length(1));
+  held->release();
+  ASSERT_TRUE(this->wait_queue_length(0));
+}
+
+TYPED_TEST(LockUnitTest, WaiterWhoseSessionExpiresQueuesAgainAndNeverTrustsTheOldView) {
+  auto& holder = this->contender();
+  auto held = this->lock_for(holder);
+  ASSERT_TRUE(held->try_acquire());
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  std::atomic<bool> acquired{false};
+  std::thread waiter([&] {
+    ASSERT_TRUE(lock->try_acquire_for(kWait));
+    acquired = true;
+    EXPECT_FALSE(held->is_acquired_in_this_process());  // only after the holder let go
+    lock->release();
+  });
+  ASSERT_TRUE(this->wait_queue_length(2));
+  const auto first_session = this->session_of(a);
+  const auto first_node = this->ensemble_.ephemerals_of(first_session);
+  ASSERT_EQ(first_node.size(), 1u);
+  this->ensemble_.expire(first_session);
+  // A new session, a new node behind the holder; the old one is gone.
+  ASSERT_TRUE(test::wait_children(
+      this->raw(), kDir,
+      [&](const auto& names) {
+        return names.size() == 2 &&
+               std::find(names.begin(), names.end(), first_node[0].substr(kDir.size() + 1)) ==
+                   names.end();
+      },
+      kWait));
+  EXPECT_FALSE(acquired);
+  EXPECT_EQ(a.client->session_epoch(), 2u);
+  held->release();
+  waiter.join();
+  EXPECT_TRUE(acquired);
+  EXPECT_TRUE(this->lock_nodes().empty());
+}
+
+TYPED_TEST(LockUnitTest, WaiterFailsWhenRequeueIsOff) {
+  auto& holder = this->contender();
+  auto held = this->lock_for(holder);
+  ASSERT_TRUE(held->try_acquire());
+  auto& a = this->contender();
+  LockOptions options;
+  options.requeue_after_session_loss = false;
+  auto lock = this->lock_for(a, options);
+  std::thread waiter([&] {
+    try {
+      (void)lock->try_acquire_for(kWait);
+      ADD_FAILURE() << "acquire survived a lost session";
+    } catch (const KeeperError& e) {
+      EXPECT_EQ(e.errc(), Errc::session_expired);
+    }
+  });
+  ASSERT_TRUE(this->wait_queue_length(2));
+  this->ensemble_.expire(this->session_of(a));
+  waiter.join();
+  ASSERT_TRUE(this->wait_queue_length(1));
+  held->release();
+}
+
+TYPED_TEST(LockUnitTest, ConnectionLossDuringReleaseDeletesInTheBackground) {
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  ASSERT_TRUE(lock->try_acquire());
+  const auto node = lock->lease().node_path();
+  const auto session = this->session_of(a);
+  this->ensemble_.disconnect(session);
+  EXPECT_TRUE(lock->release());                // returns at once, state cleared
+  EXPECT_FALSE(lock->is_acquired_in_this_process());
+  EXPECT_TRUE(this->ensemble_.exists_now(node));  // the server never heard of it
+  this->ensemble_.reconnect(session);
+  EXPECT_TRUE(test::wait_gone(this->raw(), node, kWait));
+}
+
+TYPED_TEST(LockUnitTest, LostReplyOfTheReleaseDeleteIsRetried) {
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  ASSERT_TRUE(lock->try_acquire());
+  const auto node = lock->lease().node_path();
+  auto& rule = a.faults->on(OpKind::remove, node).fail(Errc::connection_loss);
+  EXPECT_TRUE(lock->release());
+  EXPECT_TRUE(test::wait_gone(this->raw(), node, kWait));
+  EXPECT_EQ(rule.fired(), 1);
+}
+
+TYPED_TEST(LockUnitTest, HolderWhoseSessionExpiresIsToldAndItsGuardedWriteFails) {
+  this->raw().create("/resource", "0");
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  ASSERT_TRUE(lock->try_acquire());
+  const LockLease& lease = lock->lease();
+  test::Latch told;
+  std::atomic<LostReason> heard{LostReason::none};
+  lease.on_lost([&](LostReason why) {
+    heard = why;
+    told.open();
+  });
+  auto accepted = guarded_write(*a.client->keeper(), lease, {op::Set{"/resource", "1"}});
+  EXPECT_TRUE(accepted.ok());
+  auto old_keeper = a.client->keeper();
+  this->ensemble_.expire(this->session_of(a));
+  ASSERT_TRUE(told.wait(kWait));
+  EXPECT_EQ(heard.load(), LostReason::session_lost);
+  EXPECT_TRUE(lease.lost_token().stop_requested());
+  // Another contender gets the lock; the old holder's write is refused.
+  auto& b = this->contender();
+  auto other = this->lock_for(b);
+  ASSERT_TRUE(other->try_acquire_for(kWait));
+  ASSERT_TRUE(a.client->block_until_connected(kWait));
+  auto rejected = guarded_write(*a.client->keeper(), lease, {op::Set{"/resource", "2"}});
+  EXPECT_EQ(rejected.error, Errc::no_node);
+  EXPECT_EQ(*this->ensemble_.data_now("/resource"), "1");
+  lock->release();
+  other->release();
+}
+
+TYPED_TEST(LockUnitTest, SuspendedMeansLostUnderTheStandardPolicyOnly) {
+  auto& a = this->contender();
+  auto& b = this->contender();
+  auto standard = std::make_unique<TypeParam>(*a.client, kDir + "-standard");
+  LockOptions lenient;
+  lenient.suspended_policy = SuspendedPolicy::ignore;
+  auto session_only = std::make_unique<TypeParam>(*b.client, kDir + "-session", lenient);
+  ASSERT_TRUE(standard->try_acquire());
+  ASSERT_TRUE(session_only->try_acquire());
+  test::Latch told;
+  standard->lease().on_lost([&](LostReason) { told.open(); });
+  this->ensemble_.disconnect(this->session_of(a));
+  this->ensemble_.disconnect(this->session_of(b));
+  ASSERT_TRUE(told.wait(kWait));
+  EXPECT_EQ(standard->lease().lost_reason(), LostReason::suspended);
+  this->ensemble_.reconnect(this->session_of(b));
+  ASSERT_TRUE(b.client->block_until_connected(kWait));
+  EXPECT_FALSE(session_only->lease().lost());
+  this->ensemble_.reconnect(this->session_of(a));
+  standard->release();
+  session_only->release();
+}
+
+TYPED_TEST(LockUnitTest, BadLockPathsAreRejectedBeforeAnythingIsSent) {
+  auto& a = this->contender();
+  for (const char* bad : {"", "locks", "/locks/", "/a//b", "/a/./b", "/zookeeper/x", "/"})
+    EXPECT_THROW(TypeParam(*a.client, bad), std::invalid_argument) << bad;
+  EXPECT_EQ(this->ensemble_.node_count(), 0u);
+}
+
+TYPED_TEST(LockUnitTest, HandOffDownALongQueueDoesNotListAgain) {
+  auto& holder = this->contender();
+  auto first = this->lock_for(holder);
+  ASSERT_TRUE(first->try_acquire());
+  constexpr int kWaiters = 12;
+  std::vector<Contender*> waiters;
+  std::vector<std::unique_ptr<TypeParam>> locks;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.push_back(&this->contender());
+    locks.push_back(this->lock_for(*waiters.back()));
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWaiters; ++i) {
+    threads.emplace_back([&, i] {
+      ASSERT_TRUE(locks[i]->try_acquire_for(kWait));
+      locks[i]->release();
+    });
+    ASSERT_TRUE(this->wait_queue_length(static_cast<std::size_t>(i) + 2));
+  }
+  // From now on, count listings and single-node reads of every waiter.
+  std::vector<test::FaultRule*> listings, reads;
+  for (auto* w : waiters) {
+    listings.push_back(&w->faults->on(OpKind::children, kDir).after([](auto&) {}).times(1000));
+    reads.push_back(&w->faults->on(OpKind::get, kDir + "/").after([](auto&) {}).times(1000));
+  }
+  first->release();
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kWaiters; ++i) {
+    EXPECT_EQ(listings[i]->fired(), 0) << "waiter " << i << " listed the directory again";
+    // Re-watching a marked predecessor and watching our own node: a few reads,
+    // however long the queue before us was.
+    EXPECT_LE(reads[i]->fired(), 4) << "waiter " << i;
+  }
+}
+
+// ---- What differs between the two locks.
+
+class MutexUnitTest : public LockUnitTest<InterProcessMutex> {};
+
+TEST_F(MutexUnitTest, IsReentrantPerThreadAndOnlyTheHolderReleases) {
+  auto& a = contender();
+  auto lock = lock_for(a);
+  ASSERT_TRUE(lock->try_acquire());
+  ASSERT_TRUE(lock->try_acquire());  // reentrant: no second node
+  EXPECT_EQ(lock_nodes().size(), 1u);
+  std::thread other([&] {
+    EXPECT_FALSE(lock->is_owned_by_current_thread());
+    EXPECT_FALSE(lock->release());  // not the holder: an error, nothing changes
+  });
+  other.join();
+  EXPECT_TRUE(lock->is_owned_by_current_thread());
+  EXPECT_TRUE(lock->release());
+  EXPECT_TRUE(lock->is_acquired_in_this_process());  // one hold left
+  EXPECT_EQ(lock_nodes().size(), 1u);
+  EXPECT_TRUE(lock->release());
+  EXPECT_FALSE(lock->is_acquired_in_this_process());
+  EXPECT_TRUE(lock_nodes().empty());
+  EXPECT_FALSE(lock->release());  // double release
+  EXPECT_THROW((void)lock->lease(), std::logic_error);
+}
+
+TEST_F(MutexUnitTest, WorksWithStandardLockGuards) {
+  auto& a = contender();
+  auto lock = lock_for(a);
+  {
+    std::unique_lock guard(*lock, std::defer_lock);
+    ASSERT_TRUE(guard.try_lock_for(1s));
+    EXPECT_EQ(lock_nodes().size(), 1u);
+  }
+  EXPECT_TRUE(lock_nodes().empty());
+  {
+    std::scoped_lock guard(*lock);
+    EXPECT_TRUE(lock->is_owned_by_current_thread());
+  }
+  EXPECT_FALSE(lock->is_acquired_in_this_process());
+}
+
+class SemaphoreMutexUnitTest : public LockUnitTest<InterProcessSemaphoreMutex> {};
+
+TEST_F(SemaphoreMutexUnitTest, IsNotReentrantAndAnyThreadReleases) {
+  auto& a = contender();
+  auto lock = lock_for(a);
+  ASSERT_TRUE(lock->try_acquire());
+  EXPECT_FALSE(lock->try_acquire_for(100ms));  // waits behind itself, then gives up
+  EXPECT_EQ(lock_nodes().size(), 1u);           // and its second node is gone
+  std::thread other([&] { EXPECT_TRUE(lock->release()); });
+  other.join();
+  EXPECT_FALSE(lock->is_acquired_in_this_process());
+  EXPECT_TRUE(lock_nodes().empty());
+  EXPECT_FALSE(lock->release());
+}
+
+}  // namespace
+}  // namespace zkr

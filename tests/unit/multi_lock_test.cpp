@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "support/fake_keeper.hpp"
+#include "zkr/multi_lock.hpp"
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+
+class MultiLockTest : public ::testing::Test {
+ protected:
+  Client& client() {
+    ClientOptions options;
+    options.connect_string = "127.0.0.1:2181";
+    options.keeper_factory = ensemble_.factory();
+    clients_.push_back(std::make_unique<Client>(options));
+    EXPECT_TRUE(clients_.back()->block_until_connected(5s));
+    return *clients_.back();
+  }
+  std::size_t nodes_under(const std::vector<std::string>& dirs) {
+    std::size_t n = 0;
+    for (const auto& dir : dirs) n += ensemble_.children_now(dir).size();
+    return n;
+  }
+  test::FakeEnsemble ensemble_;
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+TEST_F(MultiLockTest, TakesPathsInCanonicalOrderOnce) {
+  MultiLock both(client(), {"/l/b", "/l/a", "/l/b"});
+  EXPECT_EQ(both.paths(), (std::vector<std::string>{"/l/a", "/l/b"}));
+  ASSERT_TRUE(both.try_acquire());
+  EXPECT_EQ(both.leases().size(), 2u);
+  EXPECT_EQ(nodes_under({"/l/a", "/l/b"}), 2u);
+  EXPECT_TRUE(both.release());
+  EXPECT_EQ(nodes_under({"/l/a", "/l/b"}), 0u);
+  EXPECT_FALSE(both.release());
+}
+
+TEST_F(MultiLockTest, RollsBackCompletelyWhenOnePathIsTaken) {
+  InterProcessMutex b(client(), "/l/b");
+  ASSERT_TRUE(b.try_acquire());
+  MultiLock both(client(), {"/l/a", "/l/b", "/l/c"});
+  EXPECT_FALSE(both.try_acquire_for(100ms));
+  EXPECT_FALSE(both.is_acquired_in_this_process());
+  EXPECT_EQ(nodes_under({"/l/a", "/l/c"}), 0u);  // /l/a was taken, then given back
+  EXPECT_EQ(nodes_under({"/l/b"}), 1u);           // only the other holder's
+  b.release();
+  EXPECT_TRUE(both.try_acquire_for(5s));
+  both.release();
+}
+
+TEST_F(MultiLockTest, OppositeOrdersDoNotDeadlock) {
+  MultiLock ab(client(), {"/l/a", "/l/b"});
+  MultiLock ba(client(), {"/l/b", "/l/a"});
+  std::atomic<int> done{0};
+  auto run = [&](MultiLock& lock) {
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(lock.try_acquire_for(10s)) << "deadlock?";
+      lock.release();
+    }
+    ++done;
+  };
+  std::thread t1(run, std::ref(ab)), t2(run, std::ref(ba));
+  t1.join();
+  t2.join();
+  EXPECT_EQ(done, 2);
+  EXPECT_EQ(nodes_under({"/l/a", "/l/b"}), 0u);
+}
+
+TEST_F(MultiLockTest, GuardedWriteChecksEveryLease) {
+  auto& c = client();
+  c.keeper()->create("/resource", "0");
+  MultiLock both(c, {"/l/a", "/l/b"});
+  ASSERT_TRUE(both.try_acquire());
+  const auto leases = both.leases();
+  EXPECT_TRUE(guarded_write(*c.keeper(), leases, {op::Set{"/resource", "1"}}).ok());
+  // One of the nodes vanishes (an operator, an expired session): writes fail.
+  c.keeper()->remove(leases[1].node_path());
+  const auto refused = guarded_write(*c.keeper(), leases, {op::Set{"/resource", "2"}});
+  EXPECT_EQ(refused.error, Errc::no_node);
+  EXPECT_EQ(refused.failed_index(), 1u);
+  EXPECT_EQ(*ensemble_.data_now("/resource"), "1");
+  both.release();
+}
+
+TEST_F(MultiLockTest, RefusesAnEmptyList) {
+  EXPECT_THROW(MultiLock(client(), {}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace zkr
