@@ -1,0 +1,295 @@
+// Mutual exclusion under load, across processes, on the live ensemble.
+//
+// Several worker processes (tests/tools/lock_worker.cpp), each one session
+// shared by a few threads, take the same lock thousands of times and, while
+// holding it, increment a counter znode by an unprotected read-modify-write.
+// Each records when it held the lock and with what fencing token; the checker
+// (tests/support/exclusion_checker.hpp), which knows nothing of the lock code,
+// then looks for overlapping holds, tokens that do not grow in grant order, and
+// lost increments. The same run with no lock at all must fail the checker, or
+// the checker proves nothing.
+//
+// No sleeps: workers are waited for with a deadline (and killed if late), and
+// faults are injected when the counter, watched, reaches given values.
+// A failed test keeps the workers' interval files and says where.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "support/child_process.hpp"
+#include "support/ensemble.hpp"
+#include "support/exclusion_checker.hpp"
+#include "support/waits.hpp"
+#include "zkr/client.hpp"
+#include "zkr/path.hpp"
+
+#ifndef ZKR_LOCK_WORKER
+#error "ZKR_LOCK_WORKER must name the zkr-test-lock_worker executable (tests/CMakeLists.txt)"
+#endif
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using test::HolderInterval;
+
+constexpr auto kWait = 30s;
+// Beyond a worker's own time bound: its connect (30 s at worst), its check for
+// leaked nodes (10 s at worst) and its exit.
+constexpr auto kWorkerOverrun = 60s;
+
+struct Load {
+  int workers = 6;
+  int threads = 3;             // per worker, sharing the worker's session
+  int acquisitions = 0;        // per thread
+  int seconds = 0;             // time bound of each worker
+  int acquire_timeout_ms = 0;  // 0: the worker's default, which a fair lock never reaches
+  bool faults = false;         // servers will be killed: lost holds are expected
+};
+
+struct Outcome {
+  std::vector<HolderInterval> intervals;
+  std::int64_t counter = 0;
+  milliseconds elapsed{0};
+  std::vector<std::string> worker_failures;  // one line per worker that did not exit 0
+};
+
+// Deletes path and everything under it; a missing node is fine.
+void remove_tree(Keeper& keeper, const std::string& path) {
+  auto listed = keeper.try_children(path);
+  if (listed.error() == Errc::no_node) return;
+  for (const auto& name : listed.value().names) remove_tree(keeper, join_path(path, name));
+  const auto removed = keeper.try_remove(path);
+  if (!removed.ok() && removed.error() != Errc::no_node) throw KeeperError(removed.error(), path);
+}
+
+class LockStressTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ZKR_REQUIRE_ENSEMBLE();
+    ClientOptions options;
+    options.connect_string = test::connect_string();
+    // Rides out the server restarts of the fault tests.
+    options.retry_policy = std::make_shared<BoundedExponentialBackoffRetry>(100ms, 1s, 60s);
+    client_ = std::make_unique<Client>(options);
+    ASSERT_TRUE(client_->block_until_connected(kWait));
+    root_ = test::unique_path("lock-stress");
+    lock_path_ = root_ + "/lock";
+    counter_path_ = root_ + "/counter";
+    auto keeper = client_->keeper_when_connected();
+    keeper->create(root_);
+    keeper->create(counter_path_, "0");
+
+    std::string dir_template = std::filesystem::temp_directory_path() / "zkr-lock-stress-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template.data()), nullptr) << "mkdtemp " << dir_template;
+    files_dir_ = dir_template;
+  }
+
+  void TearDown() override {
+    if (!root_.empty()) client_->with_retry([&](Keeper& k) { remove_tree(k, root_); });
+    if (files_dir_.empty()) return;
+    if (HasFailure())
+      std::cout << "[ stress   ] interval files kept in " << files_dir_.string() << "\n";
+    else
+      std::filesystem::remove_all(files_dir_);
+  }
+
+  // Runs the workers to the end (or kills them at their deadline) and
+  // gathers what they recorded. With `meanwhile`, calls it while they run,
+  // then tells them to stop (SIGTERM: each finishes its current acquire).
+  Outcome run(const std::string& kind, const Load& load,
+              const std::function<void()>& meanwhile = {}) {
+    Outcome outcome;
+    std::vector<std::unique_ptr<test::ChildProcess>> workers;
+    std::vector<std::string> outputs;
+    const auto start = Clock::now();
+    for (int i = 0; i < load.workers; ++i) {
+      outputs.push_back(files_dir_ / ("worker-" + std::to_string(i) + ".intervals"));
+      std::vector<std::string> argv{ZKR_LOCK_WORKER, test::connect_string(), lock_path_, kind,
+                                    std::to_string(load.threads), std::to_string(load.acquisitions),
+                                    std::to_string(load.seconds), counter_path_, outputs.back()};
+      if (load.acquire_timeout_ms > 0)
+        argv.push_back("--acquire-timeout-ms=" + std::to_string(load.acquire_timeout_ms));
+      if (load.faults) argv.push_back("--faults");
+      workers.push_back(std::make_unique<test::ChildProcess>(argv));
+    }
+    if (meanwhile) {
+      meanwhile();
+      for (auto& worker : workers) worker->kill(SIGTERM);
+    }
+    const auto deadline = start + std::chrono::seconds(load.seconds) + kWorkerOverrun;
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      const std::string name =
+          "worker " + std::to_string(i) + " (pid " + std::to_string(workers[i]->pid()) + ")";
+      const auto status = workers[i]->wait_until(deadline);
+      if (!status) {
+        workers[i]->kill();
+        outcome.worker_failures.push_back(name + " overran its deadline and was killed");
+      } else if (*status != 0) {
+        outcome.worker_failures.push_back(name + ": " + test::describe_wait_status(*status));
+      }
+    }
+    workers.clear();  // reaps any that were killed
+    outcome.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+
+    for (const auto& output : outputs) {
+      if (!std::filesystem::exists(output)) continue;  // its worker failed: reported above
+      const auto intervals = test::read_interval_file(output);
+      outcome.intervals.insert(outcome.intervals.end(), intervals.begin(), intervals.end());
+    }
+    outcome.counter = client_->with_retry([&](Keeper& k) {
+      k.sync(root_);  // our server may lag behind the workers'
+      return std::stoll(k.get(counter_path_).data);
+    });
+    return outcome;
+  }
+
+  // True once the counter is at least `value`; watched, and read again at
+  // least every second in case a watch is lost with a server.
+  bool counter_reaches(std::int64_t value, milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      auto changed = std::make_shared<test::Latch>();
+      const auto now = client_->with_retry([&](Keeper& k) {
+        return std::stoll(
+            k.get(counter_path_, [changed](const WatchEvent&) { changed->open(); }).data);
+      });
+      if (now >= value) return true;
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      if (left <= 0ms) return false;
+      (void)changed->wait(std::min<milliseconds>(left, 1s));
+    }
+  }
+
+  // Lock nodes still in the lock directory (which may be gone: a container).
+  std::vector<std::string> lock_nodes_left() {
+    return client_->with_retry([&](Keeper& k) {
+      k.sync(root_);
+      auto listed = k.try_children(lock_path_);
+      if (listed.error() == Errc::no_node) return std::vector<std::string>{};
+      return listed.value().names;
+    });
+  }
+
+  // Checks everything a run of a real lock must satisfy, and prints the totals.
+  void expect_exclusion(const std::string& label, const Outcome& outcome) {
+    const auto acquisitions = static_cast<std::int64_t>(outcome.intervals.size());
+    const double seconds = static_cast<double>(outcome.elapsed.count()) / 1000.0;
+    std::cout << "[ stress   ] " << label << ": " << acquisitions << " acquisitions in "
+              << seconds << " s, " << static_cast<double>(acquisitions) / seconds
+              << " acquisitions/s\n";
+    const auto report = test::check_exclusion(outcome.intervals, outcome.counter, acquisitions);
+    std::cout << test::format_report(report);
+
+    EXPECT_TRUE(outcome.worker_failures.empty())
+        << testing::PrintToString(outcome.worker_failures);
+    EXPECT_GT(acquisitions, 0);
+    EXPECT_TRUE(report.ok());
+    EXPECT_EQ(report.overlaps, 0u);
+    EXPECT_EQ(report.token_inversions, 0u);
+    EXPECT_EQ(outcome.counter, acquisitions);
+    EXPECT_EQ(lock_nodes_left(), std::vector<std::string>{});
+  }
+
+  std::unique_ptr<Client> client_;
+  std::string root_;
+  std::string lock_path_;
+  std::string counter_path_;
+  std::filesystem::path files_dir_;
+};
+
+class LockKindStressTest : public LockStressTest,
+                           public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(LockKindStressTest, MultiProcessMutualExclusion) {
+  // 6 x 3 x 200 = 3,600 acquisitions: 10 to 25 s on two shared cores against
+  // a three-server ensemble. The time bound stops a slower machine short
+  // rather than failing it.
+  const Load load{.workers = 6, .threads = 3, .acquisitions = 200, .seconds = 45};
+  expect_exclusion(GetParam(), run(GetParam(), load));
+}
+
+// Waiters that give up all the time: each timed-out acquire leaves the queue
+// (its node deleted now or in the background) while others walk past it.
+TEST_P(LockKindStressTest, MutualExclusionWhileWaitersTimeOut) {
+  const Load load{.workers = 6, .threads = 3, .acquisitions = 60, .seconds = 30,
+                  .acquire_timeout_ms = 30};
+  expect_exclusion(GetParam() + " with 30 ms acquire timeouts", run(GetParam(), load));
+}
+
+// A follower, then the leader, killed and restarted while the workers run.
+// Sessions survive (each outage is far shorter than the session timeout), so
+// their lock nodes do too, and exclusion must hold even for holders that saw
+// their link drop (their leases say lost, which the workers count).
+TEST_P(LockKindStressTest, MutualExclusionThroughServerRestarts) {
+  ZKR_REQUIRE_SERVER_FAULTS();
+  // The workers run until the faults are over (then the test stops them);
+  // their own bounds are only a backstop.
+  const Load load{.workers = 6, .threads = 3, .acquisitions = 100'000, .seconds = 120,
+                  .faults = true};
+  std::vector<int> down;  // restarted at the end whatever happens
+  // Each fault waits for progress since the last one: the lock must stay
+  // available with one server down, and come back after each restart.
+  const auto step = [&](std::int64_t counter, const std::string& verb, int server) {
+    if (!counter_reaches(counter, 60s))
+      throw std::runtime_error("the counter did not reach " + std::to_string(counter) +
+                               " within 60 s");
+    test::ensemble(verb + " " + std::to_string(server));
+    if (verb == "kill") down.push_back(server);
+    else std::erase(down, server);
+  };
+  const auto outcome = run(GetParam(), load, [&] {
+    try {
+      const auto status = test::ensemble("status");  // one line per server
+      const int servers = static_cast<int>(std::count(status.begin(), status.end(), '\n')) + 1;
+      const int leader = std::stoi(test::ensemble("leader"));
+      const int follower = leader % servers + 1;
+      step(200, "kill", follower);
+      step(400, "restart", follower);
+      step(600, "kill", leader);
+      step(800, "restart", leader);
+      if (!counter_reaches(1000, 60s)) ADD_FAILURE() << "no progress after the restarts";
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "injecting faults: " << e.what();
+    }
+    for (const int server : down) {
+      try {
+        test::ensemble("restart " + std::to_string(server));
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "restarting server " << server << ": " << e.what();
+      }
+    }
+  });
+  expect_exclusion(GetParam() + " through server restarts", outcome);
+}
+
+INSTANTIATE_TEST_SUITE_P(LockKinds, LockKindStressTest, ::testing::Values("mutex", "semaphore"),
+                         [](const auto& param_info) { return param_info.param; });
+
+TEST_F(LockStressTest, CheckerCatchesABrokenLock) {
+  const Load load{.workers = 6, .threads = 3, .acquisitions = 30, .seconds = 30};
+  const auto outcome = run("none", load);
+  EXPECT_TRUE(outcome.worker_failures.empty()) << testing::PrintToString(outcome.worker_failures);
+  const auto acquisitions = static_cast<std::int64_t>(outcome.intervals.size());
+  const auto report = test::check_exclusion(outcome.intervals, outcome.counter, acquisitions);
+  std::cout << "[ stress   ] no lock: " << acquisitions << " acquisitions\n"
+            << test::format_report(report);
+  EXPECT_FALSE(report.ok());
+  EXPECT_TRUE(report.overlaps > 0 || report.lost_updates > 0) << test::format_report(report);
+}
+
+}  // namespace
+}  // namespace zkr

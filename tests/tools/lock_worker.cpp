@@ -1,0 +1,356 @@
+// zkr-test-lock_worker: one process of a lock stress test
+// (tests/integration/lock_stress_test.cpp).
+//
+//   zkr-test-lock_worker CONNECT LOCK_PATH KIND THREADS ACQUISITIONS SECONDS COUNTER_PATH OUTPUT
+//                        [--acquire-timeout-ms=N] [--faults]
+//
+// One Client (one session) shared by THREADS threads, as a real service would
+// run; each thread has its own lock object of KIND on LOCK_PATH:
+//   mutex      InterProcessMutex
+//   semaphore  InterProcessSemaphoreMutex
+//   none       no lock at all: the deliberately broken lock, to prove that the
+//              checker sees what a broken lock does
+// Each thread acquires ACQUISITIONS times or until SECONDS have passed,
+// whichever comes first. While holding, it increments the counter znode
+// COUNTER_PATH by an unprotected read-modify-write (get, then set with no
+// version check), so that only the lock keeps updates from being lost.
+//
+// Options:
+//   --acquire-timeout-ms=N  each acquire gives up after N ms (default 10 s,
+//                           which a fair lock never needs on a healthy
+//                           ensemble; a short one makes waiters leave the
+//                           queue all the time)
+//   --faults                servers are being killed: a hold whose lease says
+//                           lost (the link dropped) is counted, not an error
+//
+// SIGTERM makes every thread stop after its current acquire, as if the time
+// bound had passed: a test that injects faults stops the workers when done.
+//
+// At the end it writes one line per acquisition to OUTPUT, in the format of
+// tests/support/exclusion_checker.hpp, prints a one-line summary on stdout, and
+// exits 0, or 1 after errors (printed on stderr), or 64 for bad arguments.
+// The library logs through ZKR_LOG_LEVEL (warn by default).
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "support/exclusion_checker.hpp"
+#include "support/waits.hpp"
+#include "zkr/client.hpp"
+#include "zkr/lock.hpp"
+#include "zkr/path.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using zkr::test::HolderInterval;
+
+// Bounds each acquire by default: with fair locks a waiter is served within
+// one turn of every process ahead of it, far less than this on a healthy
+// ensemble.
+constexpr milliseconds kDefaultAcquireTimeout = 10s;
+constexpr milliseconds kConnectTimeout = 30s;
+// How long background deletes (after a timed-out acquire) may take to finish
+// before a node of ours left in the lock directory counts as leaked.
+constexpr milliseconds kLeakWait = 10s;
+
+// Raised by SIGTERM; threads look at it between acquisitions.
+std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+extern "C" void on_sigterm(int) { stop_requested.store(true); }
+
+struct Config {
+  std::string connect;
+  std::string lock_path;
+  std::string kind;
+  int threads = 0;
+  int acquisitions = 0;
+  int seconds = 0;
+  std::string counter_path;
+  std::string output;
+  milliseconds acquire_timeout = kDefaultAcquireTimeout;
+  bool faults = false;
+};
+
+int positive(const std::string& text, const char* name) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value <= 0)
+    throw std::invalid_argument(std::string(name) + " must be a positive integer, got '" + text +
+                                "'");
+  return value;
+}
+
+Config parse_args(int argc, char** argv) {
+  if (argc < 9)
+    throw std::invalid_argument("expected 8 arguments, got " + std::to_string(argc - 1));
+  Config config{argv[1], argv[2], argv[3], positive(argv[4], "THREADS"),
+                positive(argv[5], "ACQUISITIONS"), positive(argv[6], "SECONDS"), argv[7], argv[8]};
+  if (config.kind != "mutex" && config.kind != "semaphore" && config.kind != "none")
+    throw std::invalid_argument("KIND must be mutex, semaphore or none, got '" + config.kind + "'");
+  const std::string timeout_option = "--acquire-timeout-ms=";
+  for (int i = 9; i < argc; ++i) {
+    const std::string option = argv[i];
+    if (option.starts_with(timeout_option))
+      config.acquire_timeout =
+          milliseconds(positive(option.substr(timeout_option.size()), "--acquire-timeout-ms"));
+    else if (option == "--faults")
+      config.faults = true;
+    else
+      throw std::invalid_argument("unknown option '" + option + "'");
+  }
+  zkr::validate_path(config.lock_path);
+  zkr::validate_path(config.counter_path);
+  return config;
+}
+
+// CLOCK_MONOTONIC, named explicitly: the checker compares the clocks of
+// several processes, which only this clock (one per machine) allows.
+std::int64_t monotonic_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+
+// The broken lock: grants at once and excludes nobody.
+class NoLock {
+ public:
+  NoLock(zkr::Client&, const std::string&) {}
+  bool try_acquire_for(milliseconds) { return true; }
+  bool release() noexcept { return true; }
+};
+
+template <class Lock>
+std::int64_t token_of(const Lock& lock) {
+  if constexpr (std::is_same_v<Lock, NoLock>) return 0;
+  else return lock.lease().fencing_token();
+}
+
+template <class Lock>
+bool lost(const Lock& lock) {
+  if constexpr (std::is_same_v<Lock, NoLock>) return false;
+  else return lock.lease().lost();
+}
+
+// The unprotected read-modify-write. Both steps are retried: the get is a
+// read, and the set writes an absolute value, so repeating one whose reply
+// was lost writes the same value again (only the lock keeps the value right).
+void increment(zkr::Client& client, const std::string& path) {
+  const auto data = client.with_retry([&](zkr::Keeper& keeper) { return keeper.get(path).data; });
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(data.data(), data.data() + data.size(), value);
+  if (error != std::errc() || end != data.data() + data.size())
+    throw std::runtime_error("counter " + path + " holds '" + data + "', not an integer");
+  client.with_retry(
+      [&](zkr::Keeper& keeper) { return keeper.set(path, std::to_string(value + 1)); });
+}
+
+// A fair lock should serve every waiter long before the default timeout: say
+// who was in the queue, holder first, so that a stall can be traced to a
+// process and thread (each node's data names them).
+void report_timeout(zkr::Client& client, const std::string& dir, std::int64_t asked_ns) {
+  std::string text = "lock_worker pid " + std::to_string(::getpid()) + " thread " +
+                     std::to_string(::gettid()) + ": acquire asked at " +
+                     std::to_string(asked_ns) + " ns timed out at " +
+                     std::to_string(monotonic_ns()) + " ns; queue now:";
+  try {
+    auto keeper = client.keeper_when_connected();
+    auto listed = keeper->try_children(dir);
+    if (listed.ok()) {
+      auto names = listed.value().names;
+      std::sort(names.begin(), names.end(), [](const auto& a, const auto& b) {
+        return a.substr(a.rfind('-') + 1) < b.substr(b.rfind('-') + 1);
+      });
+      for (const auto& name : names) {
+        auto node = keeper->try_get(zkr::join_path(dir, name));
+        auto data = node.ok() ? node.value().data : std::string("(gone)");
+        std::replace(data.begin(), data.end(), '\n', ' ');
+        text += "\n  " + name + " " + data;
+      }
+    }
+  } catch (const std::exception& e) {
+    text += std::string(" (cannot list: ") + e.what() + ")";
+  }
+  std::cerr << text + "\n";
+}
+
+struct ThreadResult {
+  std::vector<HolderInterval> intervals;
+  int timeouts = 0;        // acquires that gave up before the time bound
+  int lost = 0;            // holds whose lease said lost before the release
+  bool hit_time_bound = false;
+  std::vector<std::string> errors;
+};
+
+template <class Lock>
+void run_thread(zkr::Client& client, const Config& config, Clock::time_point deadline,
+                ThreadResult& result) {
+  const std::int64_t pid = ::getpid();
+  const std::int64_t thread = ::gettid();
+  try {
+    Lock lock(client, config.lock_path);
+    while (result.intervals.size() < static_cast<std::size_t>(config.acquisitions)) {
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+      if (left <= 0ms || stop_requested.load()) {
+        result.hit_time_bound = true;
+        break;
+      }
+      const auto asked = monotonic_ns();
+      if (!lock.try_acquire_for(std::min(config.acquire_timeout, left))) {
+        if (Clock::now() < deadline) {
+          ++result.timeouts;
+          // Expected with a short timeout; a stall worth tracing otherwise.
+          if (config.acquire_timeout == kDefaultAcquireTimeout)
+            report_timeout(client, config.lock_path, asked);
+        }
+        continue;
+      }
+      HolderInterval interval{pid, thread, monotonic_ns(), 0, token_of(lock), config.kind};
+      try {
+        increment(client, config.counter_path);
+      } catch (const std::exception& e) {
+        result.errors.push_back(std::string("increment: ") + e.what());
+      }
+      if (lost(lock)) ++result.lost;
+      interval.exit_ns = monotonic_ns();
+      lock.release();
+      result.intervals.push_back(interval);
+      if (!result.errors.empty()) break;
+    }
+  } catch (const std::exception& e) {
+    result.errors.push_back(std::string("lock: ") + e.what());
+  }
+}
+
+// Lock nodes of our session still in the lock directory once every thread
+// has released: each would block the queue until the session ends.
+std::vector<std::string> leaked_nodes(zkr::Client& client, const std::string& dir) {
+  auto keeper = client.keeper_when_connected();
+  const auto session = keeper->session_id();
+  std::vector<std::string> ours;
+  const bool none_left = zkr::test::wait_children(
+      *keeper, dir,
+      [&](const std::vector<std::string>& names) {
+        ours.clear();
+        for (const auto& name : names) {
+          const auto stat = keeper->exists(zkr::join_path(dir, name));
+          if (stat && stat->ephemeral_owner == session) ours.push_back(name);
+        }
+        return ours.empty();
+      },
+      kLeakWait);
+  return none_left ? std::vector<std::string>{} : ours;
+}
+
+int run(const Config& config) {
+  zkr::ClientOptions options;
+  options.connect_string = config.connect;
+  // Patient enough to ride out a leader election on a loaded machine.
+  options.retry_policy = std::make_shared<zkr::BoundedExponentialBackoffRetry>(100ms, 1s, 30s);
+  zkr::Client client(options);
+  if (!client.block_until_connected(kConnectTimeout)) {
+    std::cerr << "lock_worker: no connection to " << config.connect << " within "
+              << kConnectTimeout.count() << " ms\n";
+    return 1;
+  }
+
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::seconds(config.seconds);
+  std::vector<ThreadResult> results(static_cast<std::size_t>(config.threads));
+  {
+    std::vector<std::jthread> threads;
+    for (auto& result : results) {
+      threads.emplace_back([&] {
+        if (config.kind == "mutex")
+          run_thread<zkr::InterProcessMutex>(client, config, deadline, result);
+        else if (config.kind == "semaphore")
+          run_thread<zkr::InterProcessSemaphoreMutex>(client, config, deadline, result);
+        else
+          run_thread<NoLock>(client, config, deadline, result);
+      });
+    }
+  }
+  const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+
+  std::vector<std::string> errors;
+  std::vector<HolderInterval> intervals;
+  int timeouts = 0;
+  int lost = 0;
+  bool hit_time_bound = false;
+  for (const auto& result : results) {
+    intervals.insert(intervals.end(), result.intervals.begin(), result.intervals.end());
+    errors.insert(errors.end(), result.errors.begin(), result.errors.end());
+    timeouts += result.timeouts;
+    lost += result.lost;
+    hit_time_bound = hit_time_bound || result.hit_time_bound;
+  }
+  if (lost > 0 && !config.faults)
+    errors.push_back(std::to_string(lost) + " holds were lost while held");
+  if (config.kind != "none") {
+    try {
+      const auto leaked = client.with_retry(
+          [&](zkr::Keeper&) { return leaked_nodes(client, config.lock_path); });
+      for (const auto& name : leaked)
+        errors.push_back("lock node " + name + " of our session left after every release");
+    } catch (const std::exception& e) {
+      errors.push_back(std::string("looking for leaked lock nodes: ") + e.what());
+    }
+  }
+
+  std::ofstream out(config.output);
+  for (const auto& interval : intervals) out << zkr::test::format_interval(interval) << '\n';
+  out.close();
+  if (!out) errors.push_back("cannot write " + config.output);
+
+  std::cout << "lock_worker pid " << ::getpid() << ": " << config.kind << ", "
+            << intervals.size() << " acquisitions in " << elapsed.count() << " ms, " << timeouts
+            << " timeouts, " << lost << " holds lost"
+            << (hit_time_bound ? ", stopped by the time bound or SIGTERM" : "") << ", "
+            << errors.size() << " errors\n"
+            << std::flush;
+  for (const auto& error : errors)
+    std::cerr << "lock_worker pid " << ::getpid() << ": " << error << '\n';
+  return errors.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config config;
+  try {
+    config = parse_args(argc, argv);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "lock_worker: " << e.what()
+              << "\nusage: zkr-test-lock_worker CONNECT LOCK_PATH mutex|semaphore|none THREADS "
+                 "ACQUISITIONS SECONDS COUNTER_PATH OUTPUT [--acquire-timeout-ms=N] [--faults]\n";
+    return 64;
+  }
+  // SA_RESTART: a thread that takes the signal in a system call goes on.
+  struct sigaction action {};
+  action.sa_handler = on_sigterm;
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGTERM, &action, nullptr);
+  try {
+    return run(config);
+  } catch (const std::exception& e) {
+    std::cerr << "lock_worker: " << e.what() << '\n';
+    return 1;
+  }
+}
