@@ -846,21 +846,42 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
   }
 }
 
-CKeeper::~CKeeper() {
-  if (!handle_) return;
+CKeeper::~CKeeper() { close(); }
+
+void CKeeper::close() noexcept {
+  _zhandle* handle = nullptr;
+  {
+    // Taken away under the lock, closed outside it: closing waits for the
+    // requests in flight, whose completions may call back into us.
+    std::unique_lock lock(handle_mutex_);
+    handle = std::exchange(handle_, nullptr);
+  }
+  if (!handle) return;
   if (shared_->event_thread.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
-    // Dropped from a watcher or completion: zookeeper_close() would join the
+    // Called from a watcher or completion: zookeeper_close() would join the
     // thread we are on, and then free the handle under the C client's feet.
     // The detached thread owns the shared state it needs.
-    shared_->log->debug("keeper dropped on the event thread: closing on another thread");
+    shared_->log->debug("keeper closed on the event thread: closing on another thread");
     try {
-      std::thread(close_session, handle_, shared_).detach();
+      std::thread(close_session, handle, shared_).detach();
     } catch (const std::system_error& e) {
       shared_->log->error("cannot start a thread to close the session ({}); leaking it", e.what());
     }
     return;
   }
-  close_session(handle_, shared_);
+  close_session(handle, shared_);
+}
+
+template <class C, class Call>
+auto CKeeper::send_open(std::unique_ptr<C> c, Call&& call) {
+  std::shared_lock lock(handle_mutex_);
+  if (!handle_) {
+    auto future = c->promise.get_future();
+    c->fail(Errc::closing);
+    if (c->watch) drop(*shared_, c->watch);
+    return future;
+  }
+  return send(handle_, *shared_, std::move(c), std::forward<Call>(call));
 }
 
 std::future<Result<Created>> CKeeper::async_create(std::string path, std::string data,
@@ -869,7 +890,7 @@ std::future<Result<Created>> CKeeper::async_create(std::string path, std::string
   const int flags = c_mode(mode);
   const CAclList acl(options.acl ? *options.acl : shared_->default_acl);
   auto c = std::make_unique<Completion<Created>>(shared_.get(), path);
-  return send(handle_, *shared_, std::move(c), [&](Completion<Created>* raw) {
+  return send_open(std::move(c), [&](Completion<Created>* raw) {
     const auto length = static_cast<int>(data.size());
     if (has_ttl(mode))
       return zoo_acreate2_ttl(handle_, path.c_str(), data.data(), length, acl.get(), flags,
@@ -882,7 +903,7 @@ std::future<Result<Created>> CKeeper::async_create(std::string path, std::string
 std::future<Result<Empty>> CKeeper::async_remove(std::string path, Version version) {
   validate_path(path);
   auto c = std::make_unique<Completion<Empty>>(shared_.get(), path);
-  return send(handle_, *shared_, std::move(c), [&](Completion<Empty>* raw) {
+  return send_open(std::move(c), [&](Completion<Empty>* raw) {
     return zoo_adelete(handle_, path.c_str(), version, &on_void, raw);
   });
 }
@@ -894,7 +915,7 @@ std::future<Result<Stat>> CKeeper::async_exists(std::string path, Watcher watche
   auto c = std::make_unique<Completion<Stat>>(shared_.get(), path);
   c->watch = arm(*shared_, path, std::move(watcher), /*exists_watch=*/true);
   WatchContext* w = c->watch;
-  return send(handle_, *shared_, std::move(c), [&](Completion<Stat>* raw) {
+  return send_open(std::move(c), [&](Completion<Stat>* raw) {
     return zoo_awexists(handle_, path.c_str(), w ? &on_watch : nullptr, w, &on_stat, raw);
   });
 }
@@ -904,7 +925,7 @@ std::future<Result<NodeData>> CKeeper::async_get(std::string path, Watcher watch
   auto c = std::make_unique<Completion<NodeData>>(shared_.get(), path);
   c->watch = arm(*shared_, path, std::move(watcher), /*exists_watch=*/false);
   WatchContext* w = c->watch;
-  return send(handle_, *shared_, std::move(c), [&](Completion<NodeData>* raw) {
+  return send_open(std::move(c), [&](Completion<NodeData>* raw) {
     return zoo_awget(handle_, path.c_str(), w ? &on_watch : nullptr, w, &on_data, raw);
   });
 }
@@ -914,7 +935,7 @@ std::future<Result<Stat>> CKeeper::async_set(std::string path, std::string data,
   validate_path(path);
   const int length = checked_length(data, path);
   auto c = std::make_unique<Completion<Stat>>(shared_.get(), path);
-  return send(handle_, *shared_, std::move(c), [&](Completion<Stat>* raw) {
+  return send_open(std::move(c), [&](Completion<Stat>* raw) {
     return zoo_aset(handle_, path.c_str(), data.data(), length, version, &on_stat, raw);
   });
 }
@@ -924,7 +945,7 @@ std::future<Result<Children>> CKeeper::async_children(std::string path, Watcher 
   auto c = std::make_unique<Completion<Children>>(shared_.get(), path);
   c->watch = arm(*shared_, path, std::move(watcher), /*exists_watch=*/false);
   WatchContext* w = c->watch;
-  return send(handle_, *shared_, std::move(c), [&](Completion<Children>* raw) {
+  return send_open(std::move(c), [&](Completion<Children>* raw) {
     return zoo_awget_children2(handle_, path.c_str(), w ? &on_watch : nullptr, w, &on_children,
                                raw);
   });
@@ -979,7 +1000,7 @@ std::future<MultiResult> CKeeper::async_multi(std::vector<Op> ops) {
       zoo_check_op_init(out, check.path.c_str(), check.version);
     }
   }
-  return send(handle_, *shared_, std::move(c), [&](MultiCompletion* raw) {
+  return send_open(std::move(c), [&](MultiCompletion* raw) {
     return zoo_amulti(handle_, static_cast<int>(raw->c_ops.size()), raw->c_ops.data(),
                       raw->results.data(), &on_multi, raw);
   });
@@ -988,7 +1009,7 @@ std::future<MultiResult> CKeeper::async_multi(std::vector<Op> ops) {
 std::future<Result<Empty>> CKeeper::async_sync(std::string path) {
   validate_path(path, /*allow_reserved=*/true);
   auto c = std::make_unique<Completion<Empty>>(shared_.get(), path);
-  return send(handle_, *shared_, std::move(c), [&](Completion<Empty>* raw) {
+  return send_open(std::move(c), [&](Completion<Empty>* raw) {
     return zoo_async(handle_, path.c_str(), &on_synced, raw);
   });
 }

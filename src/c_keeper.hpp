@@ -32,6 +32,7 @@
 #pragma once
 
 #include <memory>
+#include <shared_mutex>
 
 #include "zkr/keeper.hpp"
 
@@ -65,6 +66,7 @@ class CKeeper final : public Keeper {
   std::future<MultiResult> async_multi(std::vector<Op> ops) override;
   std::future<Result<Empty>> async_sync(std::string path) override;
 
+  void close() noexcept override;
   std::int64_t session_id() const override;
   std::string session_password() const override;
   SessionState session_state() const override;
@@ -76,8 +78,16 @@ class CKeeper final : public Keeper {
   struct Shared;
 
  private:
+  // Calls the C client with the handle under a shared lock, or answers
+  // closing at once if it was closed.
+  template <class C, class Call>
+  auto send_open(std::unique_ptr<C> c, Call&& call);
+
   std::shared_ptr<Shared> shared_;
-  _zhandle* handle_ = nullptr;
+  // Shared while a call uses the handle, exclusive while close() takes it
+  // away: the C client frees the handle in zookeeper_close().
+  mutable std::shared_mutex handle_mutex_;
+  _zhandle* handle_ = nullptr;  // guarded by handle_mutex_; null once closed
 };
 
 }  // namespace zkr

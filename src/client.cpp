@@ -414,10 +414,12 @@ struct Client::Impl {
       epoch = next_epoch;
     }
     log->info("opening session epoch {} to {}", next_epoch, options.connect_string);
-    // Dropping our reference closes the old handle once no caller holds it. When
-    // it was only suspended, closing it is what makes "lost" true for this
-    // process: it will not come back to life holding ephemeral nodes. (If the
-    // server still has the session, those nodes live until it expires there.)
+    // Close it even if a caller still holds it. When it was only suspended
+    // (the whole ensemble stalled, say), the server may still have the
+    // session: left open, the handle would reconnect and keep its ephemeral
+    // nodes, lock nodes included, alive forever, while we announce it lost.
+    // Closed, its nodes go at once, or when the server expires it.
+    if (old) old->close();
     old.reset();
   }
 

@@ -60,6 +60,12 @@ class Keeper {
   virtual std::future<Result<Empty>> async_sync(std::string path) = 0;
 
   // ---- Session.
+  // Ends the session now: the server deletes its ephemeral nodes, pending
+  // futures get closing, armed watches get session_ended, and later calls
+  // fail with closing. Idempotent; the destructor does it too. A Client calls
+  // it on a session it gave up on, so that one still held by someone cannot
+  // come back to life holding ephemeral nodes.
+  virtual void close() noexcept = 0;
   virtual std::int64_t session_id() const = 0;        // 0 until first connected
   virtual std::string session_password() const = 0;  // for tests that expire a session
   virtual SessionState session_state() const = 0;

@@ -416,6 +416,19 @@ TEST_F(KeeperTest, WatchSurvivesReconnectionToAnotherServer) {
   EXPECT_EQ(probe->events()[0].type, EventType::changed);
 }
 
+TEST_F(KeeperTest, CloseEndsTheSessionEvenWhileOthersHoldTheKeeper) {
+  auto held = open(base_config());
+  held->create(at("mine"), "", CreateMode::ephemeral);
+  auto also_held = held;  // another owner, as a recipe may be
+  held->close();
+  // Its ephemeral node is gone for everyone, at once: the server heard the close.
+  EXPECT_FALSE(keeper_->exists(at("mine")).has_value());
+  // Calls after close fail with closing, without touching the freed handle.
+  EXPECT_EQ(also_held->try_get(at("mine")).error(), Errc::closing);
+  EXPECT_EQ(also_held->session_state(), SessionState::closed);
+  held->close();  // twice is fine
+}
+
 // ---- Chroot.
 
 TEST_F(KeeperTest, ChrootHandleSeesOnlyItsSubtree) {

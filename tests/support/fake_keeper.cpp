@@ -888,7 +888,9 @@ bool FakeEnsemble::wait_idle(std::chrono::milliseconds timeout) {
 FakeKeeper::FakeKeeper(std::shared_ptr<fake::Server> server, std::shared_ptr<fake::Session> session)
     : server_(std::move(server)), session_(std::move(session)) {}
 
-FakeKeeper::~FakeKeeper() { server_->close(session_); }
+FakeKeeper::~FakeKeeper() { close(); }
+
+void FakeKeeper::close() noexcept { server_->close(session_); }
 
 std::future<Result<Created>> FakeKeeper::async_create(std::string path, std::string data,
                                                       CreateMode mode, CreateOptions options) {

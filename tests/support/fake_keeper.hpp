@@ -177,6 +177,7 @@ class FakeKeeper final : public Keeper {
   std::future<MultiResult> async_multi(std::vector<Op> ops) override;
   std::future<Result<Empty>> async_sync(std::string path) override;
 
+  void close() noexcept override;
   std::int64_t session_id() const override;
   std::string session_password() const override;
   SessionState session_state() const override;

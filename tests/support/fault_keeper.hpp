@@ -178,6 +178,7 @@ class FaultKeeper final : public Keeper {
   std::future<MultiResult> async_multi(std::vector<Op> ops) override;
   std::future<Result<Empty>> async_sync(std::string path) override;
 
+  void close() noexcept override { inner_->close(); }
   std::int64_t session_id() const override { return inner_->session_id(); }
   std::string session_password() const override { return inner_->session_password(); }
   SessionState session_state() const override { return inner_->session_state(); }

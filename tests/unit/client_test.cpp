@@ -137,6 +137,7 @@ class ScriptedKeeper : public Keeper {
     return ready(Result<Empty>(Errc::unimplemented, path));
   }
 
+  void close() noexcept override { closed = true; }
   std::int64_t session_id() const override { return id_; }
   std::string session_password() const override { return "secret"; }
   SessionState session_state() const override { return state_; }
@@ -144,6 +145,7 @@ class ScriptedKeeper : public Keeper {
   std::string connected_host() const override { return ""; }
 
   const KeeperConfig config;
+  std::atomic<bool> closed{false};
 
  private:
   std::string real(const std::string& path) const {
@@ -341,9 +343,12 @@ TEST(Client, SuspendedForASessionTimeoutIsLostAndANewSession) {
   EXPECT_GE(std::chrono::steady_clock::now() - suspended_at, 200ms);
   EXPECT_EQ(heard.states(), (std::vector<C>{C::connected, C::suspended, C::lost}));
 
-  // A new session is opened, and the suspended handle closed (released).
+  // A new session is opened, and the suspended handle closed, even though the
+  // test still holds it: left open it could reconnect and keep its nodes.
   auto second = factory.keeper(1);
   ASSERT_TRUE(second);
+  EXPECT_TRUE(first->closed);
+  EXPECT_FALSE(second->closed);
   second->report(S::connected);
   ASSERT_TRUE(heard.wait_for(4));
   std::weak_ptr<ScriptedKeeper> old = first;
