@@ -36,17 +36,23 @@ std::optional<std::int64_t> lock_sequence(std::string_view name) {
 }
 
 std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& children) {
-  std::vector<std::pair<std::int64_t, const std::string*>> keyed;
+  // Curator compares the text after the last "lock-", not its number. They
+  // agree for the zero-padded positive numbers ZooKeeper writes until a
+  // parent's counter overflows; comparing text keeps us agreeing with Curator
+  // even then, which is what matters when both contend on one path.
+  std::vector<std::pair<std::string_view, const std::string*>> keyed;
   keyed.reserve(children.size());
   for (const auto& child : children) {
-    if (const auto sequence = lock_sequence(child)) keyed.emplace_back(*sequence, &child);
+    if (!lock_sequence(child)) continue;
+    keyed.emplace_back(std::string_view(child).substr(child.rfind(kLockName) + kLockName.size()),
+                       &child);
   }
   std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : *a.second < *b.second;
   });
   std::vector<std::string> sorted;
   sorted.reserve(keyed.size());
-  for (const auto& [sequence, name] : keyed) sorted.push_back(*name);
+  for (const auto& [suffix, name] : keyed) sorted.push_back(*name);
   return sorted;
 }
 

@@ -29,8 +29,11 @@ std::string protected_lock_prefix(std::string_view guid);
 // nullopt for anything else: those children are not lock nodes and are ignored.
 std::optional<std::int64_t> lock_sequence(std::string_view name);
 
-// The lock nodes among children, sorted by sequence (ties, which one parent
-// cannot produce, by name). Other children are dropped.
+// The lock nodes among children, in Curator's order: by the text after the
+// last "lock-" (the same as by number, until a parent's counter overflows
+// 2^31 and ZooKeeper writes negative numbers). Other children are dropped:
+// unlike Curator, which sorts them in by their whole name and can be blocked
+// by one whose name sorts first.
 std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& children);
 
 // The child created by the attempt with this guid, if any.

@@ -88,11 +88,16 @@ class Attempt {
           abandon();
           return nullptr;
         }
-        return grant();
+        if (auto lease = grant()) return lease;
+        start_over();  // our node vanished while we waited: queue again
       } catch (const SessionGone&) {
-        throw;  // our node went with the session: nothing to abandon
+        abandon_if_session_lives();
+        throw;
       } catch (const KeeperError& e) {
-        if (e.errc() == Errc::session_expired) throw SessionGone{};
+        if (e.errc() == Errc::session_expired) {
+          abandon_if_session_lives();
+          throw SessionGone{};
+        }
         const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
         const auto delay = is_retryable(e.errc())
                                ? client_.retry_policy().next_delay(retries, elapsed)
@@ -119,6 +124,8 @@ class Attempt {
   void bind_session() {
     auto keeper = client_.keeper_when_connected();
     const auto epoch = client_.session_epoch();
+    client_.logger().debug("lock {}: attempt on session epoch {} (0x{:x})", lock_.dir_, epoch,
+                           keeper->session_id());
     if (epoch_ == 0) {
       epoch_ = epoch;
       session_id_ = keeper->session_id();
@@ -198,7 +205,10 @@ class Attempt {
       return false;
     }
     lower_ = std::move(where.lower);
+    contended_ = !lower_.empty();
     positioned_ = true;
+    client_.logger().debug("lock {}: queued as {} (session epoch {}), {} before us", lock_.dir_,
+                           node_, epoch_, lower_.size());
     return true;
   }
 
@@ -215,15 +225,21 @@ class Attempt {
                            before);
       if (watched.error() == Errc::no_node) {
         lower_.pop_back();
+        drop_gone_nodes();
         continue;
       }
       if (!watched.ok()) throw KeeperError(watched.error(), before, "watching the node before ours");
-      waited_ = true;
-      // A marked node was granted the lock: everything below it is gone.
-      if (watched.value().stat.version > 0) lower_.erase(lower_.begin(), lower_.end() - 1);
+      client_.logger().debug("lock {}: {} waits for {}", lock_.dir_, node_, lower_.back());
+      // Its holder marked it: it was granted the lock, so everything below it
+      // is gone. Only our mark counts: other writers (Curator's revocation,
+      // say) may write to a waiting node, and trusting them could skip a
+      // holder.
+      if (watched.value().data.ends_with(kHeldMark)) lower_.erase(lower_.begin(), lower_.end() - 1);
       switch (await_change(before)) {
-        case Change::deleted: lower_.pop_back(); break;
-        case Change::marked: lower_.erase(lower_.begin(), lower_.end() - 1); break;
+        case Change::deleted:
+          lower_.pop_back();
+          drop_gone_nodes();
+          break;
         case Change::look_again: break;
         case Change::deadline: return false;
       }
@@ -231,7 +247,26 @@ class Attempt {
     return true;
   }
 
-  enum class Change { deleted, marked, look_again, deadline };
+  // The node we watched is gone. If it was not marked, the nodes below it may
+  // be gone too (typically: it held the lock without waiting): ask about all of
+  // them at once, one round trip however many, instead of one at a time.
+  void drop_gone_nodes() {
+    if (lower_.size() < 2) return;  // one left: the next get asks about it anyway
+    std::vector<std::future<Result<Stat>>> replies;
+    replies.reserve(lower_.size());
+    for (const auto& name : lower_) replies.push_back(keeper_->async_exists(join_path(lock_.dir_, name)));
+    std::vector<std::string> alive;
+    for (std::size_t i = 0; i < lower_.size(); ++i) {
+      const auto path = join_path(lock_.dir_, lower_[i]);
+      const auto reply = await(std::move(replies[i]), path);
+      if (reply.error() == Errc::no_node) continue;
+      if (!reply.ok()) throw KeeperError(reply.error(), path, "looking at the nodes before ours");
+      alive.push_back(lower_[i]);
+    }
+    lower_ = std::move(alive);
+  }
+
+  enum class Change { deleted, look_again, deadline };
 
   Change await_change(const std::string& watched) {
     for (;;) {
@@ -241,8 +276,10 @@ class Attempt {
       const auto until = deadline_ ? std::min(*deadline_, safety) : safety;
       if (!signal_->wait_until(until)) return passed(deadline_) ? Change::deadline : Change::look_again;
       for (const auto state : signal_->take_states()) {
-        if (state == ConnectionState::lost) throw SessionGone{};
-        if (state == ConnectionState::reconnected) {
+        // States reach listeners late: a `lost` may belong to the session
+        // before ours. The Client moves to a new epoch before it announces
+        // lost, so the epoch says whether it is about ours.
+        if (state == ConnectionState::lost || state == ConnectionState::reconnected) {
           if (client_.session_epoch() != epoch_) throw SessionGone{};
           return Change::look_again;  // the watch survives; looking again is cheap and sure
         }
@@ -252,44 +289,71 @@ class Attempt {
         if (event.path != watched) continue;  // a spent watch on an earlier node
         if (event.type == EventType::deleted) return Change::deleted;
         if (event.type == EventType::session_ended) throw SessionGone{};
-        // Only a holder writes to its own lock node, and only to mark it: the
-        // mark is news even if the node is gone by the time we look again.
-        if (event.type == EventType::changed) return Change::marked;
-        return Change::look_again;
+        return Change::look_again;  // changed: perhaps marked; the next get reads it
       }
     }
   }
 
+  // The lease, or nullptr if our node vanished while we waited.
   std::shared_ptr<LeaseState> grant() {
     const std::string path = join_path(lock_.dir_, node_);
     auto lease = std::make_shared<LeaseState>(path, czxid_, epoch_);
-    // Fire and forget, before the watch below so it cannot trigger it: the
-    // mark only spares our successor a walk (see lock_internals.hpp).
-    if (waited_) (void)keeper_->async_set(path, node_data_ + std::string(kHeldMark));
+    // Before the watch below, so that it cannot trigger it: the mark spares
+    // our successor a walk (see lock_internals.hpp).
+    if (contended_) (void)keeper_->async_set(path, node_data_ + std::string(kHeldMark));
     std::weak_ptr<LeaseState> weak = lease;
-    lease->set_own_watch(keeper_->async_get(path, [weak](const WatchEvent& event) {
+    auto own = keeper_->async_get(path, [weak](const WatchEvent& event) {
       auto held = weak.lock();
       if (!held) return;
       if (event.type == EventType::deleted) held->mark_lost(LostReason::node_deleted);
       if (event.type == EventType::session_ended) held->mark_lost(LostReason::session_lost);
-    }));
+    });
+    if (contended_) {
+      // Our listing showed our node, but we did not hold then: someone may
+      // have deleted it since, and the nodes before ours being gone proves
+      // nothing about ours. One read, only when someone was before us.
+      auto reply = await(std::move(own), path);
+      if (reply.error() == Errc::no_node) return nullptr;
+      if (!reply.ok()) throw KeeperError(reply.error(), path, "checking our lock node");
+    } else {
+      lease->set_own_watch(std::move(own));
+    }
     const auto policy = lock_.options_.suspended_policy;
     const auto epoch = epoch_;
     Client& client = client_;
     auto on_state = [weak, policy, epoch, &client](ConnectionState state) {
       auto held = weak.lock();
       if (!held) return;
-      if (state == ConnectionState::lost) held->mark_lost(LostReason::session_lost);
+      // A late `lost` may be about the session before ours: the epoch tells.
+      if ((state == ConnectionState::lost || state == ConnectionState::reconnected) &&
+          client.session_epoch() != epoch)
+        held->mark_lost(LostReason::session_lost);
+      // A suspension, even one announced late, is taken as it comes: under
+      // this policy a lease in doubt is a lease lost.
       if (state == ConnectionState::suspended && policy == SuspendedPolicy::lost)
         held->mark_lost(LostReason::suspended);
-      if (state == ConnectionState::reconnected && client.session_epoch() != epoch)
-        held->mark_lost(LostReason::session_lost);
     };
     lease->listener = client_.add_listener(on_state);
     // A change before the listener was in place would be missed: look now.
-    if (client_.session_epoch() != epoch_) on_state(ConnectionState::lost);
+    if (client_.session_epoch() != epoch_) on_state(ConnectionState::reconnected);
     else if (!client_.is_connected()) on_state(ConnectionState::suspended);
     return lease;
+  }
+
+  // Our node went with our session, unless that session is still the
+  // Client's: then it is alive, and left alone it would block the queue.
+  void abandon_if_session_lives() noexcept {
+    if (epoch_ != 0 && client_.session_epoch() == epoch_) abandon();
+  }
+
+  void start_over() {
+    client_.logger().warn("lock {}: our node {} was deleted while we waited; queueing again",
+                          lock_.dir_, node_);
+    node_.clear();
+    create_sent_ = false;
+    positioned_ = false;
+    contended_ = false;
+    guid_ = new_guid();
   }
 
   // Deletes our node, known or not. When the link is up the delete is done by
@@ -332,7 +396,7 @@ class Attempt {
   std::int64_t czxid_ = 0;
   bool positioned_ = false;          // lower_ is known
   std::vector<std::string> lower_;   // nodes before ours that may still exist
-  bool waited_ = false;              // someone was before us
+  bool contended_ = false;           // someone was before us in our listing
 };
 
 LockInternals::LockInternals(Client& client, std::string dir, LockOptions options)

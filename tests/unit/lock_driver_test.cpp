@@ -41,6 +41,16 @@ TEST(LockDriver, SortsBySequenceNotByNameAndDropsForeignChildren) {
                                       "_c_zzz-lock-0000000003", "_c_aaa-lock-0000000010"}));
 }
 
+TEST(LockDriver, OrdersAsCuratorDoesEvenPastCounterOverflow) {
+  // Curator compares the suffix as text: after an overflow ZooKeeper writes
+  // "%010d" of a negative number, and '-' sorts before every digit.
+  const std::vector<std::string> children{"_c_a-lock-2147483647", "_c_b-lock--2147483648",
+                                          "_c_c-lock--000000001", "_c_d-lock--2147483647"};
+  EXPECT_EQ(sorted_lock_nodes(children),
+            (std::vector<std::string>{"_c_c-lock--000000001", "_c_d-lock--2147483647",
+                                      "_c_b-lock--2147483648", "_c_a-lock-2147483647"}));
+}
+
 TEST(LockDriver, FindsOurProtectedNodeByGuidOnly) {
   const std::vector<std::string> children{"_c_g1-lock-0000000001", "_c_g2-lock-0000000002",
                                           "_c_g2x-lock-0000000003"};

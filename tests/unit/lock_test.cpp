@@ -10,6 +10,7 @@
 
 #include "support/fake_keeper.hpp"
 #include "support/fault_keeper.hpp"
+#include "lock_driver.hpp"
 #include "support/waits.hpp"
 #include "zkr/lock.hpp"
 
@@ -58,7 +59,10 @@ class LockUnitTest : public ::testing::Test {
     return *raw_;
   }
 
+  // The children of the lock directory (in name order).
   std::vector<std::string> lock_nodes() { return ensemble_.children_now(kDir); }
+  // The lock nodes in queue order: holder first.
+  std::vector<std::string> queue() { return detail::sorted_lock_nodes(lock_nodes()); }
 
   // Waits until n lock nodes queue in the directory.
   bool wait_queue_length(std::size_t n) {
@@ -166,6 +170,8 @@ TYPED_TEST(LockUnitTest, PredecessorDeletedBetweenListingAndWatching) {
   ASSERT_TRUE(held->try_acquire());
   const std::string holder_node = held->lease().node_path();
 
+  test::Latch told;
+  held->lease().on_lost([&](LostReason) { told.open(); });
   auto& a = this->contender();
   // Right after our listing, before we watch it, the node before ours goes.
   auto& rule = a.faults->on(OpKind::children, kDir).after(
@@ -174,6 +180,7 @@ TYPED_TEST(LockUnitTest, PredecessorDeletedBetweenListingAndWatching) {
   ASSERT_TRUE(lock->try_acquire_for(kWait));
   EXPECT_EQ(rule.fired(), 1);
   // The old holder hears that its node was deleted under it.
+  ASSERT_TRUE(told.wait(kWait));
   EXPECT_EQ(held->lease().lost_reason(), LostReason::node_deleted);
   lock->release();
   held->release();
@@ -355,11 +362,14 @@ TYPED_TEST(LockUnitTest, HandOffDownALongQueueDoesNotListAgain) {
   auto first = this->lock_for(holder);
   ASSERT_TRUE(first->try_acquire());
   constexpr int kWaiters = 12;
-  std::vector<Contender*> waiters;
   std::vector<std::unique_ptr<TypeParam>> locks;
+  std::vector<test::FaultRule*> listings, reads;
   for (int i = 0; i < kWaiters; ++i) {
-    waiters.push_back(&this->contender());
-    locks.push_back(this->lock_for(*waiters.back()));
+    auto& waiter = this->contender();
+    // Count every listing and single-node read each waiter makes.
+    listings.push_back(&waiter.faults->on(OpKind::children, kDir).after([](auto&) {}).times(1000));
+    reads.push_back(&waiter.faults->on(OpKind::get, kDir + "/").after([](auto&) {}).times(1000));
+    locks.push_back(this->lock_for(waiter));
   }
   std::vector<std::thread> threads;
   for (int i = 0; i < kWaiters; ++i) {
@@ -369,20 +379,75 @@ TYPED_TEST(LockUnitTest, HandOffDownALongQueueDoesNotListAgain) {
     });
     ASSERT_TRUE(this->wait_queue_length(static_cast<std::size_t>(i) + 2));
   }
-  // From now on, count listings and single-node reads of every waiter.
-  std::vector<test::FaultRule*> listings, reads;
-  for (auto* w : waiters) {
-    listings.push_back(&w->faults->on(OpKind::children, kDir).after([](auto&) {}).times(1000));
-    reads.push_back(&w->faults->on(OpKind::get, kDir + "/").after([](auto&) {}).times(1000));
-  }
   first->release();
   for (auto& t : threads) t.join();
   for (int i = 0; i < kWaiters; ++i) {
-    EXPECT_EQ(listings[i]->fired(), 0) << "waiter " << i << " listed the directory again";
-    // Re-watching a marked predecessor and watching our own node: a few reads,
-    // however long the queue before us was.
+    // One listing when it queued, however long the queue before it was.
+    EXPECT_EQ(listings[i]->fired(), 1) << "waiter " << i;
+    // Watching the node before ours, reading its mark, checking our own node:
+    // a few reads, not one per node ahead.
     EXPECT_LE(reads[i]->fired(), 4) << "waiter " << i;
   }
+}
+
+TYPED_TEST(LockUnitTest, AForeignWriteOnAWaitingNodeIsNotTakenForAGrant) {
+  auto& holder = this->contender();
+  auto held = this->lock_for(holder);
+  ASSERT_TRUE(held->try_acquire());
+  auto& middle = this->contender();
+  auto& last = this->contender();
+  auto waiting = this->lock_for(middle);
+  auto behind = this->lock_for(last);
+  std::thread middle_waits([&] {
+    // Its node is deleted under it below: it must queue again, not hold.
+    if (waiting->try_acquire_for(kWait)) {
+      EXPECT_TRUE(this->ensemble_.exists_now(waiting->lease().node_path()));
+      waiting->release();
+    }
+  });
+  ASSERT_TRUE(this->wait_queue_length(2));
+  std::atomic<bool> granted{false};
+  std::thread last_waits([&] {
+    ASSERT_TRUE(behind->try_acquire_for(kWait));
+    granted = true;
+    behind->release();
+  });
+  ASSERT_TRUE(this->wait_queue_length(3));
+  const std::string middle_node = kDir + "/" + this->queue()[1];
+  // Curator's revocation writes into a lock node; here into a waiting one.
+  this->raw().set(middle_node, "__REVOKE__");
+  // The waiting node then goes (its owner gave up): the real holder still holds.
+  this->raw().remove(middle_node);
+  ASSERT_TRUE(this->ensemble_.wait_idle());
+  EXPECT_FALSE(granted) << "the last waiter skipped the holder";
+  EXPECT_TRUE(held->is_acquired_in_this_process());
+  held->release();
+  last_waits.join();
+  EXPECT_TRUE(granted);
+  middle_waits.join();
+  ASSERT_TRUE(this->wait_queue_length(0));
+}
+
+TYPED_TEST(LockUnitTest, WaiterWhoseNodeIsDeletedQueuesAgainInsteadOfHolding) {
+  auto& holder = this->contender();
+  auto held = this->lock_for(holder);
+  ASSERT_TRUE(held->try_acquire());
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  std::atomic<bool> granted{false};
+  std::thread waiter([&] {
+    ASSERT_TRUE(lock->try_acquire_for(kWait));
+    granted = true;
+    EXPECT_TRUE(this->ensemble_.exists_now(lock->lease().node_path()))
+        << "granted on a node that no longer exists";
+    lock->release();
+  });
+  ASSERT_TRUE(this->wait_queue_length(2));
+  this->raw().remove(kDir + "/" + this->queue()[1]);  // the waiter's node
+  held->release();
+  waiter.join();
+  EXPECT_TRUE(granted);
+  EXPECT_TRUE(this->lock_nodes().empty());
 }
 
 // ---- What differs between the two locks.
