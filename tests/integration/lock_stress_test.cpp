@@ -89,9 +89,15 @@ class LockStressTest : public ::testing::Test {
     root_ = test::unique_path("lock-stress");
     lock_path_ = root_ + "/lock";
     counter_path_ = root_ + "/counter";
-    auto keeper = client_->keeper_when_connected();
-    keeper->create(root_);
-    keeper->create(counter_path_, "0");
+    // Retried like everything else here: a loaded ensemble may be slow to answer.
+    // A retried create of our own fresh path may find it made by the first try.
+    client_->with_retry([&](Keeper& keeper) {
+      for (const auto& [path, data] : {std::pair{root_, ""}, {counter_path_, "0"}}) {
+        auto created = keeper.try_create(path, data);
+        if (!created.ok() && created.error() != Errc::node_exists) (void)std::move(created).value();
+      }
+      return 0;
+    });
 
     std::string dir_template = std::filesystem::temp_directory_path() / "zkr-lock-stress-XXXXXX";
     ASSERT_NE(::mkdtemp(dir_template.data()), nullptr) << "mkdtemp " << dir_template;
