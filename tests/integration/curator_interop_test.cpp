@@ -1,0 +1,513 @@
+// Our locks against Apache Curator's InterProcessMutex on the live ensemble.
+//
+// zkr/lock.hpp claims Curator's node names and queue order, so that a C++
+// service and a Java service exclude each other on the same lock path. Here a
+// real Curator (Debian's 5.4.0 jars) takes part: tests/interop/CuratorLockPeer.java,
+// compiled with javac when the test first needs it (into a temporary directory,
+// once per test process: about two seconds, so the build needs no Java), runs
+// as a child process and is driven one command per line over a socket pair
+// that is its stdin and stdout.
+//
+// Skips only when javac, java or the jars are missing; scripts/setup installs
+// them, so in CI it runs.
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "lock_driver.hpp"
+#include "support/child_process.hpp"
+#include "support/ensemble.hpp"
+#include "support/waits.hpp"
+#include "zkr/lock.hpp"
+#include "zkr/path.hpp"
+
+#ifndef ZKR_INTEROP_DIR
+#error "ZKR_INTEROP_DIR must name tests/interop, where CuratorLockPeer.java is (tests/CMakeLists.txt)"
+#endif
+
+extern char** environ;
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kWait = 30s;  // bound on every wait; healthy runs take milliseconds
+constexpr auto kCompileTimeout = 180s;  // javac on two busy cores
+
+std::string ms(milliseconds d) { return std::to_string(d.count()); }
+
+// ---------------------------------------------------------------- the peer --
+
+// Debian's jars. These are all the classes a lock client loads (checked with
+// java -verbose:class); the jars' manifests name more (jackson, netty, jetty),
+// which the JVM adds if present and a lock client never touches.
+const std::filesystem::path kJarDir = "/usr/share/java";
+const std::vector<std::string> kJars = {
+    "curator-recipes.jar", "curator-framework.jar", "curator-client.jar", "zookeeper.jar",
+    "zookeeper-jute.jar",  "guava.jar",             "slf4j-api.jar"};
+// Optional: it silences Curator's and ZooKeeper's logs. Without it slf4j
+// warns once on stderr; stdout stays clean either way (see the peer).
+const std::string kQuietLogging = "slf4j-nop.jar";
+
+// The program's path in PATH, or "".
+std::string find_program(const std::string& name) {
+  const char* path = ::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// The peer compiled once per test process, in a temporary directory removed
+// at exit.
+struct PeerBuild {
+  std::string skip;   // set: the peer cannot be built here, the tests skip
+  std::string error;  // set: javac failed, the tests fail
+  std::string java;
+  std::string classpath;
+  std::filesystem::path classes;
+
+  PeerBuild() = default;
+  PeerBuild(const PeerBuild&) = delete;
+  PeerBuild& operator=(const PeerBuild&) = delete;
+  ~PeerBuild() {
+    std::error_code ignored;
+    if (!classes.empty()) std::filesystem::remove_all(classes, ignored);
+  }
+};
+
+void build_peer(PeerBuild& build) {
+  const std::string javac = find_program("javac");
+  build.java = find_program("java");
+  if (javac.empty() || build.java.empty()) {
+    build.skip = "javac or java not in PATH (scripts/setup installs default-jdk-headless)";
+    return;
+  }
+  std::string jars;
+  for (const auto& jar : kJars) {
+    const auto path = kJarDir / jar;
+    if (!std::filesystem::exists(path)) {
+      build.skip = path.string() + " missing (scripts/setup installs the Curator jars)";
+      return;
+    }
+    jars += path.string() + ":";
+  }
+  if (std::filesystem::exists(kJarDir / kQuietLogging)) jars += (kJarDir / kQuietLogging).string() + ":";
+
+  std::string dir = (std::filesystem::temp_directory_path() / "zkr-curator-peer-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) {
+    build.error = "mkdtemp " + dir + ": " + std::system_category().message(errno);
+    return;
+  }
+  build.classes = dir;
+  // -Xlint:-path: the manifests name jars Debian may not ship (jline).
+  test::ChildProcess javac_run({javac, "-Xlint:all,-path", "-d", dir, "-cp", jars,
+                                ZKR_INTEROP_DIR "/CuratorLockPeer.java"});
+  const auto status = javac_run.wait_until(Clock::now() + kCompileTimeout);
+  if (!status) {
+    javac_run.kill();
+    build.error = "javac took longer than " + std::to_string(kCompileTimeout.count()) + " s";
+  } else if (*status != 0) {
+    build.error = "javac failed (" + test::describe_wait_status(*status) + "), see its output above";
+  }
+  build.classpath = jars + dir;
+}
+
+const PeerBuild& peer_build() {
+  static PeerBuild build;
+  static std::once_flag once;
+  std::call_once(once, [] { build_peer(build); });
+  return build;
+}
+
+// One CuratorLockPeer process. A socket pair rather than two pipes: a write to
+// a peer that died fails with EPIPE (MSG_NOSIGNAL) instead of killing the test
+// with SIGPIPE.
+class CuratorPeer {
+ public:
+  // What reply() returns when no line came.
+  static constexpr std::string_view kNoReply = "(no reply in time)";
+  static constexpr std::string_view kGone = "(peer closed its output)";
+
+  CuratorPeer(const PeerBuild& build, const std::string& connect) {
+    int ends[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
+      throw std::system_error(errno, std::system_category(), "socketpair");
+    fd_ = ends[0];
+    // dup2 clears close-on-exec on the copies: the peer keeps exactly 0 and 1.
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, ends[1], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, ends[1], STDOUT_FILENO);
+    std::vector<std::string> argv = {build.java,      "-Xmx128m",      "-cp",
+                                     build.classpath, "CuratorLockPeer", connect};
+    std::vector<char*> args;
+    for (auto& arg : argv) args.push_back(arg.data());
+    args.push_back(nullptr);
+    const int error = ::posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(ends[1]);
+    if (error != 0) {
+      ::close(fd_);
+      throw std::system_error(error, std::generic_category(), "posix_spawn " + build.java);
+    }
+  }
+
+  // Ends the peer's input, so it closes its session (its lock nodes go at once)
+  // and exits. Kills it if it does not exit in time, or at once if the test has
+  // failed: it may be stuck in an acquire. Never throws.
+  ~CuratorPeer() {
+    ::shutdown(fd_, SHUT_WR);
+    if (::testing::Test::HasFailure() || !drained(Clock::now() + 10s)) ::kill(pid_, SIGKILL);
+    // It has closed its output (so it is exiting) or was killed: this is short.
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    ::close(fd_);
+  }
+
+  CuratorPeer(const CuratorPeer&) = delete;
+  CuratorPeer& operator=(const CuratorPeer&) = delete;
+
+  void send(const std::string& command) {
+    const std::string line = command + "\n";
+    for (std::size_t sent = 0; sent < line.size();) {
+      const auto n = ::send(fd_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return;  // the peer is gone: reply() will say so
+      sent += static_cast<std::size_t>(n);
+    }
+  }
+
+  // The next line the peer wrote, or kNoReply / kGone.
+  std::string reply(milliseconds timeout = kWait) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      if (const auto end = buffer_.find('\n'); end != std::string::npos) {
+        std::string line = buffer_.substr(0, end);
+        buffer_.erase(0, end + 1);
+        return line;
+      }
+      switch (read_some(deadline)) {
+        case Read::data: break;
+        case Read::timeout: return std::string(kNoReply);
+        case Read::eof: return std::string(kGone);
+      }
+    }
+  }
+
+  std::string call(const std::string& command, milliseconds timeout = kWait) {
+    send(command);
+    return reply(timeout);
+  }
+
+ private:
+  enum class Read { data, timeout, eof };
+
+  Read read_some(Clock::time_point deadline) {
+    for (;;) {
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+      pollfd ready{fd_, POLLIN, 0};
+      const int polled = ::poll(&ready, 1, static_cast<int>(std::max(left, 0ms).count()));
+      if (polled < 0 && errno == EINTR) continue;
+      if (polled == 0) return Read::timeout;
+      char chunk[4096];
+      const auto n = ::read(fd_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Read::eof;
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+      return Read::data;
+    }
+  }
+
+  // True once the peer has closed its output, false at the deadline.
+  bool drained(Clock::time_point deadline) {
+    for (;;) {
+      switch (read_some(deadline)) {
+        case Read::data: buffer_.clear(); break;
+        case Read::timeout: return false;
+        case Read::eof: return true;
+      }
+    }
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+// ---------------------------------------------------------------- fixtures --
+
+// "acquired /dir/name" -> "/dir/name"; "" for any other reply.
+std::string acquired_node(const std::string& reply) {
+  constexpr std::string_view kAcquired = "acquired ";
+  return reply.starts_with(kAcquired) ? reply.substr(kAcquired.size()) : "";
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string line;
+  for (const auto& word : words) line += (line.empty() ? "" : " ") + word;
+  return line;
+}
+
+// Curator's protected lock node: "_c_" + a lowercase random UUID + "-lock-" +
+// the server's 10-digit sequence.
+bool is_curator_lock_name(std::string_view name) {
+  static const std::regex kName(
+      "_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-[0-9]{10}");
+  return std::regex_match(name.begin(), name.end(), kName);
+}
+
+class CuratorInteropTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ZKR_REQUIRE_ENSEMBLE();
+    const PeerBuild& build = peer_build();
+    if (!build.skip.empty()) GTEST_SKIP() << "no Curator peer: " << build.skip;
+    ASSERT_TRUE(build.error.empty()) << build.error;
+    dir_ = test::unique_path("curator");
+  }
+
+  void TearDown() override {
+    peers_.clear();  // each closes its session first: its nodes go at once
+    if (!clients_.empty()) {
+      auto& keeper = *clients_.front()->keeper();
+      EXPECT_TRUE(test::wait_children(keeper, dir_, [](const auto& n) { return n.empty(); }, kWait))
+          << "lock nodes left behind in " << dir_;
+      (void)keeper.try_remove(dir_);
+      for (const auto& path : also_remove_) (void)keeper.try_remove(path);
+    }
+    clients_.clear();
+  }
+
+  Client& client() {
+    ClientOptions options;
+    options.connect_string = test::connect_string();
+    options.session_timeout = 6s;
+    options.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 10, 1s);
+    clients_.push_back(std::make_unique<Client>(options));
+    EXPECT_TRUE(clients_.back()->block_until_connected(kWait));
+    return *clients_.back();
+  }
+
+  // Started, not yet known to be ready: the first reply is "ready" once it has
+  // a session. Starting several before reading lets their JVMs start together.
+  CuratorPeer& peer() {
+    peers_.push_back(std::make_unique<CuratorPeer>(peer_build(), test::connect_string()));
+    return *peers_.back();
+  }
+
+  bool wait_queue_length(std::size_t n) {
+    return test::wait_children(*clients_.front()->keeper(), dir_,
+                               [n](const auto& names) { return names.size() == n; }, kWait);
+  }
+
+  std::string dir_;
+  std::vector<std::string> also_remove_;  // after the lock directory
+  std::vector<std::unique_ptr<Client>> clients_;
+  std::vector<std::unique_ptr<CuratorPeer>> peers_;
+};
+
+template <class Lock>
+class CuratorExclusionTest : public CuratorInteropTest {};
+
+using LockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex>;
+TYPED_TEST_SUITE(CuratorExclusionTest, LockTypes);
+
+// ------------------------------------------------------------------- tests --
+
+TYPED_TEST(CuratorExclusionTest, CuratorAndWeExcludeEachOther) {
+  auto& java = this->peer();
+  TypeParam lock(this->client(), this->dir_);
+  ASSERT_EQ(java.reply(), "ready");
+
+  const auto java_node = acquired_node(java.call("acquire " + this->dir_ + " " + ms(kWait)));
+  ASSERT_FALSE(java_node.empty());
+  EXPECT_FALSE(lock.try_acquire());
+  EXPECT_FALSE(lock.try_acquire_for(300ms));
+  EXPECT_EQ(lock.participant_nodes(), std::vector<std::string>{java_node});
+  EXPECT_EQ(java.call("release"), "released");
+  ASSERT_TRUE(lock.try_acquire_for(kWait));
+
+  EXPECT_EQ(java.call("acquire " + this->dir_ + " 300"), "timeout");
+  // Curator deleted its node before it answered: once our server has caught
+  // up, only ours is left.
+  this->clients_.front()->keeper()->sync(this->dir_);
+  EXPECT_EQ(lock.participant_nodes(), std::vector<std::string>{lock.lease().node_path()});
+
+  java.send("acquire " + this->dir_ + " " + ms(kWait));
+  ASSERT_TRUE(this->wait_queue_length(2));
+  EXPECT_TRUE(lock.release());
+  EXPECT_FALSE(acquired_node(java.reply()).empty());
+  EXPECT_EQ(java.call("release"), "released");
+}
+
+// C++ holds; Curator queues; a second C++ client queues after it. Releases must
+// grant Curator, then the second client: one fair queue across both libraries.
+TYPED_TEST(CuratorExclusionTest, OneFifoQueueAcrossLibraries) {
+  auto& java = this->peer();
+  auto& observer = this->peer();  // Curator's view of the queue, while `java` waits
+  TypeParam first(this->client(), this->dir_);
+  TypeParam second(this->client(), this->dir_);
+  ASSERT_EQ(java.reply(), "ready");
+  ASSERT_EQ(observer.reply(), "ready");
+
+  ASSERT_TRUE(first.try_acquire());
+  java.send("acquire " + this->dir_ + " " + ms(kWait));
+  ASSERT_TRUE(this->wait_queue_length(2));
+
+  // The second client's thread acquires and releases (a reentrant mutex is
+  // released by the thread that holds it), noting the queue it saw when granted.
+  // Joined on every return: by then its acquire has succeeded or timed out.
+  test::Latch granted;
+  std::string second_node;
+  std::vector<std::string> queue_at_grant;
+  std::jthread waiter([&] {
+    if (!second.try_acquire_for(kWait)) return;
+    second_node = second.lease().node_path();
+    queue_at_grant = second.participant_nodes();
+    granted.open();
+    second.release();
+  });
+  ASSERT_TRUE(this->wait_queue_length(3));
+  const auto queue = first.participant_nodes();
+  ASSERT_EQ(queue.size(), 3u);
+  const std::string java_node = queue[1];
+  EXPECT_EQ(queue[0], first.lease().node_path());
+  for (const auto& node : queue) EXPECT_TRUE(is_curator_lock_name(node_name(node))) << node;
+  EXPECT_EQ(observer.call("participants " + this->dir_), "participants " + joined(queue))
+      << "Curator and we see a different queue";
+
+  EXPECT_TRUE(first.release());
+  EXPECT_EQ(acquired_node(java.reply()), java_node) << "the grant skipped Curator";
+  EXPECT_FALSE(granted.is_open()) << "granted while Curator holds the lock";
+  EXPECT_EQ(java.call("release"), "released");
+  EXPECT_TRUE(granted.wait(kWait));
+  waiter.join();
+  EXPECT_EQ(second_node, queue.back());
+  EXPECT_EQ(queue_at_grant, std::vector<std::string>{second_node}) << "granted before Curator released";
+}
+
+// Curator's nodes and ours have the same form and share the directory's one
+// sequence counter.
+TEST_F(CuratorInteropTest, BothCreateCuratorNamesInOneSequence) {
+  auto& java = peer();
+  auto& c = client();
+  InterProcessMutex mutex(c, dir_);
+  InterProcessSemaphoreMutex semaphore_mutex(c, dir_);
+  ASSERT_EQ(java.reply(), "ready");
+
+  const auto java_node = acquired_node(java.call("acquire " + dir_ + " " + ms(kWait)));
+  ASSERT_FALSE(java_node.empty());
+  EXPECT_EQ(parent_path(java_node), dir_);
+  EXPECT_EQ(java.call("release"), "released");
+  ASSERT_TRUE(mutex.try_acquire_for(kWait));
+  const auto mutex_node = mutex.lease().node_path();
+  mutex.release();
+  ASSERT_TRUE(semaphore_mutex.try_acquire_for(kWait));
+  const auto semaphore_node = semaphore_mutex.lease().node_path();
+  semaphore_mutex.release();
+
+  std::vector<std::int64_t> sequences;
+  for (const auto& node : {java_node, mutex_node, semaphore_node}) {
+    const auto name = node_name(node);
+    EXPECT_TRUE(is_curator_lock_name(name)) << node;
+    EXPECT_EQ(parent_path(node), dir_);
+    sequences.push_back(detail::lock_sequence(name).value_or(-1));
+  }
+  // One counter for the directory, whoever creates.
+  EXPECT_LT(sequences[0], sequences[1]);
+  EXPECT_LT(sequences[1], sequences[2]);
+}
+
+// Curator's own sort (LockInternals.getSortedChildren, as its lock loop calls
+// it) and ours agree on names as the server makes them, whatever the GUIDs and
+// however many digits the sequence really needs.
+TEST_F(CuratorInteropTest, SortsLockNamesAsCuratorDoes) {
+  auto& java = peer();
+  ASSERT_EQ(java.reply(), "ready");
+  const std::vector<std::string> sequences = {"0000000010", "0000000009", "2147483647",
+                                              "0000000000", "0000000100", "1000000000",
+                                              "0000000099", "0999999999", "0000000001"};
+  // A fresh GUID each: the order must come from the sequences alone.
+  std::vector<std::string> names;
+  for (const auto& sequence : sequences)
+    names.push_back(detail::protected_lock_prefix(detail::new_guid()) + sequence);
+  EXPECT_EQ(java.call("sort " + joined(names)), "sorted " + joined(detail::sorted_lock_nodes(names)));
+}
+
+// Two Curator peers and two of our clients (one of each lock type) take the
+// lock 50 times each and, holding it, increment a counter znode with a get and
+// an unversioned set. Any overlap of two holders would lose an increment.
+TEST_F(CuratorInteropTest, SharedCounterLosesNoIncrement) {
+  constexpr int kEach = 50;
+  const std::string counter = dir_ + "-counter";
+  auto& java_a = peer();
+  auto& java_b = peer();
+  Client& c1 = client();
+  Client& c2 = client();
+  c1.keeper()->create(counter, "0");
+  also_remove_.push_back(counter);
+  ASSERT_EQ(java_a.reply(), "ready");
+  ASSERT_EQ(java_b.reply(), "ready");
+
+  const std::string count = "count " + dir_ + " " + counter + " " + std::to_string(kEach) + " " + ms(kWait);
+  java_a.send(count);
+  java_b.send(count);
+  // On a thread of its own: an exception must become a failure, not terminate.
+  auto run = [&](auto& lock, Keeper& keeper) {
+    try {
+      for (int i = 0; i < kEach; ++i) {
+        if (!lock.try_acquire_for(kWait)) {
+          ADD_FAILURE() << "no grant within " << kWait.count() << " s at " << i;
+          return;
+        }
+        const auto value = std::stoll(keeper.get(counter).data);
+        keeper.set(counter, std::to_string(value + 1));
+        lock.release();
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+  };
+  InterProcessMutex mutex(c1, dir_);
+  InterProcessSemaphoreMutex semaphore_mutex(c2, dir_);
+  {
+    std::jthread ours_a([&] { run(mutex, *c1.keeper()); });
+    std::jthread ours_b([&] { run(semaphore_mutex, *c2.keeper()); });
+  }
+  EXPECT_EQ(java_a.reply(), "counted " + std::to_string(kEach));
+  EXPECT_EQ(java_b.reply(), "counted " + std::to_string(kEach));
+
+  // Curator's last increments may not have reached our server yet.
+  c1.keeper()->sync(counter);
+  EXPECT_EQ(c1.keeper()->get(counter).data, std::to_string(4 * kEach));
+}
+
+}  // namespace
+}  // namespace zkr

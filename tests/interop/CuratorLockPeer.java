@@ -1,0 +1,168 @@
+// A lock client built on Apache Curator's own InterProcessMutex, driven by
+// tests/integration/curator_interop_test.cpp to prove that Curator and
+// zkrecipes exclude each other on the same lock path.
+//
+//   java -cp <curator jars>:<dir of this class> CuratorLockPeer <connect string>
+//
+// One command per line on stdin, one reply per line on stdout:
+//   acquire <path> <timeout_ms>   -> acquired <lock node path> | timeout
+//   release                       -> released   (the lock acquired last)
+//   participants <path>           -> participants [<node path> ...]  (queue order)
+//   count <lock path> <counter path> <n> <timeout_ms>
+//                                 -> counted <n>: n times, under the lock, reads the
+//                                    decimal counter and writes it back plus one
+//   sort <name> ...               -> sorted <name> ...: the names in the order
+//                                    Curator's InterProcessMutex queues them
+//   quit                          -> bye
+// Anything that goes wrong           -> error <message> (details on stderr).
+// It prints "ready" once connected. stdout carries nothing but replies: every
+// library that prints goes to stderr instead (see main).
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.LockInternals;
+import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public final class CuratorLockPeer {
+  // Short, so that the nodes of a peer killed by a failing test go soon.
+  private static final int SESSION_TIMEOUT_MS = 4000;
+  private static final int CONNECTION_TIMEOUT_MS = 5000;
+  private static final int CONNECT_WAIT_S = 30;
+
+  // InterProcessMutex's lock name (Curator's own constant is private).
+  private static final String LOCK_NAME = "lock-";
+
+  // Curator's InterProcessMutex unchanged; only its protected lock path is made
+  // visible, so the test can check the node name Curator chose.
+  private static final class Mutex extends InterProcessMutex {
+    Mutex(CuratorFramework client, String path) {
+      super(client, path);
+    }
+
+    String nodePath() {
+      return getLockPath();
+    }
+  }
+
+  private final CuratorFramework client;
+  private final PrintStream out;
+  // Locks this peer holds, the last acquired on top; `release` pops it.
+  private final Deque<Mutex> held = new ArrayDeque<>();
+
+  private CuratorLockPeer(CuratorFramework client, PrintStream out) {
+    this.client = client;
+    this.out = out;
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args.length != 1) {
+      System.err.println("usage: CuratorLockPeer <connect string>");
+      System.exit(2);
+    }
+    // The protocol owns the real stdout; whatever a library prints goes to stderr.
+    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    System.setOut(System.err);
+
+    CuratorFramework client = CuratorFrameworkFactory.builder()
+        .connectString(args[0])
+        .sessionTimeoutMs(SESSION_TIMEOUT_MS)
+        .connectionTimeoutMs(CONNECTION_TIMEOUT_MS)
+        .retryPolicy(new ExponentialBackoffRetry(50, 10, 1000))
+        .build();
+    client.start();
+    try {
+      if (!client.blockUntilConnected(CONNECT_WAIT_S, TimeUnit.SECONDS)) {
+        out.println("error not connected within " + CONNECT_WAIT_S + " s");
+        return;
+      }
+      out.println("ready");
+      new CuratorLockPeer(client, out).serve();
+    } finally {
+      // Closing the session deletes the ephemeral lock nodes at once.
+      client.close();
+    }
+  }
+
+  // Until quit or end of input.
+  private void serve() throws Exception {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String line; (line = in.readLine()) != null; ) {
+      String[] words = line.trim().split("\\s+");
+      if (words[0].equals("quit")) {
+        out.println("bye");
+        return;
+      }
+      String reply;
+      try {
+        reply = run(words);
+      } catch (Exception e) {
+        e.printStackTrace();
+        reply = "error " + e;
+      }
+      out.println(reply.replace('\n', ' '));
+    }
+  }
+
+  // A malformed command throws (a missing word, a bad number): the caller
+  // turns that into an error reply.
+  private String run(String[] words) throws Exception {
+    switch (words[0]) {
+      case "acquire":
+        return acquire(words[1], Long.parseLong(words[2]));
+      case "release":
+        if (held.isEmpty()) return "error nothing held";
+        held.pop().release();
+        return "released";
+      case "participants":
+        return reply("participants", new Mutex(client, words[1]).getParticipantNodes());
+      case "count":
+        return count(words[1], words[2], Integer.parseInt(words[3]), Long.parseLong(words[4]));
+      case "sort":
+        // Curator's own sort, the one its lock loop uses; no server involved.
+        List<String> names = Arrays.asList(words).subList(1, words.length);
+        return reply("sorted", LockInternals.getSortedChildren(LOCK_NAME, new StandardLockInternalsDriver(), names));
+      default:
+        return "error unknown command: " + words[0];
+    }
+  }
+
+  private static String reply(String word, Collection<String> items) {
+    return items.isEmpty() ? word : word + " " + String.join(" ", items);
+  }
+
+  private String acquire(String path, long timeoutMs) throws Exception {
+    Mutex mutex = new Mutex(client, path);
+    if (!mutex.acquire(timeoutMs, TimeUnit.MILLISECONDS)) return "timeout";
+    held.push(mutex);
+    return "acquired " + mutex.nodePath();
+  }
+
+  // The critical section is deliberately unprotected by versions: a get, then a
+  // set that overwrites whatever is there. Only the lock keeps increments from
+  // being lost.
+  private String count(String lockPath, String counterPath, int n, long timeoutMs) throws Exception {
+    Mutex mutex = new Mutex(client, lockPath);
+    for (int i = 0; i < n; i++) {
+      if (!mutex.acquire(timeoutMs, TimeUnit.MILLISECONDS)) return "error timeout at " + i;
+      try {
+        String value = new String(client.getData().forPath(counterPath), StandardCharsets.UTF_8);
+        long next = Long.parseLong(value.trim()) + 1;
+        client.setData().forPath(counterPath, Long.toString(next).getBytes(StandardCharsets.UTF_8));
+      } finally {
+        mutex.release();
+      }
+    }
+    return "counted " + n;
+  }
+}
