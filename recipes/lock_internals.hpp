@@ -9,10 +9,17 @@
 // acquire is one round trip. The listing is the only one: nodes before ours can
 // disappear but never appear (sequence numbers only grow while our node keeps
 // the directory alive), so when the node we watch goes, we step down the list
-// we already have instead of listing again. A waiter that was granted the lock
-// after waiting marks its node (one data write, not awaited), and a successor
-// that sees the mark drops everything below it at once: handing the lock down a
-// queue of N waiters costs O(1) per hand-off, not O(N).
+// we already have instead of listing again. A contender granted the lock
+// after someone was before it marks its node (one data write, not awaited),
+// and a successor that reads the mark drops everything below it at once:
+// handing the lock down a queue of N waiters costs O(1) requests per hand-off.
+// If the marked node is gone before its successor reads it, the successor
+// checks the nodes it still knows in one pipelined round trip.
+//
+// Only our own mark counts: other writers (Curator's revocation) may write to
+// a waiting node. And a contended grant reads our own node first: someone may
+// have deleted it while we waited, and nodes before ours being gone says
+// nothing about it.
 //
 // Safety rests on two rules: we only conclude "we hold it" from nodes of our
 // current session (a lost session discards the whole view and re-enters), and

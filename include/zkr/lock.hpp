@@ -4,9 +4,13 @@
 //   InterProcessMutex           reentrant per thread; only the holding thread releases.
 //   InterProcessSemaphoreMutex  not reentrant; any thread of the process may release.
 // Both are fair (first come, first served), meet the C++ Lockable and
-// TimedLockable requirements, and use Apache Curator's node names
-// (`_c_<guid>-lock-<sequence>`), so Curator's InterProcessMutex and these locks
-// exclude each other on the same path.
+// TimedLockable requirements, and use Apache Curator's node names and order
+// (`_c_<guid>-lock-<sequence>`), so Curator's InterProcessMutex and both of
+// these locks exclude each other on the same path (tested against Curator
+// 5.4). Our InterProcessSemaphoreMutex is not Curator's class of that name,
+// which keeps "locks" and "leases" children instead: do not mix those two.
+// Children of a lock directory that are not lock nodes are ignored (Curator
+// sorts them in, and one whose name sorts first blocks its waiters).
 //
 //   zkr::InterProcessMutex mutex(client, "/locks/orders/42");
 //   if (mutex.try_acquire_for(5s)) {
