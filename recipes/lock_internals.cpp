@@ -15,7 +15,9 @@ namespace {
 
 // The session our view of the queue belongs to has ended: every node we knew,
 // ours included, is gone or going, and nothing we saw may be trusted.
-struct SessionGone {};
+struct SessionGone {
+  std::uint64_t epoch;  // of the session that ended
+};
 
 // How many times a create may find the lock directory just removed (by a
 // release racing with us, or the server reaping the container) before we call
@@ -68,8 +70,11 @@ bool passed(const Deadline& deadline) { return deadline && Clock::now() >= *dead
 // One acquire, from our create to the grant, within one session.
 class Attempt {
  public:
-  Attempt(LockInternals& lock, std::shared_ptr<WaitSignal> signal, Deadline deadline)
-      : lock_(lock),
+  // after_epoch: a session this acquire already lost; wait for a later one.
+  Attempt(LockInternals& lock, std::shared_ptr<WaitSignal> signal, Deadline deadline,
+          std::uint64_t after_epoch)
+      : after_epoch_(after_epoch),
+        lock_(lock),
         client_(lock.client_),
         signal_(std::move(signal)),
         deadline_(deadline),
@@ -94,9 +99,12 @@ class Attempt {
         abandon_if_session_lives();
         throw;
       } catch (const KeeperError& e) {
-        if (e.errc() == Errc::session_expired) {
+        // session_expired, or any link error from a session the Client has
+        // already replaced (closing it, so its requests answer `closing`).
+        const bool replaced = epoch_ != 0 && client_.session_epoch() != epoch_;
+        if (e.errc() == Errc::session_expired || (replaced && is_connection_error(e.errc()))) {
           abandon_if_session_lives();
-          throw SessionGone{};
+          throw SessionGone{epoch_};
         }
         const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
         const auto delay = is_retryable(e.errc())
@@ -122,6 +130,7 @@ class Attempt {
 
  private:
   void bind_session() {
+    await_session_after(after_epoch_);
     auto keeper = client_.keeper_when_connected();
     const auto epoch = client_.session_epoch();
     client_.logger().debug("lock {}: attempt on session epoch {} (0x{:x})", lock_.dir_, epoch,
@@ -130,9 +139,23 @@ class Attempt {
       epoch_ = epoch;
       session_id_ = keeper->session_id();
     } else if (epoch != epoch_) {
-      throw SessionGone{};
+      throw SessionGone{epoch_};
     }
     keeper_ = std::move(keeper);
+  }
+
+  // After our session ended, the Client may not have heard of it yet: its
+  // keeper is still the dead one. Binding to it would only fail again.
+  void await_session_after(std::uint64_t epoch) {
+    if (epoch == 0) return;
+    const auto until = Clock::now() + client_.options().connection_timeout;
+    while (client_.session_epoch() <= epoch) {
+      // The Client announces lost after moving to the next epoch: a state wakes us.
+      if (!signal_->wait_until(until))
+        throw KeeperError(Errc::connection_loss, lock_.dir_, "no new session after ours ended");
+      (void)signal_->take_states();
+      (void)signal_->take_events();
+    }
   }
 
   // Waits for one reply, at most a session timeout: past that the link is as
@@ -280,7 +303,7 @@ class Attempt {
         // before ours. The Client moves to a new epoch before it announces
         // lost, so the epoch says whether it is about ours.
         if (state == ConnectionState::lost || state == ConnectionState::reconnected) {
-          if (client_.session_epoch() != epoch_) throw SessionGone{};
+          if (client_.session_epoch() != epoch_) throw SessionGone{epoch_};
           return Change::look_again;  // the watch survives; looking again is cheap and sure
         }
         // suspended, read_only: the watch stays armed; keep waiting.
@@ -288,7 +311,7 @@ class Attempt {
       for (const auto& event : signal_->take_events()) {
         if (event.path != watched) continue;  // a spent watch on an earlier node
         if (event.type == EventType::deleted) return Change::deleted;
-        if (event.type == EventType::session_ended) throw SessionGone{};
+        if (event.type == EventType::session_ended) throw SessionGone{epoch_};
         return Change::look_again;  // changed: perhaps marked; the next get reads it
       }
     }
@@ -381,6 +404,7 @@ class Attempt {
     return removed.ok() || removed.error() == Errc::no_node;
   }
 
+  const std::uint64_t after_epoch_;
   LockInternals& lock_;
   Client& client_;
   std::shared_ptr<WaitSignal> signal_;
@@ -409,6 +433,7 @@ LockInternals::LockInternals(Client& client, std::string dir, LockOptions option
 
 std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline) {
   const auto start = Clock::now();
+  std::uint64_t ended_epoch = 0;
   for (int sessions = 0;; ++sessions) {
     auto signal = std::make_shared<WaitSignal>();
     const auto listener = client_.add_listener([weak = std::weak_ptr<WaitSignal>(signal)](
@@ -416,12 +441,13 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline) {
       if (auto s = weak.lock()) s->on_state(state);
     });
     try {
-      Attempt attempt(*this, signal, deadline);
+      Attempt attempt(*this, signal, deadline, ended_epoch);
       auto lease = attempt.run();
       client_.remove_listener(listener);
       return lease;
-    } catch (const SessionGone&) {
+    } catch (const SessionGone& gone) {
       client_.remove_listener(listener);
+      ended_epoch = std::max(ended_epoch, gone.epoch);
     } catch (...) {
       client_.remove_listener(listener);
       throw;

@@ -622,17 +622,6 @@ SessionState session_state_of(int state) {
   return SessionState::connecting;  // connecting, associating, not connected
 }
 
-std::string_view name_of(SessionState s) {
-  switch (s) {
-    case SessionState::connecting: return "connecting";
-    case SessionState::connected: return "connected";
-    case SessionState::connected_read_only: return "connected_read_only";
-    case SessionState::expired: return "expired";
-    case SessionState::auth_failed: return "auth_failed";
-    case SessionState::closed: return "closed";
-  }
-  return "unknown";
-}
 
 // "127.0.0.1:2181" or "[::1]:2181" of the server the handle is connected to.
 // Read on the completion thread right after the connected event: the C client
@@ -682,7 +671,7 @@ void on_session_event(zhandle_t* zh, int type, int state, const char*, void* con
   else if (mapped == SessionState::expired)
     shared.log->info("session {:#x} expired", id);
   else
-    shared.log->debug("session {:#x}: {}{}{}", id, name_of(mapped), host.empty() ? "" : " to ", host);
+    shared.log->debug("session {:#x}: {}{}{}", id, to_string(mapped), host.empty() ? "" : " to ", host);
   notify(shared, mapped);
 }
 

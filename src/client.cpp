@@ -57,17 +57,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::string_view name(SessionState s) {
-  switch (s) {
-    case SessionState::connecting: return "connecting";
-    case SessionState::connected: return "connected";
-    case SessionState::connected_read_only: return "connected_read_only";
-    case SessionState::expired: return "expired";
-    case SessionState::auth_failed: return "auth_failed";
-    case SessionState::closed: return "closed";
-  }
-  return "unknown";
-}
 
 // After a failed attempt to open a new session (the factory threw), the
 // session thread tries again this much later.
@@ -335,7 +324,7 @@ struct Client::Impl {
 
   void on_event(const SessionInbox::Event& event) {
     if (event.epoch != session_epoch()) return;  // from a session we replaced
-    log->debug("session event {} (epoch {})", name(event.state), event.epoch);
+    log->debug("session event {} (epoch {})", to_string(event.state), event.epoch);
     if (event.state == SessionState::connected && !namespace_ready)
       namespace_ready = ensure_namespace();
     apply(machine.on_session(event.state));

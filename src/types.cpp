@@ -15,6 +15,18 @@ bool has_ttl(CreateMode m) noexcept {
   return m == CreateMode::persistent_with_ttl || m == CreateMode::persistent_sequential_with_ttl;
 }
 
+std::string_view to_string(SessionState s) noexcept {
+  switch (s) {
+    case SessionState::connecting: return "connecting";
+    case SessionState::connected: return "connected";
+    case SessionState::connected_read_only: return "connected_read_only";
+    case SessionState::expired: return "expired";
+    case SessionState::auth_failed: return "auth_failed";
+    case SessionState::closed: return "closed";
+  }
+  return "unknown";
+}
+
 AclList open_acl_unsafe() { return {Acl{Acl::all, "world", "anyone"}}; }
 AclList creator_all_acl() { return {Acl{Acl::all, "auth", ""}}; }
 AclList read_acl_unsafe() { return {Acl{Acl::read, "world", "anyone"}}; }

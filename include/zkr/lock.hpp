@@ -44,6 +44,28 @@ namespace zkr {
 namespace detail {
 class LockInternals;
 struct LeaseState;
+
+// The C++ Lockable and TimedLockable names (lock, try_lock, try_lock_for,
+// try_lock_until, unlock) over a lock's acquire/try_acquire/release, so that
+// std::scoped_lock and std::unique_lock work with it.
+template <class Lock>
+class StandardLockable {
+ public:
+  void lock() { self().acquire(); }
+  bool try_lock() { return self().try_acquire(); }
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return self().try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+    return try_lock_for(t - Clock::now());
+  }
+  void unlock() { (void)self().release(); }
+
+ private:
+  Lock& self() { return static_cast<Lock&>(*this); }
+};
 }  // namespace detail
 
 // Why a held lock can no longer be trusted.
@@ -100,7 +122,7 @@ MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op
                           OptionalTimeout timeout = {});
 
 // Fair, reentrant per thread: N acquires by a thread need N releases.
-class InterProcessMutex {
+class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
  public:
   InterProcessMutex(Client& client, std::string path, LockOptions options = {});
   ~InterProcessMutex();  // releases what this object still holds; never throws
@@ -127,18 +149,6 @@ class InterProcessMutex {
   std::vector<std::string> participant_nodes() const;
   const std::string& path() const noexcept;
 
-  // Lockable / TimedLockable.
-  void lock() { acquire(); }
-  bool try_lock() { return try_acquire(); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
-  }
-  template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
-  }
-  void unlock() { (void)release(); }
 
  private:
   struct Impl;
@@ -147,7 +157,8 @@ class InterProcessMutex {
 
 // Fair, not reentrant: a second acquire while held waits like anyone else.
 // Any thread of the process may release it.
-class InterProcessSemaphoreMutex {
+class InterProcessSemaphoreMutex
+    : public detail::StandardLockable<InterProcessSemaphoreMutex> {
  public:
   InterProcessSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
   ~InterProcessSemaphoreMutex();
@@ -166,17 +177,6 @@ class InterProcessSemaphoreMutex {
   std::vector<std::string> participant_nodes() const;
   const std::string& path() const noexcept;
 
-  void lock() { acquire(); }
-  bool try_lock() { return try_acquire(); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
-  }
-  template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
-  }
-  void unlock() { (void)release(); }
 
  private:
   struct Impl;

@@ -23,7 +23,7 @@
 
 namespace zkr {
 
-class MultiLock {
+class MultiLock : public detail::StandardLockable<MultiLock> {
  public:
   // Throws std::invalid_argument for an empty list or a bad path; duplicates
   // are taken once.
@@ -46,17 +46,6 @@ class MultiLock {
   // it does not hold them.
   std::vector<LockLease> leases() const;
 
-  void lock() { acquire(); }
-  bool try_lock() { return try_acquire(); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
-  }
-  template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()));
-  }
-  void unlock() { (void)release(); }
 
  private:
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -121,6 +122,7 @@ using Watcher = std::function<void(const WatchEvent&)>;
 // Session-level state of one handle, as the Keeper reports it (see Client for the
 // connection states recipes use).
 enum class SessionState { connecting, connected, connected_read_only, expired, auth_failed, closed };
+std::string_view to_string(SessionState s) noexcept;
 using SessionCallback = std::function<void(SessionState)>;
 
 // Operations of an atomic multi.

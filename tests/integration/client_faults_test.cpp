@@ -33,29 +33,6 @@ using C = ConnectionState;
 constexpr milliseconds kSessionTimeout = 4s;
 constexpr auto kStateDeadline = 20s;  // generous: the ensemble may be slow on a busy host
 
-// Runs an ensemble verb (restart I, thaw I) when it goes out of scope, unless
-// done already: a failed assertion must not leave the ensemble broken for the
-// tests that follow.
-class Repair {
- public:
-  explicit Repair(std::string verb) : verb_(std::move(verb)) {}
-  ~Repair() {
-    try {
-      now();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "could not repair the ensemble: " << e.what();
-    }
-  }
-  Repair(const Repair&) = delete;
-  Repair& operator=(const Repair&) = delete;
-  void now() {
-    if (!verb_.empty()) test::ensemble(std::exchange(verb_, ""));
-  }
-
- private:
-  std::string verb_;
-};
-
 // What a listener heard, and waits for a given state.
 class Heard {
  public:
@@ -157,7 +134,7 @@ void expect_survives(const std::string& fault, const std::string& repair) {
   ASSERT_GT(server, 0) << "connected to " << keeper->connected_host();
 
   const auto mark = heard.size();
-  Repair repair_it(repair + " " + std::to_string(server));
+  test::Repair repair_it(repair + " " + std::to_string(server));
   test::ensemble(fault + " " + std::to_string(server));
   const auto after_suspended = heard.wait_for(C::suspended, mark);
   ASSERT_TRUE(after_suspended) << "heard: " << heard.describe();
@@ -208,7 +185,7 @@ TEST(ClientFaults, SuspendedPastTheSessionTimeoutIsLostThenANewSession) {
   ASSERT_GT(server, 0);
   const auto mark = heard.size();
 
-  Repair restart("restart " + std::to_string(server));
+  test::Repair restart("restart " + std::to_string(server));
   test::ensemble("kill " + std::to_string(server));
   const auto after_suspended = heard.wait_for(C::suspended, mark);
   ASSERT_TRUE(after_suspended) << "heard: " << heard.describe();
@@ -239,29 +216,9 @@ TEST(ClientFaults, ExpiredSessionIsLostThenReconnectedOnANewEpoch) {
   old_keeper->create(path, "", CreateMode::ephemeral);
   const auto mark = heard.size();
 
-  {
-    // Join the session from a second handle, then close it: the server ends
-    // the session, and the Client's handle hears that it expired.
-    struct Joined {
-      std::mutex mutex;
-      std::condition_variable cv;
-      bool connected = false;
-    };
-    auto joined = std::make_shared<Joined>();
-    KeeperConfig config;
-    config.hosts = test::connect_string();
-    config.session_timeout = kSessionTimeout;
-    config.session_id = old_session;
-    config.session_password = old_keeper->session_password();
-    auto intruder = connect_keeper(config, [joined](SessionState s) {
-      std::lock_guard lock(joined->mutex);
-      if (s == SessionState::connected) joined->connected = true;
-      joined->cv.notify_all();
-    });
-    std::unique_lock lock(joined->mutex);
-    ASSERT_TRUE(joined->cv.wait_for(lock, kStateDeadline, [&] { return joined->connected; }));
-    EXPECT_EQ(intruder->session_id(), old_session);
-  }
+  // Join the session from a second handle, then close it: the server ends
+  // the session, and the Client's handle hears that it expired.
+  test::expire_session(*old_keeper);
 
   const auto after_lost = heard.wait_for(C::lost, mark);
   ASSERT_TRUE(after_lost) << "heard: " << heard.describe();
