@@ -1,0 +1,66 @@
+// What the train yard's orchestrator and workers share: options, the znode
+// layout of a run, and the statistics a worker reports.
+//
+// Layout of one run (a fresh root per run, removed at the end):
+//   /zkr-trainyard/<run>/trains/t<i>      "seq location"
+//   /zkr-trainyard/<run>/locations/l<i>   "created deleted arrived departed"
+//   /zkr-trainyard/<run>/workers/w<i>     the worker's statistics (see WorkerStats)
+//   /zkr-trainyard-locks/<run>/train-<i>, loc-<i>   lock directories (containers,
+//                                                   reaped by the server)
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stream.hpp"
+
+namespace trainyard {
+
+inline constexpr int kMaxWorkers = 64;
+
+struct Options {
+  std::string connect;  // ZooKeeper connect string
+  StreamConfig stream;
+  int workers = 4;
+  bool locks = true;                  // false: --no-locks, unversioned read-modify-write
+  bool chaos = false;                 // kill and restart a server, expire a worker's session
+  std::chrono::seconds timeout{300};  // the whole run
+  // Set only in a worker process.
+  int worker = -1;
+  std::string run;  // "run-<pid>-<ms>"
+};
+
+inline std::string run_root(const Options& o) { return "/zkr-trainyard/" + o.run; }
+inline std::string lock_root(const Options& o) { return "/zkr-trainyard-locks/" + o.run; }
+inline std::string train_path(const Options& o, int t) {
+  return run_root(o) + "/trains/t" + std::to_string(t);
+}
+inline std::string location_path(const Options& o, int l) {
+  return run_root(o) + "/locations/l" + std::to_string(l);
+}
+inline std::string worker_path(const Options& o, int w) {
+  return run_root(o) + "/workers/w" + std::to_string(w);
+}
+
+// What a worker saw, written to its znode about once a second and at the end.
+struct WorkerStats {
+  bool done = false;
+  std::int64_t applied = 0;    // messages this worker applied
+  std::int64_t conflicts = 0;  // writes refused for a concurrent modification (bad version)
+  std::int64_t refused = 0;    // writes refused because a lock was lost
+  std::int64_t abandoned = 0;  // attempts given up for a lost lock before writing
+  std::int64_t timeouts = 0;   // lock acquisitions that timed out (then retried)
+  std::int64_t errors = 0;     // attempts that failed on a connection error (then retried)
+  std::int64_t expired = 0;    // sessions this worker expired on purpose (--chaos)
+  std::vector<std::int64_t> lock_wait_us;  // one per acquisition
+};
+std::string encode(const WorkerStats& stats);
+std::optional<WorkerStats> decode_stats(const std::string& data);
+
+// The worker's main: applies its share of the stream, reports, returns the exit code.
+int run_worker(const Options& options);
+
+}  // namespace trainyard
