@@ -25,7 +25,7 @@ constexpr const char* kUsage =
     "                     [--workers W] [--seed S] [--no-locks] [--chaos] [--timeout SECONDS]\n"
     "  --connect    ZooKeeper connect string (default: $ZK_CONNECT)\n"
     "  --trains     trains (default 50)         --locations  locations (default 8)\n"
-    "  --messages   messages (default 4000)     --workers    worker processes (default 4)\n"
+    "  --messages   messages (default 3000)     --workers    worker processes (default 4)\n"
     "  --seed       stream seed (default 1)     --timeout    give up after (default 300 s)\n"
     "  --no-locks   unversioned read-modify-write with no locks: watch invariants break\n"
     "  --chaos      mid-run, kill and restart the leader (needs ZKR_ENSEMBLE_SCRIPT and\n"

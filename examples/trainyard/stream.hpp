@@ -18,7 +18,7 @@ namespace trainyard {
 struct StreamConfig {
   int trains = 50;
   int locations = 8;
-  int messages = 4000;  // at least one per train
+  int messages = 3000;  // at least one per train
   std::uint64_t seed = 1;
 };
 
