@@ -86,8 +86,11 @@ L=$(E leader)
 [[ $(field "$L" 5) == leader ]] || fail "status does not show $L as leader"
 
 step "mntr"
-E mntr "$L" | grep -qE '^zk_znode_count[[:space:]]+[0-9]+' || fail "no zk_znode_count in mntr"
-E mntr "$L" | grep -qE '^zk_server_state[[:space:]]+leader' || fail "mntr state is not leader"
+# Captured first: with pipefail, `E mntr | grep -q` fails whenever grep stops
+# reading at its match before mntr has written everything (SIGPIPE).
+MNTR=$(E mntr "$L")
+grep -qE '^zk_znode_count[[:space:]]+[0-9]+' <<<"$MNTR" || fail "no zk_znode_count in mntr"
+grep -qE '^zk_server_state[[:space:]]+leader' <<<"$MNTR" || fail "mntr state is not leader"
 
 step "kill the leader ($L): another one takes over"
 OLDPID=$(E pid "$L")
