@@ -9,6 +9,8 @@
 // to any request that was applied after the change.
 #include "support/fake_keeper.hpp"
 
+#include "support/failure.hpp"
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -180,18 +182,6 @@ Errc check_node(const Tree& tree, const std::string& path, Version version) {
   if (it == tree.end()) return Errc::no_node;
   if (version != kAnyVersion && version != it->second.stat.version) return Errc::bad_version;
   return Errc::ok;
-}
-
-// The failed reply of each kind of request.
-template <class V>
-V failure(Errc e, const std::string& path) {
-  return V(e, path);
-}
-template <>
-MultiResult failure<MultiResult>(Errc e, const std::string&) {
-  MultiResult r;
-  r.error = e;
-  return r;
 }
 
 // The checks CKeeper makes before sending a create.

@@ -8,6 +8,8 @@
 // order the inner keeper delivered them.
 #include "support/fault_keeper.hpp"
 
+#include "support/failure.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -21,16 +23,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-template <class V>
-V failure(Errc e, const std::string& path) {
-  return V(e, path);
-}
-template <>
-MultiResult failure<MultiResult>(Errc e, const std::string&) {
-  MultiResult r;
-  r.error = e;
-  return r;
-}
 
 template <class T>
 Errc error_of(const Result<T>& r) {
