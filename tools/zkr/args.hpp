@@ -1,0 +1,83 @@
+// tools/zkr/args.hpp: command-line options and durations for `zkr`.
+//
+// A small parser of our own rather than Boost.ProgramOptions: `zkr lock PATH
+// CMD ARGS...` must stop reading options at the command's first word (as
+// flock(1) and env(1) do), so that the command's own options reach it intact;
+// ProgramOptions needs its positional machinery bent for that, and brings a
+// compiled library for what is eighty lines here. Each verb declares its
+// options as a table, which also writes the verb's --help.
+//
+//   const std::vector<OptionSpec> specs{{"timeout", 't', true, "D", "give up after D"}};
+//   auto parsed = parse_args(args, specs, /*options_until_operands=*/1);
+//   auto timeout = parsed.value("timeout").transform([](auto& v) { return parse_duration(v, "--timeout"); });
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkr::cli {
+
+// Bad usage: the message is shown after "zkr: ", and zkr exits with
+// exit_code::usage.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OptionSpec {
+  std::string name;         // long name without "--"
+  char short_name = 0;      // 0: none
+  bool takes_value = false;
+  std::string metavar;      // "D", "HOSTS": for --help
+  std::string help;         // one line
+};
+
+class ParsedArgs {
+ public:
+  bool has(std::string_view name) const { return count(name) > 0; }
+  int count(std::string_view name) const;
+  // The last value given, if any.
+  std::optional<std::string> value(std::string_view name) const;
+  // Operands in order: positionals, and everything after "--" or after the
+  // point where option parsing stopped.
+  const std::vector<std::string>& operands() const noexcept { return operands_; }
+
+ private:
+  friend ParsedArgs parse_args(const std::vector<std::string>&, const std::vector<OptionSpec>&,
+                               std::size_t);
+  std::map<std::string, std::vector<std::string>, std::less<>> values_;  // "" for flags
+  std::vector<std::string> operands_;
+};
+
+inline constexpr std::size_t kAllOptions = std::numeric_limits<std::size_t>::max();
+
+// Parses --name, --name=value, --name value, -x, -xVALUE, -x VALUE, -vvv.
+// "--" ends the options. Once `options_until_operands` operands have been
+// read, the next operand and everything after it are operands too (for a
+// command line to run). Throws UsageError for an unknown option, a missing
+// value, or a value given to a flag.
+ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs,
+                      std::size_t options_until_operands = kAllOptions);
+
+// "  -t, --timeout D     give up after D" lines, aligned, for --help.
+std::string format_options(const std::vector<OptionSpec>& specs);
+
+// "500ms", "10s", "2m", "1h", "1.5s"; a bare number is seconds (as in flock
+// -w and timeout(1)). Throws UsageError naming `what` (the option) for
+// anything else, for a negative value, or for more than a year.
+std::chrono::milliseconds parse_duration(std::string_view text, std::string_view what);
+
+// A positive whole number (e.g. --max-children); throws UsageError naming `what`.
+std::uint64_t parse_count(std::string_view text, std::string_view what);
+
+// "850ms", "12s", "3m05s", "2h07m", "3d04h": short and readable, for ages.
+std::string format_duration(std::chrono::milliseconds d);
+
+}  // namespace zkr::cli

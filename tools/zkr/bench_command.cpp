@@ -1,0 +1,42 @@
+// `zkr bench ...`: the benchmarks live in benchmarks/ (another owner); this
+// only hands them the arguments, when zkr was built with them.
+#include <cstdio>
+
+#include "errors.hpp"
+#include "exit_codes.hpp"
+#include "verbs.hpp"
+
+#ifdef ZKR_HAVE_BENCH
+#include "bench.hpp"
+#endif
+
+namespace zkr::cli {
+
+std::string bench_help() {
+#ifdef ZKR_HAVE_BENCH
+  // The benchmarks own their options and help.
+  return {};
+#else
+  return "Usage: zkr bench [ARGS...]\n"
+         "\n"
+         "Runs the lock benchmarks (see benchmarks/). This zkr was built without\n"
+         "them: build the zkr_bench target (benchmarks/) and rebuild zkr.\n";
+#endif
+}
+
+int bench_main(const std::vector<std::string>& args) {
+#ifdef ZKR_HAVE_BENCH
+  return run_reporting_errors("bench", [&] { return zkr::bench::run(args); });
+#else
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::fputs(bench_help().c_str(), stdout);
+      return exit_code::ok;
+    }
+  }
+  print_error("bench: this zkr was built without the benchmarks (no zkr_bench target)");
+  return exit_code::unavailable;
+#endif
+}
+
+}  // namespace zkr::cli

@@ -1,0 +1,169 @@
+// `zkr ls ROOT`: the locks under a root, one line each: holder, waiters, age.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "connection.hpp"
+#include "errors.hpp"
+#include "exit_codes.hpp"
+#include "json.hpp"
+#include "progress.hpp"
+#include "verbs.hpp"
+#include "zkr/cleanup.hpp"
+#include "zkr/path.hpp"
+
+namespace zkr::cli {
+namespace {
+
+std::vector<OptionSpec> ls_specs() {
+  auto specs = connection_option_specs();
+  const std::vector<OptionSpec> own{
+      {"json", 0, false, "", "one JSON object per lock and line, with the whole queue"},
+      {"max-children", 0, true, "N", "refuse to list a directory with more than N children (default 100000)"},
+      {"max-depth", 0, true, "N", "look N levels below ROOT (default 4)"},
+      {"progress", 0, false, "", "report progress on stderr even when it is not a terminal"},
+  };
+  specs.insert(specs.begin(), own.begin(), own.end());
+  return specs;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string holder_text(const LockNodeInfo& node) {
+  std::string text = node.holder_id.empty() ? "-" : node.holder_id;
+  // Nobody's session: nothing will ever delete it (zkr cleanup will).
+  if (node.ephemeral_owner == 0) text = "(orphan) " + text;
+  return text;
+}
+
+std::string session_hex(std::int64_t id) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(id));
+  return buffer;
+}
+
+std::string json_line(const LockInfo& lock, std::int64_t now) {
+  std::string out = "{\"path\":" + json_string(lock.path);
+  if (lock.key) out += ",\"key\":" + json_string(*lock.key);
+  const auto& holder = lock.queue.front();
+  out += ",\"holder\":" + json_string(holder.holder_id);
+  out += ",\"node\":" + json_string(join_path(lock.path, holder.name));
+  out += ",\"fencing_token\":" + std::to_string(holder.czxid);
+  out += ",\"age_ms\":" + std::to_string(std::max<std::int64_t>(0, now - holder.ctime_ms));
+  out += ",\"waiters\":" + std::to_string(lock.waiters());
+  out += ",\"queue\":[";
+  for (std::size_t i = 0; i < lock.queue.size(); ++i) {
+    const auto& n = lock.queue[i];
+    if (i) out += ',';
+    out += "{\"name\":" + json_string(n.name) + ",\"holder\":" + json_string(n.holder_id) +
+           ",\"czxid\":" + std::to_string(n.czxid) + ",\"ctime_ms\":" + std::to_string(n.ctime_ms) +
+           ",\"session\":" + json_string(session_hex(n.ephemeral_owner)) + "}";
+  }
+  out += "]}\n";
+  return out;
+}
+
+void print_table(const std::vector<LockInfo>& locks, std::int64_t now) {
+  std::vector<std::vector<std::string>> rows{{"LOCK", "HOLDER", "WAITERS", "AGE"}};
+  for (const auto& lock : locks) {
+    const auto& holder = lock.queue.front();
+    rows.push_back({lock.path, holder_text(holder), std::to_string(lock.waiters()),
+                    format_duration(std::chrono::milliseconds(now - holder.ctime_ms))});
+  }
+  std::vector<std::size_t> width(4, 0);
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    line += '\n';
+    std::fputs(line.c_str(), stdout);
+  }
+}
+
+}  // namespace
+
+std::string ls_help() {
+  return "Usage: zkr ls ROOT [options]\n"
+         "\n"
+         "Lists the locks under ROOT (ROOT itself included, down to --max-depth\n"
+         "levels): for each lock directory with a holder, its holder (what the\n"
+         "holder wrote in its node: host, pid, thread, or --holder of zkr lock), the\n"
+         "number of waiters queued behind it, and how long it has been held (from\n"
+         "the holder node's creation time, on the server's clock). A node marked\n"
+         "(orphan) belongs to no session and blocks its lock until `zkr cleanup`.\n"
+         "\n"
+         "Before listing a directory zkr reads its child count, and refuses one with\n"
+         "more than --max-children rather than pull a reply of unbounded size.\n"
+         "\n"
+         "Options:\n" +
+         format_options(ls_specs()) + "\n" + connection_help_footer() +
+         "\n"
+         "Exit status: 0 listed (even if nothing), 64 bad usage, 65 a directory has\n"
+         "more children than --max-children, 66 ROOT does not exist, 69 ZooKeeper\n"
+         "unreachable, 76 ZooKeeper refused (e.g. no permission).\n"
+         "\n"
+         "Example:\n"
+         "  zkr ls /app/locks\n"
+         "  zkr ls /app/locks --json | jq 'select(.waiters > 10)'\n";
+}
+
+int ls_main(const std::vector<std::string>& args) {
+  return run_reporting_errors("ls", [&]() -> int {
+    const auto specs = ls_specs();
+    const auto parsed = parse_args(args, specs);
+    if (parsed.has("help")) {
+      std::fputs(ls_help().c_str(), stdout);
+      return exit_code::ok;
+    }
+    if (parsed.operands().size() != 1)
+      throw UsageError(parsed.operands().empty() ? "missing ROOT" : "ls takes one ROOT");
+    const std::string root = parsed.operands()[0];
+    validate_path(root);
+    ScanOptions options;
+    if (auto v = parsed.value("max-children")) options.max_children = parse_count(*v, "--max-children");
+    if (auto v = parsed.value("max-depth"))
+      options.max_depth = static_cast<unsigned>(parse_count(*v, "--max-depth"));
+    const auto connection = connection_settings(parsed);
+
+    auto client = open_client(connection);
+    wait_connected(*client, connection);
+    std::vector<LockInfo> locks;
+    ProgressLine progress(parsed.has("progress"));
+    options.on_progress = progress.callback();
+    try {
+      scan_locks(*client, root, options, [&](const LockInfo& lock) {
+        if (!lock.queue.empty()) locks.push_back(lock);
+      });
+    } catch (const KeeperError& e) {
+      if (e.errc() != Errc::no_node || e.path() != root) throw;
+      progress.finish();
+      print_error("no such path: " + root);
+      return exit_code::no_such_root;
+    }
+    progress.finish();
+    std::sort(locks.begin(), locks.end(),
+              [](const LockInfo& a, const LockInfo& b) { return a.path < b.path; });
+    const auto now = now_ms();
+    if (parsed.has("json")) {
+      for (const auto& lock : locks) std::fputs(json_line(lock, now).c_str(), stdout);
+    } else if (locks.empty()) {
+      print_error("no locks under " + root);
+    } else {
+      print_table(locks, now);
+    }
+    return exit_code::ok;
+  });
+}
+
+}  // namespace zkr::cli
