@@ -1,0 +1,113 @@
+// zkr::bench::run: options, the ensemble, the workloads in order, the report.
+#include "bench.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "context.hpp"
+#include "plots.hpp"
+#include "rss.hpp"
+#include "workloads.hpp"
+#include "zkr/cleanup.hpp"
+
+namespace zkr::bench {
+namespace {
+
+// The root must hold nothing but what a sweep may remove: what a crashed run
+// left (empty lock directories; its lock nodes went with its sessions). Any
+// other content means the root is someone else's: refuse rather than touch it.
+void prepare_root(Client& client, const std::string& root) {
+  auto keeper = client.keeper();
+  if (!keeper->exists(root)) return;
+  CleanOptions options;
+  options.max_children = 10'000'000;  // a crashed W4 may have left a million keys
+  options.on_progress = [](const WalkProgress& p) {
+    static Clock::time_point last;
+    if (Clock::now() - last < std::chrono::seconds(3)) return;
+    last = Clock::now();
+    std::cerr << "bench:   sweeping what an earlier run left: " << p.directories << " directories\n";
+  };
+  const auto report = clean_lock_root(client, root, options);
+  if (report.empty_directories + report.orphan_nodes > 0)
+    std::cerr << "bench: removed " << report.empty_directories << " empty directories and "
+              << report.orphan_nodes << " orphaned lock nodes left under " << root << " by an earlier run\n";
+  const std::uint64_t left = count_below(*keeper, root);
+  if (left > 0)
+    throw RunError("--root " + root + " holds " + std::to_string(left) +
+                   " znodes that are not leftovers of a benchmark (live locks or data): "
+                   "choose another --root");
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw RunError("cannot write " + path);
+}
+
+int run_workloads(const Options& options) {
+  const Plan plan = make_plan(options);
+  if (options.out_dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(*options.out_dir, ec);
+    if (ec) throw RunError("cannot create --out " + *options.out_dir + ": " + ec.message());
+  }
+  Reporter reporter(options.json, options.out_dir);
+  Context ctx{options, plan, reporter};
+  {
+    auto client = ctx.connect();  // a clear error first if the ensemble is unreachable
+    prepare_root(*client, options.root);
+  }
+  std::cerr << "bench: ensemble " << options.connect << ", root " << options.root
+            << (options.quick ? ", quick sizes" : "") << "\n";
+
+  run_floor_workload(ctx);
+  if (options.wants("W1")) run_w1_uncontended(ctx);
+  if (options.wants("W2")) run_w2_contended(ctx);
+  if (options.wants("W3")) run_w3_many_locks(ctx);
+  if (options.wants("W4")) run_w4_znode_growth(ctx);
+  if (options.wants("W5")) run_w5_queue_depth(ctx);
+
+  std::string table = reporter.table();
+  table += "\nClient peak RSS (getrusage): " + std::to_string(peak_rss_kib() / 1024) + " MiB\n";
+  (options.json ? std::cerr : std::cout) << "\n" << table << std::flush;
+  if (options.out_dir) {
+    write_file(*options.out_dir + "/results.txt", table);
+    write_file(*options.out_dir + "/targets.json", reporter.verdicts_json());
+    for (const auto& png : write_plots(reporter.records(), *options.out_dir))
+      std::cerr << "bench: wrote " << png << "\n";
+  }
+  if (reporter.any_check_failed()) {
+    std::cerr << "bench: a correctness check FAILED (see above)\n";
+    return kExitCheckFailed;
+  }
+  if (options.strict && reporter.any_target_missed()) {
+    std::cerr << "bench: a target was missed (--strict)\n";
+    return kExitCheckFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args) {
+  Options options;
+  try {
+    options = parse_options(args);
+  } catch (const UsageError& e) {
+    std::cerr << "zkr bench: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (options.help) {
+    std::cout << usage_text();
+    return kExitOk;
+  }
+  try {
+    return run_workloads(options);
+  } catch (const std::exception& e) {
+    std::cerr << "zkr bench: error: " << e.what() << "\n";
+    return kExitRunFailed;
+  }
+}
+
+}  // namespace zkr::bench

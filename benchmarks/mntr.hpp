@@ -1,0 +1,21 @@
+// The servers' own view, from the `mntr` four-letter word over TCP. Only to
+// servers on 127.0.0.1 (or localhost): the benchmarks touch no other host.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace zkr::bench {
+
+// mntr's "key value" lines of one server; nullopt if it did not answer within
+// timeout_ms (down, frozen, or mntr not whitelisted).
+std::optional<std::map<std::string, std::string>> mntr(std::uint16_t port, int timeout_ms = 2000);
+
+// zk_znode_count of the leader (or of a standalone server) of the ensemble in
+// `connect`; nullopt if no local server answered. The leader, because a
+// follower may apply the last changes a moment later.
+std::optional<std::int64_t> leader_znode_count(const std::string& connect);
+
+}  // namespace zkr::bench

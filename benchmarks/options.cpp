@@ -1,0 +1,164 @@
+#include "options.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+namespace zkr::bench {
+namespace {
+
+const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5"};
+
+std::vector<std::string> parse_workloads(const std::string& text) {
+  std::vector<std::string> picked;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string name = text.substr(start, comma - start);
+    for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), name) == kAllWorkloads.end())
+      throw UsageError("unknown workload '" + name + "' in --workloads (use W1,W2,W3,W4,W5)");
+    if (std::find(picked.begin(), picked.end(), name) == picked.end()) picked.push_back(name);
+    start = comma + 1;
+  }
+  // Always in the canonical order: W3's memory check wants to run before W4's
+  // big listings raise the peak.
+  std::vector<std::string> ordered;
+  for (const auto& w : kAllWorkloads)
+    if (std::find(picked.begin(), picked.end(), w) != picked.end()) ordered.push_back(w);
+  return ordered;
+}
+
+std::uint64_t parse_count(const std::string& option, const std::string& text) {
+  std::uint64_t value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end)
+    throw UsageError(option + " needs a non-negative integer (got '" + text + "')");
+  return value;
+}
+
+}  // namespace
+
+bool Options::wants(const std::string& workload) const {
+  return std::find(workloads.begin(), workloads.end(), workload) != workloads.end();
+}
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options options;
+  options.workloads = kAllWorkloads;
+  if (const char* env = std::getenv("ZK_CONNECT")) options.connect = env;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::optional<std::string> inline_value;
+    if (arg.rfind("--", 0) == 0) {
+      if (const auto eq = arg.find('='); eq != std::string::npos) {
+        inline_value = arg.substr(eq + 1);
+        arg.resize(eq);
+      }
+    }
+    const auto value = [&]() -> std::string {
+      if (inline_value) return *inline_value;
+      if (i + 1 >= args.size()) throw UsageError(arg + " needs a value");
+      return args[++i];
+    };
+    const auto no_value = [&] {
+      if (inline_value) throw UsageError(arg + " takes no value");
+    };
+    if (arg == "--connect") {
+      options.connect = value();
+    } else if (arg == "--workloads") {
+      options.workloads = parse_workloads(value());
+    } else if (arg == "--quick") {
+      no_value();
+      options.quick = true;
+    } else if (arg == "--json") {
+      no_value();
+      options.json = true;
+    } else if (arg == "--strict") {
+      no_value();
+      options.strict = true;
+    } else if (arg == "--out") {
+      options.out_dir = value();
+      if (options.out_dir->empty()) throw UsageError("--out needs a directory");
+    } else if (arg == "--root") {
+      options.root = value();
+      if (options.root.size() < 2 || options.root[0] != '/' || options.root.back() == '/')
+        throw UsageError("--root needs an absolute znode path other than / (got '" +
+                         options.root + "')");
+    } else if (arg == "--max-keys") {
+      options.max_keys = parse_count(arg, value());
+    } else if (arg == "-h" || arg == "--help") {
+      no_value();
+      options.help = true;
+    } else {
+      throw UsageError("unknown option '" + args[i] + "' (see --help)");
+    }
+  }
+  if (!options.help && options.connect.empty())
+    throw UsageError("no ensemble: give --connect HOSTS or set ZK_CONNECT");
+  return options;
+}
+
+Plan make_plan(const Options& options) {
+  using std::chrono::milliseconds;
+  Plan plan;
+  if (options.quick) {
+    plan = Plan{milliseconds(1000), milliseconds(1000), milliseconds(2000), 8,
+                {100, 300, 1000}, 8, milliseconds(5000),
+                {0, 100, 1000}, milliseconds(500), 100,
+                {0, 2, 10}, 30, milliseconds(3000)};
+  } else {
+    plan = Plan{milliseconds(10000), milliseconds(10000), milliseconds(15000), 8,
+                {1000, 10000, 100000}, 8, milliseconds(5000),
+                {0, 1000, 10000, 100000, 1000000}, milliseconds(4000), 2000,
+                {0, 10, 100, 1000}, 1000, milliseconds(15000)};
+  }
+  std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });
+  if (plan.w4_keys.empty() || plan.w4_keys.back() < options.max_keys)
+    if (options.max_keys < (options.quick ? 1000u : 1000000u)) plan.w4_keys.push_back(options.max_keys);
+  return plan;
+}
+
+std::string usage_text() {
+  return R"(Usage: zkr bench [OPTIONS]      (also: zkr-bench [OPTIONS])
+
+Benchmarks of the zkrecipes locks against a ZooKeeper ensemble, each also
+measured as a ratio to the "floor": the bare lock protocol (create
+ephemeral-sequential, list, delete) with synchronous ZooKeeper C client calls.
+
+Workloads:
+  W1  uncontended: one session acquires and releases one lock (~10 s)
+  W2  contended: 8 workers, each with its own session, on one lock (~15 s):
+      acquisitions/s, wait p50/p99/max, fairness, mutual-exclusion violations
+  W3  many distinct locks: K = 1,000, 10,000, 100,000 keys in sequence:
+      cycles/s, server znode count (mntr) before, right after and 5 s after,
+      leftover znodes, the client's peak RSS
+  W4  cost as znodes grow: cycle latency with N = 0 .. 1,000,000 other (empty)
+      lock keys under the same root, flat and hashed layouts; time to list and
+      to clean the root at each N
+  W5  queue depth: hand-off latency with N = 0, 10, 100, 1,000 waiters queued
+      behind the contender receiving the lock
+
+Options:
+  --connect HOSTS     ensemble, host:port,... (default: $ZK_CONNECT)
+  --workloads LIST    which to run, e.g. W1,W3 (default: all; the floor always runs)
+  --quick             tiny sizes and durations: a smoke test (well under a minute)
+  --max-keys N        cap W4's N (default 1000000)
+  --root PATH         znode under which everything is made (default /zkr-bench);
+                      must be empty or absent, or hold only what a sweep may
+                      remove (empty directories, orphaned lock nodes)
+  --json              one JSON object per run on stdout; the table goes to stderr
+  --out DIR           also write results.jsonl, results.txt and PNG plots there
+  --strict            a missed performance target also makes the exit code 1
+  -h, --help          this help
+
+Exit codes: 0 ran and every check held; 1 a check failed (a mutual-exclusion
+violation, znodes left behind by W3) or, with --strict, a target was missed;
+2 bad usage; 3 the run failed (ensemble unreachable, an error mid-run).
+Mntr znode counts need the servers on 127.0.0.1 with the mntr 4-letter word
+allowed. Progress goes to stderr; ZKR_LOG_LEVEL sets the library's log level.
+)";
+}
+
+}  // namespace zkr::bench

@@ -1,0 +1,57 @@
+// Command-line options of the benchmarks, and the sizes they imply.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace zkr::bench {
+
+// A bad command line; what() says what was wrong.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::string connect;                 // --connect, else $ZK_CONNECT
+  std::vector<std::string> workloads;  // W1..W5, in run order
+  bool quick = false;                  // tiny sizes: a smoke test
+  bool json = false;
+  bool strict = false;                 // a missed target also exits 1
+  std::optional<std::string> out_dir;  // JSON lines, table and plots go there
+  std::string root = "/zkr-bench";
+  std::uint64_t max_keys = 1'000'000;  // cap on W4's N
+  bool help = false;
+
+  bool wants(const std::string& workload) const;
+};
+
+// Durations and sizes of every workload, from --quick and --max-keys.
+struct Plan {
+  std::chrono::milliseconds floor_duration;
+  std::chrono::milliseconds w1_duration;
+  std::chrono::milliseconds w2_duration;
+  unsigned w2_workers;
+  std::vector<std::uint64_t> w3_keys;          // K, in sequence
+  unsigned w3_threads;                         // threads sharing one session
+  std::chrono::milliseconds w3_settle;         // wait before the last znode count
+  std::vector<std::uint64_t> w4_keys;          // N
+  std::chrono::milliseconds w4_duration;       // of the cycles at each N
+  std::uint64_t w4_cycles;                     // at most, at each N
+  std::vector<std::uint64_t> w5_waiters;       // N
+  std::uint64_t w5_handoffs;                   // measured at each N, at most
+  std::chrono::milliseconds w5_duration;       // at each N, at most
+};
+
+Plan make_plan(const Options& options);
+
+// Throws UsageError. Does not look at the environment except for ZK_CONNECT.
+Options parse_options(const std::vector<std::string>& args);
+
+std::string usage_text();
+
+}  // namespace zkr::bench

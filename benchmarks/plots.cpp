@@ -1,0 +1,118 @@
+#include "plots.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+
+namespace zkr::bench {
+namespace {
+
+std::string n_label(std::uint64_t n) {
+  if (n >= 1'000'000 && n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";
+  if (n >= 1000 && n % 1000 == 0) return std::to_string(n / 1000) + "k";
+  return std::to_string(n);
+}
+
+// Runs gnuplot on a script in dir, without a shell (the scripts name their
+// files relative to dir, so any dir works); true if it exited 0.
+bool run_gnuplot(const std::string& dir, const std::string& script) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    if (::chdir(dir.c_str()) != 0) _exit(126);
+    execlp("gnuplot", "gnuplot", script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+struct Point {
+  double p50 = -1, p99 = -1;
+};
+
+// The N of a record: params carry it as "n" (W4) or "waiters" (W5).
+std::uint64_t n_of(const Record& r, const std::string& key) {
+  for (const auto& [k, v] : r.params.fields())
+    if (k == key) return std::stoull(v);
+  return 0;
+}
+
+std::string layout_of(const Record& r) {
+  for (const auto& [k, v] : r.params.fields())
+    if (k == "layout") return v.substr(1, v.size() - 2);  // unquote
+  return "";
+}
+
+std::string value(double v) { return v < 0 ? "NaN" : format_number(v); }
+
+std::string common_header(const std::string& png, const std::string& title, const std::string& xlabel) {
+  return "set terminal pngcairo size 900,540 font 'sans,11'\n"
+         "set output '" + png + "'\n"
+         "set title '" + title + "'\n"
+         "set xlabel '" + xlabel + "'\n"
+         "set ylabel 'latency (ms)'\n"
+         "set yrange [0:*]\n"
+         "set grid ytics\n"
+         "set key top left\n"
+         "set datafile missing 'NaN'\n";
+}
+
+}  // namespace
+
+std::vector<std::string> write_plots(const std::vector<Record>& records, const std::string& dir) {
+  std::vector<std::string> made;
+  std::map<std::uint64_t, std::map<std::string, Point>> w4;  // N -> layout -> point
+  std::map<std::uint64_t, Point> w5;
+  for (const auto& r : records) {
+    if (r.impl != "zkr" || !r.latency) continue;
+    if (r.workload == "W4") w4[n_of(r, "n")][layout_of(r)] = {r.latency->p50_ms, r.latency->p99_ms};
+    if (r.workload == "W5") w5[n_of(r, "waiters")] = {r.latency->p50_ms, r.latency->p99_ms};
+  }
+  const auto draw = [&](const std::string& stem, const std::string& data, const std::string& script) {
+    std::ofstream(dir + "/" + stem + ".dat") << data;
+    std::ofstream(dir + "/" + stem + ".gp") << script;
+    if (run_gnuplot(dir, stem + ".gp"))
+      made.push_back(dir + "/" + stem + ".png");
+    else
+      std::cerr << "bench: gnuplot could not draw " << dir << "/" << stem << ".png (is gnuplot installed?)\n";
+  };
+  if (!w4.empty()) {
+    std::string data = "# N  label  flat_p50 flat_p99 hashed_p50 hashed_p99 (ms)\n";
+    for (const auto& [n, by_layout] : w4) {
+      const auto get = [&](const std::string& layout) {
+        const auto it = by_layout.find(layout);
+        return it == by_layout.end() ? Point{} : it->second;
+      };
+      const Point flat = get("flat"), hashed = get("hashed");
+      data += std::to_string(n) + " " + n_label(n) + " " + value(flat.p50) + " " + value(flat.p99) + " " +
+              value(hashed.p50) + " " + value(hashed.p99) + "\n";
+    }
+    const std::string dat = "w4.dat";
+    draw("w4", data,
+         common_header("w4.png", "W4: lock cycle latency vs other lock keys under the root",
+                       "other lock keys already present (N)") +
+             "plot '" + dat + "' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'flat p50', \\\n"
+             "     '" + dat + "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'flat p99', \\\n"
+             "     '" + dat + "' using 0:5 with linespoints lw 2 pt 5 title 'hashed p50', \\\n"
+             "     '" + dat + "' using 0:6 with linespoints lw 1 pt 4 dt 2 title 'hashed p99'\n");
+  }
+  if (!w5.empty()) {
+    std::string data = "# N  label  p50 p99 (ms)\n";
+    for (const auto& [n, p] : w5)
+      data += std::to_string(n) + " " + n_label(n) + " " + value(p.p50) + " " + value(p.p99) + "\n";
+    const std::string dat = "w5.dat";
+    draw("w5", data,
+         common_header("w5.png", "W5: hand-off latency vs waiters queued behind the receiver",
+                       "waiters (N)") +
+             "plot '" + dat + "' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'p50', \\\n"
+             "     '" + dat + "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'p99'\n");
+  }
+  return made;
+}
+
+}  // namespace zkr::bench

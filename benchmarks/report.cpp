@@ -1,0 +1,152 @@
+#include "report.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+namespace zkr::bench {
+namespace {
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// A cell of the table: right-aligned to width, or left-aligned when width < 0.
+std::string cell(const std::string& text, int width) {
+  const auto w = static_cast<std::size_t>(width < 0 ? -width : width);
+  if (text.size() >= w) return text;
+  const std::string pad(w - text.size(), ' ');
+  return width < 0 ? text + pad : pad + text;
+}
+
+}  // namespace
+
+std::string strprintf(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+Reporter::Reporter(bool json, const std::optional<std::string>& out_dir) : json_(json) {
+  if (out_dir) {
+    const std::string path = *out_dir + "/results.jsonl";
+    jsonl_.open(path, std::ios::trunc);
+    if (!jsonl_) throw std::runtime_error("cannot write " + path);
+  }
+}
+
+void Reporter::set_floor(double ops_per_sec, double p50_ms) {
+  floor_rate_ = ops_per_sec;
+  floor_p50_ = p50_ms;
+}
+
+std::string Reporter::json_of(const Record& r) const {
+  JsonObject o;
+  o.add("impl", r.impl).add("workload", r.workload).add("params", r.params);
+  o.add("ops", r.ops).add("seconds", r.seconds).add("ops_per_sec", r.ops_per_sec());
+  if (r.latency) {
+    o.add("p50_ms", r.latency->p50_ms).add("p99_ms", r.latency->p99_ms).add("max_ms", r.latency->max_ms);
+  } else {
+    o.add_null("p50_ms").add_null("p99_ms").add_null("max_ms");
+  }
+  if (r.impl != "floor" && floor_rate_ && *floor_rate_ > 0 && r.latency)
+    o.add("x_floor_rate", r.ops_per_sec() / *floor_rate_);
+  if (r.impl != "floor" && floor_p50_ && *floor_p50_ > 0 && r.latency)
+    o.add("x_floor_p50", r.latency->p50_ms / *floor_p50_);
+  std::string line = o.str();
+  if (!r.extra.empty()) {
+    // Splice the workload's own fields in after the common ones.
+    const std::string extra = r.extra.str();
+    line.pop_back();
+    line += ',';
+    line += extra.substr(1);
+  }
+  return line;
+}
+
+void Reporter::add(Record record) {
+  const std::string line = json_of(record);
+  if (json_) std::cout << line << std::endl;
+  if (jsonl_.is_open()) jsonl_ << line << '\n' << std::flush;
+  std::string say = "bench: " + record.impl + " " + record.workload;
+  if (!record.label.empty()) say += " " + record.label;
+  say += ": " + std::to_string(record.ops) + " ops in " + fixed(record.seconds, 2) + " s";
+  if (record.latency)
+    say += ", " + fixed(record.ops_per_sec(), 1) + "/s, p50 " + fixed(record.latency->p50_ms, 2) +
+           " ms, p99 " + fixed(record.latency->p99_ms, 2) + " ms";
+  if (!record.note.empty()) say += " (" + record.note + ")";
+  std::cerr << say << std::endl;
+  records_.push_back(std::move(record));
+}
+
+void Reporter::verdict(Verdict v) { verdicts_.push_back(std::move(v)); }
+
+bool Reporter::any_check_failed() const {
+  for (const auto& v : verdicts_)
+    if (v.check && !v.met) return true;
+  return false;
+}
+
+bool Reporter::any_target_missed() const {
+  for (const auto& v : verdicts_)
+    if (!v.check && v.meaningful && !v.met) return true;
+  return false;
+}
+
+std::string Reporter::table() const {
+  std::string out;
+  const auto row = [&](const std::vector<std::pair<std::string, int>>& cells) {
+    std::string line;
+    for (const auto& [text, width] : cells) line += cell(text, width) + "  ";
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + '\n';
+  };
+  row({{"impl", -5}, {"workload", -8}, {"params", -22}, {"ops", 8}, {"s", 7}, {"ops/s", 9},
+       {"p50 ms", 8}, {"p99 ms", 8}, {"max ms", 8}, {"x floor/s", 9}, {"x floor p50", 11},
+       {"notes", -5}});
+  for (const auto& r : records_) {
+    const bool ratio = r.impl != "floor" && r.latency && floor_rate_ && *floor_rate_ > 0;
+    row({{r.impl, -5},
+         {r.workload, -8},
+         {r.label, -22},
+         {std::to_string(r.ops), 8},
+         {fixed(r.seconds, 2), 7},
+         {fixed(r.ops_per_sec(), 1), 9},
+         {r.latency ? fixed(r.latency->p50_ms, 2) : "-", 8},
+         {r.latency ? fixed(r.latency->p99_ms, 2) : "-", 8},
+         {r.latency ? fixed(r.latency->max_ms, 2) : "-", 8},
+         {ratio ? fixed(r.ops_per_sec() / *floor_rate_, 2) : "-", 9},
+         {ratio && *floor_p50_ > 0 ? fixed(r.latency->p50_ms / *floor_p50_, 2) : "-", 11},
+         {r.note, -5}});
+  }
+  if (!verdicts_.empty()) {
+    out += "\nTargets and checks:\n";
+    for (const auto& v : verdicts_) {
+      std::string status = v.met ? "met" : (v.check ? "FAILED" : "MISSED");
+      if (!v.meaningful) status += " (quick sizes: not meaningful)";
+      out += "  [" + std::string(v.check ? "check " : "target") + "] " + v.name + ": " + status +
+             " -- " + v.detail + '\n';
+    }
+  }
+  return out;
+}
+
+std::string Reporter::verdicts_json() const {
+  std::string out = "[";
+  for (std::size_t i = 0; i < verdicts_.size(); ++i) {
+    const auto& v = verdicts_[i];
+    JsonObject o;
+    o.add("name", v.name).add("kind", v.check ? "check" : "target").add("met", v.met);
+    o.add("meaningful", v.meaningful).add("detail", v.detail);
+    out += (i ? ",\n " : "") + o.str();
+  }
+  return out + "]\n";
+}
+
+}  // namespace zkr::bench

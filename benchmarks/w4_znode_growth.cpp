@@ -1,0 +1,205 @@
+// W4: what a lock costs as the lock root fills up. At each N, the root first
+// gets N other lock keys: empty key directories, as other libraries leave
+// behind (containers that never had a child, which the server never reaps).
+// Then: cycles on fresh keys, a listing of the root, and a sweep with
+// clean_lock_root, which removes those N again. Flat and hashed layouts.
+#include <set>
+
+#include "progress.hpp"
+#include "seeder.hpp"
+#include "workloads.hpp"
+#include "zkr/cleanup.hpp"
+#include "zkr/lock_factory.hpp"
+#include "zkr/path.hpp"
+
+namespace zkr::bench {
+namespace {
+
+constexpr unsigned kSeedSessions = 4;
+// Above every N we make: the timed listing is meant to succeed, so that its
+// cost is measured; the library's default limit is tried too, to show the
+// guard refusing.
+constexpr std::uint64_t kListLimit = 2'000'000;
+
+std::string other_key(std::uint64_t i) { return "other-" + std::to_string(i); }
+
+struct Layout {
+  std::string name;
+  LockLayout layout;
+};
+
+void seed(Context& ctx, const std::vector<Client*>& sessions, const LockFactory& factory,
+          const Layout& layout, std::uint64_t n) {
+  auto keeper = sessions.front()->keeper();
+  const auto start = Clock::now();
+  keeper->create_parents(join_path(factory.root(), "x"), CreateMode::container);
+  if (!keeper->exists(factory.root())) keeper->create(factory.root(), {}, CreateMode::container);
+  std::uint64_t buckets = 0;
+  if (layout.layout.kind == LockLayout::Kind::hashed) {
+    std::set<std::string> paths;
+    for (std::uint64_t i = 0; i < n; ++i) paths.insert(factory.bucket_for(other_key(i)));
+    const std::vector<std::string> bucket_paths(paths.begin(), paths.end());
+    create_nodes(sessions, bucket_paths.size(), [&](std::uint64_t i) { return bucket_paths[i]; }, {});
+    buckets = bucket_paths.size();
+  }
+  create_nodes(sessions, n, [&](std::uint64_t i) { return factory.path_for(other_key(i)); },
+               {.window = 1000, .mode = CreateMode::container,
+                .progress_label = "W4 " + layout.name + ": creating " + std::to_string(n) + " keys"});
+  Record r;
+  r.workload = "W4-seed";
+  r.label = layout.name + " N=" + std::to_string(n);
+  r.params.add("layout", layout.name).add("n", n).add("sessions", static_cast<unsigned>(sessions.size()))
+      .add("window", 1000);
+  r.ops = n + buckets;
+  r.seconds = seconds_since(start);
+  r.extra.add("creates_per_sec", r.ops_per_sec()).add("buckets_created", buckets);
+  r.note = "pipelined async_create (containers)";
+  ctx.reporter.add(std::move(r));
+}
+
+Percentiles cycles(Context& ctx, const LockFactory& factory, const Layout& layout, std::uint64_t n) {
+  Samples samples(ctx.plan.w4_cycles);
+  const auto start = Clock::now();
+  const auto deadline = start + ctx.plan.w4_duration;
+  std::uint64_t i = 0;
+  for (; i < ctx.plan.w4_cycles && Clock::now() < deadline; ++i) {
+    const auto t0 = Clock::now();
+    auto mutex = factory.mutex("probe-" + std::to_string(n) + "-" + std::to_string(i));
+    if (!mutex->try_acquire_for(std::chrono::seconds(30)))
+      throw RunError("W4: acquiring " + mutex->path() + " timed out");
+    mutex->release();
+    samples.add(ms_between(t0, Clock::now()));
+  }
+  Record r;
+  r.workload = "W4";
+  r.label = layout.name + " N=" + std::to_string(n);
+  r.params.add("layout", layout.name).add("n", n);
+  if (layout.layout.kind == LockLayout::Kind::hashed) r.params.add("buckets", layout.layout.buckets);
+  r.ops = i;
+  r.seconds = seconds_since(start);
+  r.latency = samples.percentiles();
+  r.note = "acquire+release, a new key each";
+  const auto p = *r.latency;
+  ctx.reporter.add(std::move(r));
+  return p;
+}
+
+// Lists the root (hashed: the root, then every bucket); returns the names
+// seen and says how it went.
+void list_root(Context& ctx, Client& client, const Layout& layout, const std::string& root, std::uint64_t n) {
+  auto keeper = client.keeper();
+  Record r;
+  r.workload = "W4-list";
+  r.label = layout.name + " N=" + std::to_string(n);
+  r.params.add("layout", layout.name).add("n", n).add("limit", kListLimit);
+  std::string outcome = "ok";
+  std::uint64_t names = 0, listings = 0;
+  const auto start = Clock::now();
+  try {
+    const auto top = list_children(*keeper, root, kListLimit);
+    ++listings;
+    names += top.names.size();
+    if (layout.layout.kind == LockLayout::Kind::hashed) {
+      names = 0;
+      for (const auto& bucket : top.names) {
+        names += list_children(*keeper, join_path(root, bucket), kListLimit).names.size();
+        ++listings;
+      }
+    }
+  } catch (const ListingTooLarge& e) {
+    outcome = std::string("refused: ") + e.what();
+  } catch (const KeeperError& e) {
+    outcome = e.errc() == Errc::no_node ? "root absent (nothing was ever under it, or reaped)"
+                                        : std::string("failed: ") + e.what();
+  }
+  r.ops = names;
+  r.seconds = seconds_since(start);
+  r.extra.add("outcome", outcome).add("listings", listings);
+  r.note = outcome == "ok" ? std::to_string(listings) + " listing(s)" : outcome;
+
+  // The guard: with the library's default limit a flat root this big is
+  // refused at once (one stat) instead of pulling a huge reply.
+  if (layout.layout.kind == LockLayout::Kind::flat && n > kDefaultListingLimit) {
+    std::string guard = "listed (no refusal)";
+    const auto t0 = Clock::now();
+    try {
+      (void)list_children(*keeper, root, kDefaultListingLimit);
+    } catch (const ListingTooLarge& e) {
+      guard = std::string("refused: ") + e.what();
+    }
+    const double guard_ms = ms_between(t0, Clock::now());
+    r.extra.add("default_limit", kDefaultListingLimit).add("default_limit_outcome", guard)
+        .add("default_limit_ms", guard_ms);
+    r.note += strprintf("; with the default limit (%llu): %s in %.1f ms",
+                        static_cast<unsigned long long>(kDefaultListingLimit),
+                        guard.rfind("refused", 0) == 0 ? "refused" : "listed", guard_ms);
+  }
+  ctx.reporter.add(std::move(r));
+}
+
+void clean_root(Context& ctx, Client& client, const Layout& layout, const std::string& root, std::uint64_t n) {
+  Record r;
+  r.workload = "W4-clean";
+  r.label = layout.name + " N=" + std::to_string(n);
+  r.params.add("layout", layout.name).add("n", n);
+  CleanOptions options;
+  options.remove_root = true;
+  Progress progress("W4 " + layout.name + ": cleaning N=" + std::to_string(n), 0);
+  options.on_progress = [&](const WalkProgress& p) { progress.update(p.directories); };
+  const auto start = Clock::now();
+  try {
+    const auto report = clean_lock_root(client, root, options);
+    r.ops = report.empty_directories + report.orphan_nodes;
+    r.extra.add("directories_seen", report.directories_seen)
+        .add("empty_directories", report.empty_directories)
+        .add("orphan_nodes", report.orphan_nodes)
+        .add("live_lock_nodes", report.live_lock_nodes)
+        .add("raced", report.raced);
+    r.note = std::to_string(report.empty_directories) + " empty directories removed";
+  } catch (const KeeperError& e) {
+    if (e.errc() != Errc::no_node) throw;
+    r.note = "root absent: nothing to clean";
+  }
+  r.seconds = seconds_since(start);
+  const std::uint64_t left = count_below(*client.keeper(), root, 2);
+  r.extra.add("left_below_root", left).add("removes_per_sec", r.ops_per_sec());
+  if (left > 0) throw RunError("W4: " + std::to_string(left) + " znodes left under " + root + " after cleaning");
+  ctx.reporter.add(std::move(r));
+}
+
+}  // namespace
+
+void run_w4_znode_growth(Context& ctx) {
+  auto client = ctx.connect();
+  std::vector<std::unique_ptr<Client>> seeders;
+  std::vector<Client*> sessions;
+  for (unsigned i = 0; i < kSeedSessions; ++i) {
+    seeders.push_back(ctx.connect());
+    sessions.push_back(seeders.back().get());
+  }
+  const std::uint64_t max_n = ctx.plan.w4_keys.empty() ? 0 : ctx.plan.w4_keys.back();
+  const std::vector<Layout> layouts = {{"flat", LockLayout::flat()},
+                                       {"hashed", LockLayout::hashed_for(std::max<std::uint64_t>(max_n, 1))}};
+  for (const auto& layout : layouts) {
+    const std::string root = ctx.path("w4-" + layout.name);
+    const LockFactory factory(*client, root, layout.layout);
+    std::optional<double> p50_at_0, p50_at_max;
+    for (const std::uint64_t n : ctx.plan.w4_keys) {
+      if (n > 0) seed(ctx, sessions, factory, layout, n);
+      const auto p = cycles(ctx, factory, layout, n);
+      if (n == 0) p50_at_0 = p.p50_ms;
+      if (n == max_n) p50_at_max = p.p50_ms;
+      list_root(ctx, *client, layout, root, n);
+      clean_root(ctx, *client, layout, root, n);
+    }
+    if (layout.layout.kind == LockLayout::Kind::hashed && p50_at_0 && p50_at_max && max_n > 0) {
+      const double ratio = *p50_at_max / *p50_at_0;
+      ctx.reporter.verdict({"W4 hashed cycle latency at the largest N within 1.25x of at 0", false,
+                            ratio <= 1.25, !ctx.options.quick && max_n >= 1'000'000,
+                            strprintf("p50 %.2f ms at N=%llu, %.2f ms at N=0: %.2fx (wanted <= 1.25x)",
+                                      *p50_at_max, static_cast<unsigned long long>(max_n), *p50_at_0, ratio)});
+    }
+  }
+}
+
+}  // namespace zkr::bench

@@ -1,0 +1,141 @@
+// W5: hand-off latency down a queue. N + 2 contenders cycle on one lock (a
+// few sessions shared by one thread per contender): at every hand-off one
+// releases, one receives the lock, and N wait behind the receiver; the one
+// that released queues again at the end, so the depth stays N. The hand-off
+// latency is from just before release() to the receiver's acquire returning.
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "rss.hpp"
+#include "workloads.hpp"
+#include "zkr/lock.hpp"
+
+namespace zkr::bench {
+namespace {
+
+constexpr unsigned kMaxSessions = 8;
+constexpr auto kAcquireTimeout = std::chrono::seconds(120);
+constexpr std::uint64_t kMaxRoundsPerContender = 1'000'000;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+struct Shared {
+  std::uint64_t target = 0;  // hand-offs to measure
+  Clock::time_point deadline;
+  std::atomic<bool> measuring{false};
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> last_release_ns{0};
+  std::atomic<std::uint64_t> handoffs{0};
+  std::atomic<int> holders{0};
+  std::atomic<std::uint64_t> violations{0};
+  std::atomic<std::uint64_t> timeouts{0};
+  std::mutex mutex;
+  std::string first_error;  // guarded by mutex
+  Clock::time_point stopped_at;  // written by the thread that sets stop
+};
+
+void contender(Client& client, const std::string& path, Shared& shared, Samples& out) {
+  try {
+    InterProcessMutex mutex(client, path);
+    for (std::uint64_t round = 0; round < kMaxRoundsPerContender; ++round) {
+      if (!mutex.try_acquire_for(kAcquireTimeout)) {
+        shared.timeouts.fetch_add(1);
+        return;
+      }
+      const std::int64_t granted = now_ns();
+      if (shared.holders.fetch_add(1) != 0) shared.violations.fetch_add(1);
+      if (shared.measuring.load() && !shared.stop.load()) {
+        out.add(static_cast<double>(granted - shared.last_release_ns.load()) / 1e6);
+        if (shared.handoffs.fetch_add(1) + 1 >= shared.target || Clock::now() >= shared.deadline) {
+          shared.stopped_at = Clock::now();
+          shared.stop = true;  // the lock orders stopped_at before the next holder's reads
+        }
+      }
+      const bool leave = shared.stop.load();
+      shared.holders.fetch_sub(1);
+      shared.last_release_ns = now_ns();
+      mutex.release();
+      if (leave) return;  // the queue drains: each leaves after one last turn
+    }
+  } catch (const std::exception& e) {
+    std::lock_guard lock(shared.mutex);
+    if (shared.first_error.empty()) shared.first_error = e.what();
+  }
+}
+
+}  // namespace
+
+void run_w5_queue_depth(Context& ctx) {
+  auto holder_client = ctx.connect();
+  std::vector<std::unique_ptr<Client>> clients;
+  for (unsigned i = 0; i < kMaxSessions; ++i) clients.push_back(ctx.connect());
+  std::optional<double> p50_at_10, p50_at_max;
+  std::uint64_t max_n = 0, violations = 0;
+
+  for (const std::uint64_t n : ctx.plan.w5_waiters) {
+    const std::string path = ctx.path("w5/lock-" + std::to_string(n));
+    const std::uint64_t contenders = n + 2;
+    const auto sessions = static_cast<unsigned>(std::min<std::uint64_t>(contenders, kMaxSessions));
+    InterProcessMutex holder(*holder_client, path);
+    if (!holder.try_acquire_for(std::chrono::seconds(30))) throw RunError("W5: " + path + " is held by someone else");
+
+    Shared shared;
+    shared.target = ctx.plan.w5_handoffs;
+    std::vector<Samples> samples(contenders);
+    std::vector<std::jthread> threads;
+    for (std::uint64_t c = 0; c < contenders; ++c)
+      threads.emplace_back([&, c] { contender(*clients[c % sessions], path, shared, samples[c]); });
+    // Everyone queued behind the holder: its node and contenders' nodes.
+    const bool queued = wait_for_children(*holder_client->keeper(), path, contenders + 1,
+                                          Clock::now() + std::chrono::seconds(120));
+    const auto start = Clock::now();
+    shared.deadline = start + ctx.plan.w5_duration;
+    shared.measuring = true;
+    shared.last_release_ns = now_ns();
+    holder.release();
+    if (!queued) std::fprintf(stderr, "bench:   W5 N=%llu: not every contender queued within 120 s\n",
+                              static_cast<unsigned long long>(n));
+    if (n >= 100) std::fprintf(stderr, "bench:   W5 N=%llu: queue of %llu formed; measuring\n",
+                               static_cast<unsigned long long>(n), static_cast<unsigned long long>(contenders));
+    threads.clear();  // joins: each contender ends after the stop, or after its acquire timeout
+    if (!shared.first_error.empty()) throw RunError("W5 N=" + std::to_string(n) + ": " + shared.first_error);
+
+    Samples all;
+    for (const auto& s : samples) all.merge(s);
+    Record r;
+    r.workload = "W5";
+    r.label = "N=" + std::to_string(n) + " waiters";
+    r.params.add("waiters", n).add("contenders", contenders).add("sessions", sessions)
+        .add("lock", "InterProcessMutex");
+    r.ops = all.size();
+    r.seconds = shared.stop ? ms_between(start, shared.stopped_at) / 1000.0 : seconds_since(start);
+    r.latency = all.percentiles();
+    r.extra.add("handoffs_per_sec", r.ops_per_sec())
+        .add("violations", shared.violations.load())
+        .add("timeouts", shared.timeouts.load())
+        .add("peak_rss_kib", peak_rss_kib());
+    r.note = "latency = hand-off";
+    violations += shared.violations.load() + shared.timeouts.load();
+    if (n == 10) p50_at_10 = r.latency->p50_ms;
+    if (n >= max_n) {
+      max_n = n;
+      p50_at_max = r.latency->p50_ms;
+    }
+    ctx.reporter.add(std::move(r));
+  }
+  if (p50_at_10 && p50_at_max && max_n > 10) {
+    const double ratio = *p50_at_max / *p50_at_10;
+    ctx.reporter.verdict({"W5 hand-off at the largest N within 2x of at 10 waiters", false, ratio <= 2.0,
+                          !ctx.options.quick && max_n >= 1000,
+                          strprintf("p50 %.2f ms at %llu waiters, %.2f ms at 10: %.2fx (wanted <= 2x)",
+                                    *p50_at_max, static_cast<unsigned long long>(max_n), *p50_at_10, ratio)});
+  }
+  ctx.reporter.verdict({"W5 mutual-exclusion violations == 0", true, violations == 0, true,
+                        strprintf("%llu violations or acquire timeouts", static_cast<unsigned long long>(violations))});
+}
+
+}  // namespace zkr::bench
