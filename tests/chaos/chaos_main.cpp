@@ -1,0 +1,374 @@
+// zkr-chaos: the chaos run (issue 6). Starts its own three-server ensemble on
+// 127.0.0.1, puts a TCP proxy in front of each server, runs worker processes
+// that take locks through the proxies, lets the nemesis inject faults for a
+// while, stops everything, and checks what the workers recorded with the
+// independent checker. See tests/chaos/README.md.
+//
+//   zkr-chaos [--seconds 75] [--seed S] [--workers 4] [--threads 2] [--keys 3]
+//             [--session-timeout-ms 4000] [--faults all|none|kind,kind...]
+//             [--out DIR] [--keep] [--broken nolock|unguarded --expect-violations]
+//
+// Exit: 0 no violation, no orphan, no problem; 1 otherwise; 2 bad usage;
+// 3 the run could not be carried out; 130 interrupted. With
+// --expect-violations (for the test of the checker): 0 only if the checker
+// found violations.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checker.hpp"
+#include "ensemble_control.hpp"
+#include "event_log.hpp"
+#include "nemesis.hpp"
+#include "report.hpp"
+#include "support/waits.hpp"
+#include "tcp_proxy.hpp"
+#include "worker_pool.hpp"
+#include "zkr/client.hpp"
+
+#ifndef ZKR_CHAOS_WORKER
+#error "ZKR_CHAOS_WORKER must name the zkr-chaos-worker executable"
+#endif
+#ifndef ZKR_ENSEMBLE_SCRIPT_PATH
+#error "ZKR_ENSEMBLE_SCRIPT_PATH must name scripts/ensemble"
+#endif
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+namespace chaos = zkr::chaos;
+
+std::atomic<bool> interrupted{false};
+extern "C" void on_signal(int) { interrupted.store(true); }
+
+constexpr int kServers = 3;
+const std::string kRoot = "/chaos";
+
+struct Options {
+  int seconds = 75;
+  std::uint64_t seed = 0;
+  bool seed_given = false;
+  int workers = 4;
+  int threads = 2;
+  int keys = 3;
+  milliseconds session_timeout{4000};
+  std::vector<std::string> faults = chaos::kFaultKinds;
+  std::string out;
+  bool keep = false;
+  std::string broken = "none";
+  bool expect_violations = false;
+};
+
+std::int64_t integer(const std::string& text, const std::string& name) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0)
+    throw std::invalid_argument(name + " needs a non-negative integer, got '" + text + "'");
+  return value;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--keep") { o.keep = true; continue; }
+    if (flag == "--expect-violations") { o.expect_violations = true; continue; }
+    if (flag == "-h" || flag == "--help")
+      throw std::invalid_argument("usage: zkr-chaos [--seconds N] [--seed S] [--workers N] "
+                                  "[--threads N] [--keys N] [--session-timeout-ms N] "
+                                  "[--faults all|none|k1,k2] [--out DIR] [--keep] "
+                                  "[--broken nolock|unguarded] [--expect-violations]");
+    if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--seconds") o.seconds = static_cast<int>(integer(value, flag));
+    else if (flag == "--seed") { o.seed = static_cast<std::uint64_t>(integer(value, flag)); o.seed_given = true; }
+    else if (flag == "--workers") o.workers = static_cast<int>(integer(value, flag));
+    else if (flag == "--threads") o.threads = static_cast<int>(integer(value, flag));
+    else if (flag == "--keys") o.keys = static_cast<int>(integer(value, flag));
+    else if (flag == "--session-timeout-ms") o.session_timeout = milliseconds(integer(value, flag));
+    else if (flag == "--out") o.out = value;
+    else if (flag == "--broken") o.broken = value;
+    else if (flag == "--faults") {
+      o.faults.clear();
+      if (value == "all") o.faults = chaos::kFaultKinds;
+      else if (value != "none") {
+        for (std::size_t at = 0; at <= value.size();) {
+          const auto end = std::min(value.find(',', at), value.size());
+          const auto kind = value.substr(at, end - at);
+          if (std::find(chaos::kFaultKinds.begin(), chaos::kFaultKinds.end(), kind) == chaos::kFaultKinds.end())
+            throw std::invalid_argument("unknown fault kind '" + kind + "'");
+          o.faults.push_back(kind);
+          at = end + 1;
+        }
+      }
+    } else {
+      throw std::invalid_argument("unknown option " + flag);
+    }
+  }
+  if (o.workers < 2 || o.threads < 1 || o.keys < 2 || o.session_timeout < 1000ms)
+    throw std::invalid_argument("need --workers >= 2, --threads >= 1, --keys >= 2, "
+                                "--session-timeout-ms >= 1000 (the ensemble's minimum)");
+  if (o.broken != "none" && o.broken != "nolock" && o.broken != "unguarded")
+    throw std::invalid_argument("--broken must be nolock or unguarded");
+  return o;
+}
+
+void create_if_missing(zkr::Client& client, const std::string& path, const std::string& data) {
+  client.with_retry([&](zkr::Keeper& k) {
+    auto created = k.try_create(path, data);
+    if (!created.ok() && created.error() != zkr::Errc::node_exists) (void)std::move(created).value();
+    return 0;
+  });
+}
+
+std::int64_t read_int(zkr::Keeper& k, const std::string& path) {
+  const auto data = k.get(path).data;
+  return std::stoll(data);
+}
+
+bool is_lock_node(const std::string& name) { return name.find("-lock-") != std::string::npos; }
+
+// Waits (on watches, with a deadline) until no lock node is left under the
+// lock root: the sessions of killed workers take a session timeout to expire.
+void wait_lock_nodes_gone(zkr::Client& client, const std::string& lock_root, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  auto keeper = client.keeper_when_connected();
+  auto dirs = keeper->try_children(lock_root);
+  if (!dirs.ok()) return;
+  for (const auto& dir : dirs.value().names) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left <= 0ms) return;
+    (void)zkr::test::wait_children(*keeper, lock_root + "/" + dir,
+                                   [](const std::vector<std::string>& names) {
+                                     return std::none_of(names.begin(), names.end(), is_lock_node);
+                                   },
+                                   left);
+  }
+}
+
+chaos::FinalState snapshot(zkr::Client& client, const std::vector<std::string>& keys) {
+  return client.with_retry([&](zkr::Keeper& k) {
+    chaos::FinalState state;
+    k.sync(kRoot);  // our server may lag behind the workers'
+    for (const auto& key : keys) {
+      state.counters[key] = read_int(k, kRoot + "/data/" + key + "/counter");
+      state.tokens[key] = read_int(k, kRoot + "/data/" + key + "/token");
+    }
+    const std::string lock_root = kRoot + "/locks";
+    std::vector<std::string> pending{lock_root};
+    // Two levels (key directories, lock nodes) plus one for safety.
+    for (int depth = 0; depth < 3 && !pending.empty(); ++depth) {
+      std::vector<std::string> next;
+      for (const auto& dir : pending) {
+        auto listed = k.try_children(dir);
+        if (!listed.ok()) continue;
+        for (const auto& name : listed.value().names) {
+          const auto path = dir + "/" + name;
+          if (const auto stat = k.exists(path)) {
+            state.lock_root_nodes.push_back({path, stat->ephemeral_owner});
+            next.push_back(path);
+          }
+        }
+      }
+      pending = std::move(next);
+    }
+    state.live_sessions.insert(k.session_id());
+    return state;
+  });
+}
+
+int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
+  const auto wall_start = Clock::now();
+  chaos::EventLog nemesis_log(dir + "/nemesis.log");
+  nemesis_log.write("seed", {{"value", std::to_string(o.seed)}});
+  chaos::EnsembleControl zk(ZKR_ENSEMBLE_SCRIPT_PATH, dir + "/ensemble");
+  struct StopEnsemble {
+    chaos::EnsembleControl& zk;
+    ~StopEnsemble() { zk.stop(); }
+  } stop_ensemble{zk};
+
+  std::cout << "chaos: starting a " << kServers << "-server ensemble in " << zk.dir() << std::endl;
+  const std::string direct = zk.start(kServers);
+  std::vector<std::unique_ptr<chaos::TcpProxy>> proxies;
+  std::string proxied;
+  for (int i = 1; i <= kServers; ++i) {
+    proxies.push_back(std::make_unique<chaos::TcpProxy>(zk.port(i)));
+    proxied += (i > 1 ? "," : "") + std::string("127.0.0.1:") + std::to_string(proxies.back()->port());
+  }
+  std::cout << "chaos: ensemble " << direct << ", proxies " << proxied << std::endl;
+
+  zkr::ClientOptions client_options;
+  client_options.connect_string = direct;
+  client_options.session_timeout = 15s;  // the runner's session must outlive every fault
+  client_options.retry_policy = std::make_shared<zkr::BoundedExponentialBackoffRetry>(100ms, 1s, 60s);
+  zkr::Client client(client_options);
+  if (!client.block_until_connected(60s)) throw std::runtime_error("runner: no connection to " + direct);
+
+  std::vector<std::string> keys;
+  for (int i = 0; i < o.keys; ++i) keys.push_back("k" + std::to_string(i));
+  create_if_missing(client, kRoot, "");
+  create_if_missing(client, kRoot + "/locks", "");
+  create_if_missing(client, kRoot + "/data", "");
+  std::string key_list;
+  for (const auto& key : keys) {
+    create_if_missing(client, kRoot + "/data/" + key, "");
+    create_if_missing(client, kRoot + "/data/" + key + "/counter", "0");
+    create_if_missing(client, kRoot + "/data/" + key + "/token", "0");
+    key_list += (key_list.empty() ? "" : ",") + key;
+  }
+
+  chaos::WorkerSettings settings;
+  settings.binary = ZKR_CHAOS_WORKER;
+  settings.dir = dir;
+  settings.connect = proxied;
+  settings.root = kRoot;
+  settings.keys = key_list;
+  settings.workers = o.workers;
+  settings.threads = o.threads;
+  settings.seed = o.seed;
+  settings.seconds = o.seconds + 300;  // a backstop only: the runner stops them
+  settings.session_timeout = o.session_timeout;
+  settings.broken = o.broken;
+  chaos::WorkerPool pool(settings);
+  pool.start_all();
+
+  // Faults start once the workers are at work: the first write anywhere.
+  {
+    const auto deadline = Clock::now() + 60s;
+    auto keeper = client.keeper_when_connected();
+    while (Clock::now() < deadline && !interrupted) {
+      auto changed = std::make_shared<zkr::test::Latch>();
+      if (read_int(*keeper, kRoot + "/data/" + keys[0] + "/counter") > 0) break;
+      (void)keeper->get(kRoot + "/data/" + keys[0] + "/counter",
+                        [changed](const zkr::WatchEvent&) { changed->open(); });
+      (void)changed->wait(1s);
+    }
+  }
+
+  chaos::NemesisTargets targets;
+  targets.ensemble = &zk;
+  targets.servers = kServers;
+  targets.direct_connect = direct;
+  for (auto& p : proxies) targets.proxies.push_back(p.get());
+  targets.workers = &pool;
+  targets.observer = &client;
+  targets.lock_root = kRoot + "/locks";
+  targets.run_dir = dir;
+  targets.session_timeout = o.session_timeout;
+  chaos::Nemesis nemesis(targets, o.seed, o.faults, nemesis_log);
+  std::cout << "chaos: " << o.seconds << " s of faults (" << o.faults.size() << " kinds)" << std::endl;
+  const auto phase_from = chaos::monotonic_ns();
+  try {
+    nemesis.run_until(Clock::now() + std::chrono::seconds(o.seconds), interrupted);
+  } catch (const std::exception& e) {
+    info.run_problems.push_back(std::string("nemesis: ") + e.what());
+  }
+  const auto phase_to = chaos::monotonic_ns();
+  nemesis_log.write("phase", {{"name", "faults"}, {"from", std::to_string(phase_from)},
+                              {"to", std::to_string(phase_to)}});
+  for (const auto& p : nemesis.heal_all()) info.run_problems.push_back(p);
+
+  std::cout << "chaos: stopping workers" << std::endl;
+  for (const auto& p : pool.unexpected_exits()) info.run_problems.push_back(p);
+  // A worker finishes its current acquire (bounded by its deadline, at most
+  // 6 s, plus a session timeout) and its hold.
+  for (const auto& p : pool.stop_all(30s)) info.run_problems.push_back(p);
+  proxies.clear();  // the workers are gone: no connection is left to proxy
+
+  wait_lock_nodes_gone(client, kRoot + "/locks", o.session_timeout * 3 + 15s);
+  const auto state = snapshot(client, keys);
+  chaos::write_final_state(dir + "/final-state.txt", state);
+
+  const auto input = chaos::load_run(dir);
+  const auto result = chaos::check(input);
+  info.wall_seconds = std::chrono::duration<double>(Clock::now() - wall_start).count();
+  const auto report = chaos::format_report(info, result);
+  std::cout << report << std::flush;
+  std::ofstream(dir + "/report.txt") << report;
+
+  if (interrupted) return 130;
+  if (o.expect_violations) {
+    const bool caught = result.violation_count() > 0;
+    std::cout << (caught ? "chaos: the checker caught the broken lock, as it must\n"
+                         : "chaos: the checker found nothing wrong with a broken lock: it proves nothing\n");
+    return caught ? 0 : 1;
+  }
+  return result.ok() && info.run_problems.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "zkr-chaos: " << e.what() << "\n";
+    return 2;
+  }
+  if (!o.seed_given) o.seed = std::random_device{}() % 1'000'000'000;
+  std::string dir = o.out;
+  if (dir.empty()) {
+    std::string templ = (std::filesystem::temp_directory_path() / "zkr-chaos-XXXXXX").string();
+    if (!::mkdtemp(templ.data())) {
+      std::cerr << "zkr-chaos: mkdtemp failed\n";
+      return 3;
+    }
+    dir = templ;
+  } else {
+    std::filesystem::create_directories(dir);
+    if (!std::filesystem::is_empty(dir)) {
+      std::cerr << "zkr-chaos: --out " << dir << " is not empty\n";
+      return 2;
+    }
+  }
+  dir = std::filesystem::absolute(dir).string();
+  // Before any thread exists: the guard stops the ensemble if we die.
+  chaos::arm_ensemble_guard(ZKR_ENSEMBLE_SCRIPT_PATH, dir + "/ensemble");
+
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  for (const int signo : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signo, &action, nullptr);
+
+  std::cout << "chaos: seed " << o.seed << " (replay with --seed " << o.seed << "), logs in " << dir
+            << std::endl;
+  chaos::RunInfo info;
+  info.seed = o.seed;
+  info.fault_seconds = o.seconds;
+  info.workers = o.workers;
+  info.threads = o.threads;
+  info.session_timeout_ms = o.session_timeout.count();
+  info.broken = o.broken;
+  info.dir = dir;
+  int rc = 3;
+  try {
+    rc = run(o, dir, info);
+  } catch (const std::exception& e) {
+    std::cerr << "zkr-chaos: the run failed: " << e.what() << "\nzkr-chaos: logs kept in " << dir
+              << "\n";
+    return 3;
+  }
+  // The logs and the report stay; the servers' data (the bulk) only when
+  // something needs looking into.
+  if (rc == 0 && !o.keep) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir + "/ensemble", ignored);
+  }
+  std::cout << "chaos: report in " << dir << "/report.txt\n";
+  return rc;
+}

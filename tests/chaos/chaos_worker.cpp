@@ -1,0 +1,377 @@
+// zkr-chaos-worker: one client process of the chaos run (see README.md).
+//
+//   zkr-chaos-worker --connect HOSTS --root /chaos --keys k0,k1,k2 --slot 2 --gen 0
+//                    --threads 2 --seed 7 --seconds 300 --session-timeout-ms 4000
+//                    --log FILE --sessions FILE [--broken nolock|unguarded]
+//
+// One Client (one session at a time) shared by THREADS threads. Each thread
+// loops: pick a lock (InterProcessMutex or InterProcessSemaphoreMutex on one
+// key, or a MultiLock on two keys), acquire it with a random deadline, and in
+// the critical section do one to three guarded writes: read each key's
+// counter (a plain get), then in one guarded_write set counter+1 and the
+// key's "token" node to the lease's fencing token. Everything is recorded in
+// LOG (tests/chaos/event_log.hpp): the checker, not this program, judges it.
+//
+// A holder stops writing when its lease says lost, as a correct client does;
+// but once per hold whose session is gone or whose node was deleted it makes
+// one more "late" write on purpose: fencing must reject it.
+//
+// --broken makes the worker a deliberately broken lock user, for the test of
+// the checker: `nolock` takes no lock at all; `unguarded` locks but writes
+// without the lease check (and on after a loss).
+//
+// SIGTERM: each thread ends its current hold and stops. The process dies with
+// its parent (PR_SET_PDEATHSIG), and stops itself after SECONDS in any case.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "event_log.hpp"
+#include "zkr/client.hpp"
+#include "zkr/lock.hpp"
+#include "zkr/lock_factory.hpp"
+#include "zkr/multi_lock.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+using zkr::chaos::EventLog;
+using zkr::chaos::monotonic_ns;
+
+std::atomic<bool> stop_requested{false};
+extern "C" void on_sigterm(int) { stop_requested.store(true); }
+
+struct Config {
+  std::string connect;
+  std::string root = "/chaos";
+  std::vector<std::string> keys;
+  int slot = 0;
+  int gen = 0;
+  int threads = 2;
+  std::uint64_t seed = 1;
+  int seconds = 300;
+  milliseconds session_timeout{4000};
+  std::string log_path;
+  std::string sessions_path;
+  std::string broken = "none";
+  std::string stderr_path;
+};
+
+std::int64_t integer(const std::string& text, const std::string& name) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size())
+    throw std::invalid_argument(name + " needs an integer, got '" + text + "'");
+  return value;
+}
+
+Config parse(int argc, char** argv) {
+  Config c;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--connect") c.connect = value;
+    else if (flag == "--root") c.root = value;
+    else if (flag == "--keys") {
+      for (std::size_t at = 0; at <= value.size();) {
+        const auto end = std::min(value.find(',', at), value.size());
+        if (end > at) c.keys.push_back(value.substr(at, end - at));
+        at = end + 1;
+      }
+    } else if (flag == "--slot") c.slot = static_cast<int>(integer(value, flag));
+    else if (flag == "--gen") c.gen = static_cast<int>(integer(value, flag));
+    else if (flag == "--threads") c.threads = static_cast<int>(integer(value, flag));
+    else if (flag == "--seed") c.seed = static_cast<std::uint64_t>(integer(value, flag));
+    else if (flag == "--seconds") c.seconds = static_cast<int>(integer(value, flag));
+    else if (flag == "--session-timeout-ms") c.session_timeout = milliseconds(integer(value, flag));
+    else if (flag == "--log") c.log_path = value;
+    else if (flag == "--sessions") c.sessions_path = value;
+    else if (flag == "--broken") c.broken = value;
+    else if (flag == "--stderr") c.stderr_path = value;
+    else throw std::invalid_argument("unknown option " + flag);
+  }
+  if (c.connect.empty() || c.keys.size() < 2 || c.log_path.empty() || c.sessions_path.empty() ||
+      c.threads < 1)
+    throw std::invalid_argument("--connect, --keys (two or more), --log, --sessions are required");
+  if (c.broken != "none" && c.broken != "nolock" && c.broken != "unguarded")
+    throw std::invalid_argument("--broken must be nolock or unguarded");
+  return c;
+}
+
+std::string counter_path(const Config& c, const std::string& key) {
+  return c.root + "/data/" + key + "/counter";
+}
+std::string token_path(const Config& c, const std::string& key) {
+  return c.root + "/data/" + key + "/token";
+}
+
+// One hold, whatever the lock: its leases (none for nolock) and release.
+struct Hold {
+  std::unique_ptr<zkr::InterProcessMutex> mutex;
+  std::unique_ptr<zkr::InterProcessSemaphoreMutex> semaphore;
+  std::unique_ptr<zkr::MultiLock> multi;
+
+  bool acquire(milliseconds timeout) {
+    if (mutex) return mutex->try_acquire_for(timeout);
+    if (semaphore) return semaphore->try_acquire_for(timeout);
+    if (multi) return multi->try_acquire_for(timeout);
+    return true;  // nolock: "granted" at once
+  }
+  std::vector<zkr::LockLease> leases() const {
+    if (mutex) return {mutex->lease()};
+    if (semaphore) return {semaphore->lease()};
+    if (multi) return multi->leases();
+    return {};
+  }
+  void release() {
+    if (mutex) mutex->release();
+    if (semaphore) semaphore->release();
+    if (multi) multi->release();
+  }
+};
+
+class Worker {
+ public:
+  Worker(const Config& config, zkr::Client& client, EventLog& log)
+      : config_(config), client_(client), log_(log) {
+    zkr::LockOptions options;
+    options.holder_id = "pid=" + std::to_string(::getpid()) + ";slot=" + std::to_string(config.slot);
+    options.suspended_policy = zkr::SuspendedPolicy::lost;
+    factory_ = std::make_unique<zkr::LockFactory>(client, config.root + "/locks",
+                                                  zkr::LockLayout::flat(), options);
+  }
+
+  void run_thread(int thread, std::chrono::steady_clock::time_point end) {
+    std::mt19937_64 rng(config_.seed * 1'000'003 + static_cast<std::uint64_t>(config_.slot) * 1009 +
+                        static_cast<std::uint64_t>(config_.gen) * 101 + static_cast<std::uint64_t>(thread));
+    for (std::int64_t n = 0; !stop_requested && std::chrono::steady_clock::now() < end; ++n) {
+      const std::string op = std::to_string(config_.slot) + "." + std::to_string(config_.gen) + "." +
+                             std::to_string(thread) + "." + std::to_string(n);
+      one_op(op, rng);
+    }
+  }
+
+ private:
+  void one_op(const std::string& op, std::mt19937_64& rng) {
+    const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+    std::vector<std::string> keys{config_.keys[pick(config_.keys.size())]};
+    std::string kind;
+    Hold hold;
+    if (config_.broken == "nolock") {
+      kind = "nolock";
+    } else {
+      switch (pick(3)) {
+        case 0: kind = "mutex"; hold.mutex = factory_->mutex(keys[0]); break;
+        case 1: kind = "semaphore"; hold.semaphore = factory_->semaphore_mutex(keys[0]); break;
+        default: {
+          kind = "multi";
+          std::string other;
+          do other = config_.keys[pick(config_.keys.size())]; while (other == keys[0]);
+          keys.push_back(other);
+          hold.multi = factory_->multi_lock(keys);
+          keys = hold.multi->paths();  // canonical order; back to keys below
+          for (auto& k : keys) k = k.substr(k.rfind('/') + 1);
+        }
+      }
+    }
+    std::string key_list;
+    for (const auto& k : keys) key_list += (key_list.empty() ? "" : ",") + k;
+    const auto timeout = milliseconds(300 + static_cast<std::int64_t>(pick(5700)));
+    const auto start = monotonic_ns();
+    log_.write("acq", {{"op", op}, {"kind", kind}, {"keys", key_list},
+                       {"deadline", std::to_string(start + timeout.count() * 1'000'000)}}, start);
+    bool granted = false;
+    try {
+      granted = hold.acquire(timeout);
+    } catch (const std::exception& e) {
+      log_.write("noacq", {{"op", op}, {"why", "error"}, {"msg", e.what()}});
+      return;
+    }
+    if (!granted) {
+      log_.write("noacq", {{"op", op}, {"why", "timeout"}});
+      return;
+    }
+    const auto leases = hold.leases();
+    std::vector<std::pair<std::string, std::int64_t>> tokens;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      tokens.emplace_back(keys[i], leases.empty() ? 0 : leases[i].fencing_token());
+    log_.write("enter", {{"op", op}, {"tokens", zkr::chaos::format_key_ints(tokens)}});
+    for (std::size_t i = 0; i < leases.size(); ++i) {
+      leases[i].on_lost([this, op, key = keys[i]](zkr::LostReason why) {
+        log_.write("lost", {{"op", op}, {"key", key}, {"why", std::string(zkr::to_string(why))}});
+      });
+    }
+
+    const int writes = 1 + static_cast<int>(pick(3));
+    for (int w = 0; w < writes; ++w) {
+      bool late = false;
+      if (config_.broken != "unguarded") {
+        zkr::LostReason why = zkr::LostReason::none;
+        for (const auto& lease : leases)
+          if (lease.lost()) why = lease.lost_reason();
+        if (why != zkr::LostReason::none) {
+          // A correct holder stops here. Once, where the lease is certainly
+          // void (session gone, node deleted), try anyway: fencing must refuse.
+          if (why == zkr::LostReason::suspended) break;
+          late = true;
+        }
+      }
+      if (!write(op, w, keys, tokens, leases, late) || late) break;
+      // The "work" of the critical section: faults get a chance to land mid-hold.
+      std::this_thread::sleep_for(milliseconds(pick(60)));
+    }
+    log_.write("exit", {{"op", op}});
+    hold.release();
+  }
+
+  // Returns true if the write was accepted.
+  bool write(const std::string& op, int n, const std::vector<std::string>& keys,
+             const std::vector<std::pair<std::string, std::int64_t>>& tokens,
+             const std::vector<zkr::LockLease>& leases, bool late) {
+    std::shared_ptr<zkr::Keeper> keeper;
+    std::vector<std::pair<std::string, std::int64_t>> values;
+    std::vector<zkr::Op> ops;
+    try {
+      keeper = client_.keeper();
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        auto read = keeper->try_get(counter_path(config_, keys[i]));
+        if (!read.ok()) {
+          log_.write("readfail", {{"op", op}, {"key", keys[i]},
+                                  {"err", std::string(zkr::errc_name(read.error()))}});
+          return false;
+        }
+        const auto value = integer(read.value().data, "counter") + 1;
+        values.emplace_back(keys[i], value);
+        ops.push_back(zkr::op::Set{counter_path(config_, keys[i]), std::to_string(value)});
+        ops.push_back(zkr::op::Set{token_path(config_, keys[i]), std::to_string(tokens[i].second)});
+      }
+    } catch (const std::exception& e) {
+      log_.write("readfail", {{"op", op}, {"msg", e.what()}});
+      return false;
+    }
+    const auto sent = monotonic_ns();
+    zkr::MultiResult result;
+    if (leases.empty() || config_.broken == "unguarded")
+      result = keeper->try_multi(std::move(ops));
+    else
+      result = zkr::guarded_write(*keeper, leases, std::move(ops));
+    // An error the multi's results pin on one operation is a refusal; an
+    // error with no results (the link, the session) leaves the outcome unknown.
+    const std::string outcome = result.ok() ? "ok" : result.results.empty() ? "unknown" : "rejected";
+    log_.write("write", {{"op", op}, {"n", std::to_string(n)}, {"sent", std::to_string(sent)},
+                         {"result", outcome}, {"err", std::string(zkr::errc_name(result.error))},
+                         {"values", zkr::chaos::format_key_ints(values)},
+                         {"tokens", zkr::chaos::format_key_ints(tokens)}, {"late", late ? "1" : "0"}});
+    return result.ok();
+  }
+
+  const Config& config_;
+  zkr::Client& client_;
+  EventLog& log_;
+  std::unique_ptr<zkr::LockFactory> factory_;
+};
+
+std::string hex_id(std::int64_t id) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(id));
+  return text;
+}
+
+int run(const Config& config) {
+  EventLog log(config.log_path);
+  EventLog sessions(config.sessions_path);
+  log.write("start", {{"pid", std::to_string(::getpid())}, {"slot", std::to_string(config.slot)},
+                      {"gen", std::to_string(config.gen)},
+                      {"session_timeout_ms", std::to_string(config.session_timeout.count())}});
+  zkr::ClientOptions options;
+  options.connect_string = config.connect;
+  options.session_timeout = config.session_timeout;
+  options.connection_timeout = config.session_timeout;
+  // Patient enough to ride out a leader election on a loaded machine.
+  options.retry_policy = std::make_shared<zkr::BoundedExponentialBackoffRetry>(100ms, 1s, 20s);
+  zkr::Client client(options);
+  // The nemesis expires sessions by id and password: it reads them here.
+  const auto publish_session = [&] {
+    std::string session = "0";
+    try {
+      auto keeper = client.keeper();
+      session = hex_id(keeper->session_id());
+      if (keeper->session_id() != 0)
+        sessions.write("session", {{"pid", std::to_string(::getpid())}, {"id", session},
+                                   {"password", zkr::chaos::to_hex(keeper->session_password())}});
+    } catch (const std::exception&) {
+    }
+    return session;
+  };
+  client.add_listener([&](zkr::ConnectionState state) {
+    std::string session = "0";
+    if (state == zkr::ConnectionState::connected || state == zkr::ConnectionState::reconnected)
+      session = publish_session();
+    log.write("state", {{"s", std::string(zkr::to_string(state))}, {"session", session}});
+  });
+  if (!client.block_until_connected(30s)) {
+    std::cerr << "chaos_worker: no connection to " << config.connect << "\n";
+    return 1;
+  }
+  (void)publish_session();  // the first connection may have come before the listener
+  Worker worker(config, client, log);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(config.seconds);
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < config.threads; ++t)
+      threads.emplace_back([&, t] { worker.run_thread(t, end); });
+  }
+  log.write("stop", {});
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Never outlive the runner (it may be killed before it can stop us).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() == 1) return 3;
+  Config config;
+  try {
+    config = parse(argc, argv);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "chaos_worker: " << e.what() << "\n";
+    return 64;
+  }
+  // The library's warnings (connection loss...) are the point of a chaos run:
+  // kept in a file of their own, not on the runner's console.
+  if (!config.stderr_path.empty()) {
+    const int fd = ::open(config.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+  }
+  struct sigaction action {};
+  action.sa_handler = on_sigterm;
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGTERM, &action, nullptr);
+  try {
+    return run(config);
+  } catch (const std::exception& e) {
+    std::cerr << "chaos_worker: " << e.what() << "\n";
+    return 1;
+  }
+}

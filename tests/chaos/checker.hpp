@@ -1,0 +1,104 @@
+// The chaos run's independent checker. It knows nothing of the lock code: it
+// reads the workers' logs, the nemesis log and the final znode state, and
+// asks what a correct lock must answer "no" to (see README.md for the rules):
+//
+//   overlap          two holder intervals of one key overlap, where an
+//                    interval is [enter, end] and end is the earliest of:
+//                    exit; the first suspended/lost notice (of the lease or
+//                    the Client); the send time of the last accepted write if
+//                    a later one was rejected; the moment the nemesis froze,
+//                    killed or expired the holder's process or session
+//   token_order      applied writes of a key, in counter order, whose fencing
+//                    token does not grow (equal only within one hold)
+//   late_write       a write applied although sent after its holder's lease
+//                    was surely void (session lost, node deleted, or the
+//                    nemesis had frozen/killed/expired it)
+//   lost_update      two accepted writes set a key's counter to one value, or
+//                    a counter value no write explains, or an accepted value
+//                    above the final counter
+//   final_token      the token node does not hold the last write's token
+//   acquire_overrun  an acquire returned later than its deadline plus one
+//                    session timeout (plus any time its process was paused)
+//
+// Writes whose outcome is unknown (the link failed) count as applied exactly
+// when the final counter needs them: counters only ever take the values
+// 1, 2, 3... if the lock holds, so each counter value is one write.
+//
+//   auto input = zkr::chaos::load_run(dir);            // logs + final state
+//   auto result = zkr::chaos::check(input);
+//   if (!result.ok()) ...
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "event_log.hpp"
+
+namespace zkr::chaos {
+
+struct FinalState {
+  std::map<std::string, std::int64_t> counters;  // key -> final counter
+  std::map<std::string, std::int64_t> tokens;    // key -> final token node value
+  struct Node {
+    std::string path;
+    std::int64_t owner = 0;  // ephemeral owner session, 0 if none
+  };
+  std::vector<Node> lock_root_nodes;  // every node under the lock root, directories too
+  std::set<std::int64_t> live_sessions;
+};
+
+struct RunInput {
+  std::vector<std::pair<std::string, std::vector<Event>>> workers;  // file name, events
+  std::vector<Event> nemesis;
+  FinalState final_state;
+};
+
+struct CheckResult {
+  // Totals.
+  std::int64_t acquires = 0;
+  std::int64_t acquisitions = 0;  // granted
+  std::int64_t timeouts = 0;
+  std::int64_t acquire_errors = 0;
+  std::int64_t writes_accepted = 0;
+  std::int64_t writes_rejected = 0;
+  std::int64_t writes_unknown = 0;
+  std::int64_t unknown_applied = 0;
+  std::int64_t late_writes = 0;
+  std::int64_t late_rejected = 0;
+  std::map<std::string, std::int64_t> lost_notices;   // by reason
+  std::map<std::string, std::int64_t> client_states;  // suspended, lost, ...
+  std::map<std::string, std::int64_t> faults;         // by kind
+  std::map<std::string, std::int64_t> counters;       // final, by key
+
+  // Violations, by rule, with a few examples each.
+  std::map<std::string, std::int64_t> violations;
+  std::vector<std::string> examples;
+  std::vector<std::string> orphans;
+  // Records that make no sense (a hold with no end, an unreadable field):
+  // the run proves nothing where they are, so they fail it too.
+  std::vector<std::string> problems;
+
+  std::int64_t longest_stall_ns = 0;
+  std::string longest_stall_where;
+
+  std::int64_t violation_count() const;
+  bool ok() const { return violation_count() == 0 && orphans.empty() && problems.empty(); }
+};
+
+inline constexpr std::size_t kExamplesPerRule = 5;
+
+CheckResult check(const RunInput& input);
+
+// Final state file: one line per fact, in the event format with time 0:
+//   "0 counter key=k0 value=17", "0 token key=k0 value=4294967391",
+//   "0 node path=/chaos/locks/k0 owner=0", "0 live session=1a2b..."
+void write_final_state(const std::string& path, const FinalState& state);
+FinalState read_final_state(const std::string& path);
+
+// Reads DIR/worker-*.log, DIR/nemesis.log and DIR/final-state.txt.
+RunInput load_run(const std::string& dir);
+
+}  // namespace zkr::chaos

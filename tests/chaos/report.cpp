@@ -1,0 +1,55 @@
+#include "report.hpp"
+
+#include <sstream>
+
+#include "nemesis.hpp"
+
+namespace zkr::chaos {
+
+std::string format_report(const RunInfo& info, const CheckResult& r) {
+  std::ostringstream out;
+  const bool ok = r.ok() && info.run_problems.empty();
+  out << "==== zkr chaos report ====\n";
+  out << "seed                 " << info.seed << "   (replay: --seed " << info.seed << ")\n";
+  out << "setup                " << info.workers << " workers x " << info.threads
+      << " threads, session timeout " << info.session_timeout_ms << " ms, "
+      << info.fault_seconds << " s of faults, " << info.wall_seconds << " s wall"
+      << (info.broken != "none" ? ", BROKEN LOCK MODE " + info.broken : "") << "\n";
+  out << "acquisitions         " << r.acquisitions << " granted of " << r.acquires << " asked ("
+      << r.timeouts << " timed out, " << r.acquire_errors << " failed)\n";
+  out << "guarded writes       " << r.writes_accepted << " accepted, " << r.writes_rejected
+      << " rejected, " << r.writes_unknown << " unknown (" << r.unknown_applied
+      << " of them applied); late writes " << r.late_writes << " (" << r.late_rejected
+      << " rejected)\n";
+  out << "counters             ";
+  for (const auto& [key, value] : r.counters) out << key << "=" << value << " ";
+  out << "\n";
+  out << "lost notices         ";
+  for (const auto& [why, n] : r.lost_notices) out << why << "=" << n << " ";
+  out << "\nclient states        ";
+  for (const auto& [state, n] : r.client_states) out << state << "=" << n << " ";
+  out << "\nfaults injected      ";
+  std::int64_t faults = 0;
+  for (const auto& kind : kFaultKinds) {
+    const auto it = r.faults.find(kind);
+    const auto n = it == r.faults.end() ? 0 : it->second;
+    faults += n;
+    out << kind << "=" << n << " ";
+  }
+  out << "(total " << faults << ")\n";
+  out << "violations           " << r.violation_count();
+  for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
+  out << "\n";
+  out << "orphaned znodes      " << r.orphans.size() << "\n";
+  out << "longest stall        " << static_cast<double>(r.longest_stall_ns) / 1e6 << " ms ("
+      << r.longest_stall_where << ")\n";
+  for (const auto& e : r.examples) out << "  VIOLATION " << e << "\n";
+  for (const auto& o : r.orphans) out << "  ORPHAN " << o << "\n";
+  for (const auto& p : r.problems) out << "  RECORD PROBLEM " << p << "\n";
+  for (const auto& p : info.run_problems) out << "  RUN PROBLEM " << p << "\n";
+  out << "logs                 " << info.dir << "\n";
+  out << "result               " << (ok ? "PASS" : "FAIL") << "\n";
+  return out.str();
+}
+
+}  // namespace zkr::chaos

@@ -1,0 +1,303 @@
+#include "tcp_proxy.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+#include <vector>
+
+namespace zkr::chaos {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// How often a blocked pump looks at its flags: bounds how long a reset, a mode
+// change or shutdown takes to be noticed.
+constexpr int kPollMs = 20;
+// ZooKeeper's own limit (jute.maxbuffer) is 1 MiB by default; anything far
+// larger is not a frame, and the connection is dropped rather than buffered.
+constexpr std::uint32_t kMaxFrame = 64u << 20;
+
+std::uint32_t be32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) | u[3];
+}
+
+// Requests that change the tree: a reply lost after one of these is the case
+// lock recipes must survive (the server applied it, the client cannot know).
+bool is_mutating(std::int32_t opcode) {
+  switch (opcode) {
+    case 1:   // create
+    case 2:   // delete
+    case 5:   // setData
+    case 14:  // multi
+    case 15:  // create2
+    case 19:  // createContainer
+    case 21:  // createTTL
+      return true;
+    default:
+      return false;
+  }
+}
+
+sockaddr_in loopback(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+int connect_upstream(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  const auto addr = loopback(port);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  if (errno != EINPROGRESS) {
+    ::close(fd);
+    return -1;
+  }
+  pollfd p{fd, POLLOUT, 0};
+  int error = 0;
+  socklen_t len = sizeof error;
+  if (::poll(&p, 1, 1000) != 1 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 ||
+      error != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+struct TcpProxy::Connection {
+  int client_fd = -1;
+  int server_fd = -1;
+  std::atomic<bool> closed{false};
+  std::atomic<bool> rst{false};
+  std::atomic<int> live_pumps{2};
+  std::atomic<std::int64_t> drop_xid{-1};  // xid of the reply to drop; -1: none
+  std::thread up;
+  std::thread down;
+
+  void close(bool with_rst) {
+    if (with_rst) rst = true;
+    closed = true;
+  }
+  // Called by the last pump to finish: only then are the descriptors closed,
+  // so neither pump ever uses a closed (or reused) descriptor.
+  void release_fds() {
+    for (const int fd : {client_fd, server_fd}) {
+      if (rst) {
+        linger l{1, 0};  // close() then sends RST instead of FIN
+        ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      }
+      ::close(fd);
+    }
+  }
+};
+
+TcpProxy::TcpProxy(int upstream_port) : upstream_port_(upstream_port) {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  const int one = 1;
+  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  auto addr = loopback(0);
+  socklen_t len = sizeof addr;
+  if (::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_fd_, 128) != 0 ||
+      ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int error = errno;
+    ::close(listen_fd_);
+    throw std::system_error(error, std::generic_category(), "proxy listen");
+  }
+  port_ = ntohs(addr.sin_port);
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+TcpProxy::~TcpProxy() {
+  stopping_ = true;
+  acceptor_.join();
+  std::list<std::shared_ptr<Connection>> all;
+  {
+    std::lock_guard lock(mutex_);
+    all.swap(connections_);
+  }
+  for (auto& c : all) c->close(false);
+  for (auto& c : all) {
+    c->up.join();
+    c->down.join();
+  }
+  ::close(listen_fd_);
+}
+
+void TcpProxy::set_mode(ProxyMode mode, std::chrono::milliseconds delay) {
+  delay_ms_ = delay.count();
+  mode_ = static_cast<int>(mode);
+}
+
+int TcpProxy::reset_all() {
+  std::lock_guard lock(mutex_);
+  int n = 0;
+  for (auto& c : connections_) {
+    if (!c->closed) ++n;
+    c->close(true);
+  }
+  return n;
+}
+
+void TcpProxy::arm_drop_reply() {
+  {
+    std::lock_guard lock(mutex_);
+    dropped_.clear();
+  }
+  drop_armed_ = true;
+}
+
+std::string TcpProxy::dropped() const {
+  std::lock_guard lock(mutex_);
+  return dropped_;
+}
+
+int TcpProxy::connections() const {
+  std::lock_guard lock(mutex_);
+  int n = 0;
+  for (const auto& c : connections_) n += c->closed ? 0 : 1;
+  return n;
+}
+
+void TcpProxy::reap_finished() {
+  std::list<std::shared_ptr<Connection>> done;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if ((*it)->live_pumps == 0) {
+        done.push_back(*it);
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& c : done) {
+    c->up.join();
+    c->down.join();
+  }
+}
+
+void TcpProxy::accept_loop() {
+  while (!stopping_) {
+    reap_finished();
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) != 1) continue;
+    const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (client < 0) continue;
+    const int server = connect_upstream(upstream_port_);
+    if (server < 0) {  // server down: the client sees its connection refused-ish
+      linger l{1, 0};
+      ::setsockopt(client, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      ::close(client);
+      continue;
+    }
+    auto c = std::make_shared<Connection>();
+    c->client_fd = client;
+    c->server_fd = server;
+    {
+      std::lock_guard lock(mutex_);
+      connections_.push_back(c);
+    }
+    c->up = std::thread([this, c] { pump(c, true); });
+    c->down = std::thread([this, c] { pump(c, false); });
+  }
+}
+
+void TcpProxy::pump(const std::shared_ptr<Connection>& c, bool to_server) {
+  const int src = to_server ? c->client_fd : c->server_fd;
+  const int dst = to_server ? c->server_fd : c->client_fd;
+  std::string buffer;
+  bool first_frame = true;  // the connect request / response: no xid
+  std::vector<char> chunk(64 * 1024);
+  const auto alive = [&] { return !c->closed && !stopping_; };
+
+  // Waits until `until`, waking every kPollMs to notice a reset or shutdown.
+  const auto wait_until = [&](Clock::time_point until) {
+    while (alive() && Clock::now() < until) {
+      pollfd none{-1, 0, 0};
+      ::poll(&none, 0, kPollMs);
+    }
+  };
+  const auto send_all = [&](const std::string& out) {
+    std::size_t done = 0;
+    while (done < out.size() && alive()) {
+      const auto n = ::send(dst, out.data() + done, out.size() - done, MSG_NOSIGNAL);
+      if (n > 0) {
+        done += static_cast<std::size_t>(n);
+      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        pollfd p{dst, POLLOUT, 0};
+        ::poll(&p, 1, kPollMs);  // a stopped peer may never read: keep looking at flags
+      } else {
+        return false;
+      }
+    }
+    return done == out.size();
+  };
+
+  while (alive()) {
+    if (mode_ == static_cast<int>(ProxyMode::blackhole)) {
+      wait_until(Clock::now() + std::chrono::milliseconds(kPollMs));
+      continue;
+    }
+    pollfd p{src, POLLIN, 0};
+    if (::poll(&p, 1, kPollMs) != 1) continue;
+    const auto n = ::recv(src, chunk.data(), chunk.size(), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) {  // the peer closed or reset: so does the proxy
+      c->close(n < 0);
+      break;
+    }
+    const auto arrived = Clock::now();
+    buffer.append(chunk.data(), static_cast<std::size_t>(n));
+
+    std::string out;
+    bool drop_and_reset = false;
+    while (buffer.size() >= 4) {
+      const std::uint32_t length = be32(buffer.data());
+      if (length > kMaxFrame) {
+        c->close(true);
+        break;
+      }
+      if (buffer.size() < 4 + length) break;
+      const std::string frame = buffer.substr(0, 4 + length);
+      buffer.erase(0, 4 + length);
+      if (!first_frame && length >= 8) {
+        const auto xid = static_cast<std::int32_t>(be32(frame.data() + 4));
+        if (to_server) {
+          const auto opcode = static_cast<std::int32_t>(be32(frame.data() + 8));
+          bool armed = true;
+          if (xid > 0 && is_mutating(opcode) && drop_armed_.compare_exchange_strong(armed, false)) {
+            c->drop_xid = xid;  // set before the request goes out, so before its reply
+            std::lock_guard lock(mutex_);
+            dropped_ = "opcode " + std::to_string(opcode) + " xid " + std::to_string(xid);
+          }
+        } else if (xid > 0 && xid == c->drop_xid) {
+          drop_and_reset = true;  // this reply and everything after it never arrive
+          break;
+        }
+      }
+      first_frame = false;
+      out += frame;
+    }
+    if (mode_ == static_cast<int>(ProxyMode::delay))
+      wait_until(arrived + std::chrono::milliseconds(delay_ms_.load()));
+    if (!out.empty() && !send_all(out)) c->close(true);
+    if (drop_and_reset) c->close(true);
+  }
+  if (--c->live_pumps == 0) c->release_fds();
+}
+
+}  // namespace zkr::chaos

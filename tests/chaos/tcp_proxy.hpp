@@ -1,0 +1,77 @@
+// A TCP proxy on 127.0.0.1 in front of one ZooKeeper server, so the nemesis
+// can sever or stall client connections without touching the server.
+//
+// Workers connect to the proxy; each accepted connection gets its own
+// upstream connection and two pump threads (one per direction). Both pumps
+// cut the byte stream into ZooKeeper frames (4-byte big-endian length, then
+// the payload), which lets the proxy drop exactly one whole reply.
+//
+// Faults (each applies to connections open now and, for modes, to new ones):
+//   reset_all()        RST every connection (SO_LINGER 0), both sides
+//   set_mode(blackhole) stop forwarding both ways, sockets kept open
+//   set_mode(delay, d)  forward every chunk d later than it arrived
+//   arm_drop_reply()   on the next mutating request (create, delete, setData,
+//                      multi...) any client sends, drop the server's reply to
+//                      it and reset that connection: the server applied the
+//                      request but the client never hears so (a lost reply)
+//
+//   zkr::chaos::TcpProxy proxy(server_port);      // listens on an ephemeral port
+//   connect_string = "127.0.0.1:" + std::to_string(proxy.port());
+//   proxy.set_mode(zkr::chaos::ProxyMode::blackhole);
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace zkr::chaos {
+
+enum class ProxyMode { forward, blackhole, delay };
+
+class TcpProxy {
+ public:
+  // Listens on 127.0.0.1:<ephemeral>; throws std::system_error.
+  explicit TcpProxy(int upstream_port);
+  // Closes the listener and every connection, joins every thread.
+  ~TcpProxy();
+  TcpProxy(const TcpProxy&) = delete;
+  TcpProxy& operator=(const TcpProxy&) = delete;
+
+  int port() const noexcept { return port_; }
+  void set_mode(ProxyMode mode, std::chrono::milliseconds delay = {});
+  // Returns how many connections were reset.
+  int reset_all();
+  void arm_drop_reply();
+  void disarm_drop_reply() { drop_armed_ = false; }
+  // What the last armed drop did: "" while still armed or never armed, else
+  // "opcode 14 xid 57" for the request whose reply was dropped.
+  std::string dropped() const;
+  int connections() const;
+
+ private:
+  struct Connection;
+  void accept_loop();
+  void pump(const std::shared_ptr<Connection>& c, bool to_server);
+  void reap_finished();
+
+  int upstream_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> mode_{0};
+  std::atomic<std::int64_t> delay_ms_{0};
+  std::atomic<bool> drop_armed_{false};
+
+  mutable std::mutex mutex_;
+  std::list<std::shared_ptr<Connection>> connections_;  // guarded by mutex_
+  std::string dropped_;                                 // guarded by mutex_
+  std::thread acceptor_;
+};
+
+}  // namespace zkr::chaos
