@@ -23,6 +23,7 @@
 
 #include "zkr/client.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -61,6 +62,10 @@ using std::chrono::milliseconds;
 // After a failed attempt to open a new session (the factory threw), the
 // session thread tries again this much later.
 constexpr milliseconds kReopenDelay{1000};
+
+// ~Client waits for the lock calls still inside it (they fail fast once the
+// session is closed); it says so this often while it waits.
+constexpr milliseconds kVisitWarning{5000};
 
 // Session events on their way from keeper threads to the session thread. The
 // keeper's callback holds it by shared_ptr: a caller may keep a keeper (and
@@ -128,6 +133,8 @@ class ListenerDispatcher {
     listeners_.emplace(id, std::make_shared<Client::Listener>(std::move(listener)));
     return id;
   }
+
+  bool on_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
 
   // Returns once the listener is not running (unless called by a listener:
   // waiting for ourselves would never end).
@@ -265,22 +272,34 @@ struct Client::Impl {
     session_thread = std::thread([this] { run(); });
   }
 
+  // Locks may outlive the Client, and an acquire may be waiting in another
+  // thread: new lock calls are refused first; then the session is closed, even
+  // if a waiting acquire holds its keeper, which fails what it waits for, and
+  // the epoch moves on, so that none waits for a later session; then we wait
+  // for the lock calls in progress to return, before anything they use goes.
   ~Impl() {
+    lifeline->close();
     {
       std::lock_guard lock(mutex);
       closing = true;
+      connected = false;
     }
     connected_cv.notify_all();
     remover.stop();
     inbox->close();
     if (session_thread.joinable()) session_thread.join();
+    end_sessions_for_good();
+    if (auto last = current_keeper()) last->close();
+    while (!lifeline->wait_for_visits(kVisitWarning))
+      log->warn("client of {} closing: waiting for lock calls in other threads to return",
+                options.connect_string);
     listeners.stop();  // listeners may still use the Client while they drain
     std::shared_ptr<Keeper> last;
     {
       std::lock_guard lock(mutex);
       last = std::move(keeper);
     }
-    last.reset();  // closes the session, unless a caller still holds the keeper
+    last.reset();
   }
 
   static KeeperConfig session_config(const ClientOptions& o) {
@@ -346,10 +365,22 @@ struct Client::Impl {
 
   // The new session is opened before listeners hear lost, so that they see
   // its epoch, and keeper_when_connected() waits for it rather than the old one.
+  // After auth_failed no new session comes, but lost still moves the epoch
+  // on, as recipes expect of it.
   void apply(const detail::Transition& t) {
     if (t.announce) record(*t.announce);
     if (t.open_new_session && !machine.auth_failed()) replace_session();
+    else if (machine.auth_failed() && t.announce == ConnectionState::lost) end_sessions_for_good();
     if (t.announce) announce(*t.announce);
+  }
+
+  // The current session is over and no other will follow (auth failed, or
+  // the Client is closing). The epoch moves on all the same: leases of the
+  // old session see it ended, and an acquire waiting for a session after it
+  // stops waiting and learns why from keeper_when_connected().
+  void end_sessions_for_good() {
+    std::lock_guard lock(mutex);
+    ++epoch;
   }
 
   void record(ConnectionState s) {
@@ -467,18 +498,23 @@ struct Client::Impl {
     return epoch;
   }
 
-  std::shared_ptr<Keeper> wait_connected() const {
+  // Waits up to connection_timeout, or until `deadline` if that is sooner.
+  std::shared_ptr<Keeper> wait_connected(std::optional<Clock::time_point> deadline = {}) const {
+    const auto start = Clock::now();
+    auto until = start + options.connection_timeout;
+    if (deadline && *deadline < until) until = *deadline;
     std::unique_lock lock(mutex);
-    connected_cv.wait_for(lock, options.connection_timeout,
-                          [&] { return connected || closing || auth_failed; });
+    connected_cv.wait_until(lock, until, [&] { return connected || closing || auth_failed; });
     if (closing) throw KeeperError(Errc::closing, "", "the client is closing");
     if (connected) return keeper;
     if (auth_failed)
       throw KeeperError(Errc::auth_failed, "",
-                        "authentication failed on " + options.connect_string);
+                        "authentication failed on " + options.connect_string +
+                            " (the ensemble refused the credentials; no new session will be opened)");
+    const auto waited = std::chrono::duration_cast<milliseconds>(until - start);
     throw KeeperError(Errc::connection_loss, "",
                       "not connected to " + options.connect_string + " within " +
-                          std::to_string(options.connection_timeout.count()) + " ms");
+                          std::to_string(std::max(waited, milliseconds::zero()).count()) + " ms");
   }
 
   detail::BackgroundRemover::Session remover_session() const {
@@ -492,6 +528,8 @@ struct Client::Impl {
     return connected && !closing;
   }
 
+  const std::shared_ptr<detail::ClientLifeline> lifeline =
+      std::make_shared<detail::ClientLifeline>();
   const ClientOptions options;  // validated, defaults filled in
   const std::shared_ptr<spdlog::logger> log;
   const KeeperConfig config;  // of every session; chroot = the namespace
@@ -562,5 +600,45 @@ void Client::remove_in_background(std::string path, std::uint64_t epoch,
 std::shared_ptr<Keeper> Client::keeper_when_connected() const {
   return impl_->wait_connected();
 }
+
+std::shared_ptr<Keeper> Client::keeper_when_connected(
+    std::chrono::steady_clock::time_point deadline) const {
+  return impl_->wait_connected(deadline);
+}
+
+bool Client::on_listener_thread() const noexcept { return impl_->listeners.on_thread(); }
+
+std::shared_ptr<detail::ClientLifeline> Client::lifeline() const noexcept {
+  return impl_->lifeline;
+}
+
+namespace detail {
+
+void ClientLifeline::close() noexcept {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+}
+
+bool ClientLifeline::wait_for_visits(std::chrono::milliseconds timeout) noexcept {
+  std::unique_lock lock(mutex_);
+  return idle_.wait_for(lock, timeout, [&] { return visits_ == 0; });
+}
+
+bool ClientLifeline::enter() noexcept {
+  std::lock_guard lock(mutex_);
+  if (closed_) return false;
+  ++visits_;
+  return true;
+}
+
+void ClientLifeline::leave() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    --visits_;
+  }
+  idle_.notify_all();
+}
+
+}  // namespace detail
 
 }  // namespace zkr

@@ -11,9 +11,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +66,48 @@ struct ClientOptions {
   KeeperFactory keeper_factory;
 };
 
+namespace detail {
+// Whether a Client still exists, for objects that keep a reference to it and
+// may outlive it: the locks. They hold one by shared_ptr and make each call
+// into the Client inside a Visit. ~Client refuses new visits first, then ends
+// its session, so that the visits in progress fail fast (with closing), and
+// waits for them to end before any of it is destroyed. A lock left over is
+// then still safe to use: it knows its Client is gone and touches nothing.
+class ClientLifeline {
+ public:
+  class Visit {
+   public:
+    explicit Visit(ClientLifeline& lifeline) noexcept
+        : lifeline_(lifeline), entered_(lifeline.enter()) {}
+    ~Visit() {
+      if (entered_) lifeline_.leave();
+    }
+    Visit(const Visit&) = delete;
+    Visit& operator=(const Visit&) = delete;
+    // False: the Client is being destroyed, or gone. Do not touch it.
+    explicit operator bool() const noexcept { return entered_; }
+
+   private:
+    ClientLifeline& lifeline_;
+    const bool entered_;
+  };
+
+  // For ~Client: no new visit from now on.
+  void close() noexcept;
+  // For ~Client: true once no visit is in progress, false at the timeout.
+  bool wait_for_visits(std::chrono::milliseconds timeout) noexcept;
+
+ private:
+  bool enter() noexcept;
+  void leave() noexcept;
+
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  std::size_t visits_ = 0;  // guarded by mutex_
+  bool closed_ = false;     // guarded by mutex_
+};
+}  // namespace detail
+
 class Client {
  public:
   using Listener = std::function<void(ConnectionState)>;
@@ -71,7 +116,12 @@ class Client {
   // Validates the options (std::invalid_argument naming the bad one) and starts
   // connecting in the background.
   explicit Client(ClientOptions options);
-  // Closes the session: its ephemeral nodes go at once. Joins the listener thread.
+  // Closes the session: its ephemeral nodes go at once, lock nodes included,
+  // even if someone still holds the Keeper. Locks may outlive their Client:
+  // an acquire waiting in another thread fails with closing (naming the lock)
+  // and ~Client waits for it to return; afterwards a lock's release() and
+  // destructor only clear its own state (the session took its nodes), and its
+  // acquire throws closing. Joins the Client's threads.
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -82,13 +132,24 @@ class Client {
   // The current session's Keeper. After lost a new one replaces it; holders of
   // the old one get session_expired from it.
   std::shared_ptr<Keeper> keeper() const;
-  // 1 for the first session, +1 for each new session after expiry.
+  // 1 for the first session, +1 for each new session after expiry. Also +1,
+  // with no new session, when the Client's sessions end for good (the
+  // ensemble refused our credentials, or ~Client began): `lost` always comes
+  // with a new epoch, and whoever waits for a session after the old one stops
+  // waiting and hears why from keeper_when_connected().
   std::uint64_t session_epoch() const;
   ConnectionState state() const;
   bool is_connected() const;
 
   // Listeners run on the Client's own thread, in the order states occurred.
-  // A listener may call the Client (but should not block for long).
+  // A listener may call the Client (but should not block for long: every
+  // other listener waits, the lost signals of held locks included).
+  // Locks in a listener: release() works (the semaphore mutex's; a mutex is
+  // only released by the thread that acquired it, never this one), and every
+  // acquire form throws std::logic_error at once, sending nothing: waiting
+  // for a lock there would hold up the very states the wait needs (and those
+  // that tell other holders their lock is lost). Hand that work to a thread
+  // of your own. Destroying the Client inside a listener is not allowed.
   ListenerId add_listener(Listener listener);
   // After it returns the listener is not running and will not run again
   // (unless called from inside a listener, where it only prevents later calls).
@@ -124,8 +185,18 @@ class Client {
   const ClientOptions& options() const;
 
   // The Keeper, once connected within connection_timeout; else throws
-  // KeeperError(connection_loss) saying how long it waited and for what hosts.
+  // KeeperError(connection_loss) saying how long it waited and for what hosts,
+  // or at once auth_failed (the ensemble refused the credentials: final) or
+  // closing (the Client is being destroyed).
   std::shared_ptr<Keeper> keeper_when_connected() const;
+  // The same, but waits no later than `deadline` either: for timed acquires.
+  std::shared_ptr<Keeper> keeper_when_connected(
+      std::chrono::steady_clock::time_point deadline) const;
+
+  // True on the Client's listener thread (inside a listener).
+  bool on_listener_thread() const noexcept;
+  // See detail::ClientLifeline. It outlives the Client.
+  std::shared_ptr<detail::ClientLifeline> lifeline() const noexcept;
 
  private:
   struct Impl;
