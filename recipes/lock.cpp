@@ -1,11 +1,12 @@
 // The two public locks: ownership rules only. The queue is LockInternals'.
 #include "zkr/lock.hpp"
 
-#include <limits>
 #include <spdlog/spdlog.h>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
+
+#include "zkr/path.hpp"
 
 #include "lease_state.hpp"
 #include "lock_internals.hpp"
@@ -52,11 +53,85 @@ MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op
 
 namespace {
 
+using Visit = detail::ClientLifeline::Visit;
+
 Deadline deadline_after(std::chrono::milliseconds timeout) {
   return Clock::now() + std::max(timeout, std::chrono::milliseconds(0));
 }
 
 Deadline to_deadline(std::chrono::steady_clock::time_point deadline) { return deadline; }
+
+// Checked before anything else, so that a bad path never reaches the queue:
+// the rules of zkr/path.hpp, not the root, and room for our lock nodes.
+std::string checked_lock_path(std::string path) {
+  validate_path(path);
+  if (path == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
+  if (path.size() > kMaxLockPathLength)
+    throw std::invalid_argument(
+        "invalid lock path \"" + path.substr(0, 80) + (path.size() > 80 ? "..." : "") +
+        "\": it is " + std::to_string(path.size()) + " characters long; a lock path may have " +
+        std::to_string(kMaxLockPathLength) + " at most, so that its lock nodes stay within " +
+        std::to_string(kMaxPathLength));
+  return path;
+}
+
+// Errors about the Client rather than a znode (no connection, auth failed,
+// closing) come without a path: name the lock they stopped. Call from a
+// catch block.
+[[noreturn]] void rethrow_naming(const KeeperError& e, const std::string& dir) {
+  if (!e.path().empty()) throw;
+  std::string text = e.what();
+  const std::string name = std::string(errc_name(e.errc())) + ": ";
+  if (text.starts_with(name)) text.erase(0, name.size());
+  throw KeeperError(e.errc(), dir, text);
+}
+
+KeeperError client_gone(const std::string& dir) {
+  return KeeperError(Errc::closing, dir, "the lock's Client is closed or being destroyed");
+}
+
+// The checks every acquire form makes before it may send anything.
+void check_may_acquire(Client& client, std::string_view kind, const std::string& dir) {
+  if (client.on_listener_thread())
+    throw std::logic_error(std::string(kind) + " " + dir +
+                           ": acquire on the Client's listener thread, where waiting would hold "
+                           "up every listener (the lost signals of held locks included); "
+                           "acquire on another thread");
+}
+
+// A timed acquire waits for a connection no longer than its deadline (the
+// queue would wait a whole connection_timeout). False if the deadline came
+// first; throws for what no wait can mend (auth_failed, closing). acquire()
+// leaves it to the queue and the retry policy.
+bool connected_by(Client& client, const Deadline& deadline, const std::string& dir) {
+  if (!deadline) return true;
+  try {
+    // Each wait ends at the deadline or at connection_timeout, whichever is
+    // sooner, so this ends by the deadline.
+    while (!client.is_connected()) {
+      try {
+        (void)client.keeper_when_connected(*deadline);
+      } catch (const KeeperError& e) {
+        if (e.errc() != Errc::connection_loss) throw;
+        if (Clock::now() >= *deadline) {
+          client.logger().debug("lock {}: {}", dir, e.what());
+          return false;
+        }
+      }
+    }
+  } catch (const KeeperError& e) {
+    rethrow_naming(e, dir);
+  }
+  return true;
+}
+
+std::shared_ptr<LeaseState> acquire_naming(detail::LockInternals& internals, Deadline deadline) {
+  try {
+    return internals.acquire(deadline);
+  } catch (const KeeperError& e) {
+    rethrow_naming(e, internals.dir());
+  }
+}
 
 }  // namespace
 
@@ -68,18 +143,24 @@ struct InterProcessMutex::Impl {
     LockLease lease;
     std::uint32_t count;
   };
-  static constexpr std::uint32_t kMaxHolds = std::numeric_limits<std::uint32_t>::max();
 
   Impl(Client& client, std::string path, LockOptions options)
-      : internals(client, std::move(path), std::move(options)) {}
+      : internals(client, std::move(path), std::move(options)),
+        lifeline(client.lifeline()),
+        log(client.options().logger) {}
 
   bool take(Deadline deadline) {
+    Visit visit(*lifeline);
+    if (!visit) throw client_gone(internals.dir());
+    check_may_acquire(internals.client(), "InterProcessMutex", internals.dir());
     {
       std::lock_guard lock(mutex);
       if (auto it = holds.find(std::this_thread::get_id()); it != holds.end()) {
-        if (it->second.count == kMaxHolds)
+        if (it->second.count >= kMaxReentrantHolds)
           throw std::overflow_error("InterProcessMutex " + internals.dir() +
-                                    ": reentrant acquires past " + std::to_string(kMaxHolds));
+                                    ": this thread already holds it " +
+                                    std::to_string(kMaxReentrantHolds) +
+                                    " times, the most allowed (acquires without releases?)");
         if (it->second.lease.lost())
           throw KeeperError(Errc::session_expired, internals.dir(),
                             "this thread's hold on the lock was lost (" +
@@ -89,21 +170,36 @@ struct InterProcessMutex::Impl {
         return true;
       }
     }
-    auto state = internals.acquire(deadline);
+    if (!connected_by(internals.client(), deadline, internals.dir())) return false;
+    auto state = acquire_naming(internals, deadline);
     if (!state) return false;
     std::lock_guard lock(mutex);
     holds.emplace(std::this_thread::get_id(), Hold{state, LockLease(state), 1});
     return true;
   }
 
+  // Deletes the node of a hold, if the Client still can.
+  void give_back(const std::shared_ptr<LeaseState>& state) noexcept {
+    Visit visit(*lifeline);
+    if (visit) {
+      internals.release(state);
+    } else {
+      // The Client closed its session, and the node went with it.
+      state->mark_released();
+    }
+  }
+
   detail::LockInternals internals;
+  const std::shared_ptr<detail::ClientLifeline> lifeline;
+  const std::shared_ptr<spdlog::logger> log;  // the Client's, usable after it is gone
   mutable std::mutex mutex;
   // Node-based: a thread's Hold stays put while others come and go.
   std::unordered_map<std::thread::id, Hold> holds;  // guarded by mutex
 };
 
 InterProcessMutex::InterProcessMutex(Client& client, std::string path, LockOptions options)
-    : impl_(std::make_unique<Impl>(client, std::move(path), std::move(options))) {}
+    : impl_(std::make_unique<Impl>(client, checked_lock_path(std::move(path)),
+                                   std::move(options))) {}
 
 InterProcessMutex::~InterProcessMutex() {
   std::unordered_map<std::thread::id, Impl::Hold> left;
@@ -112,9 +208,8 @@ InterProcessMutex::~InterProcessMutex() {
     left.swap(impl_->holds);
   }
   for (auto& [thread, hold] : left) {
-    impl_->internals.client().logger().warn("InterProcessMutex {} destroyed while held; releasing",
-                                            impl_->internals.dir());
-    impl_->internals.release(hold.state);
+    impl_->log->warn("InterProcessMutex {} destroyed while held; releasing", impl_->internals.dir());
+    impl_->give_back(hold.state);
   }
 }
 
@@ -136,7 +231,7 @@ bool InterProcessMutex::release() noexcept {
     std::lock_guard lock(impl_->mutex);
     const auto it = impl_->holds.find(std::this_thread::get_id());
     if (it == impl_->holds.end()) {
-      impl_->internals.client().logger().error(
+      impl_->log->error(
           "InterProcessMutex {}: release by a thread that does not hold it; nothing changed",
           impl_->internals.dir());
       return false;
@@ -145,7 +240,7 @@ bool InterProcessMutex::release() noexcept {
     last = std::move(it->second.state);
     impl_->holds.erase(it);
   }
-  impl_->internals.release(last);
+  impl_->give_back(last);
   return true;
 }
 
@@ -166,6 +261,8 @@ const LockLease& InterProcessMutex::lease() const {
   return it->second.lease;
 }
 std::vector<std::string> InterProcessMutex::participant_nodes() const {
+  Visit visit(*impl_->lifeline);
+  if (!visit) throw client_gone(impl_->internals.dir());
   return impl_->internals.participant_nodes();
 }
 const std::string& InterProcessMutex::path() const noexcept { return impl_->internals.dir(); }
@@ -174,10 +271,16 @@ const std::string& InterProcessMutex::path() const noexcept { return impl_->inte
 
 struct InterProcessSemaphoreMutex::Impl {
   Impl(Client& client, std::string path, LockOptions options)
-      : internals(client, std::move(path), std::move(options)) {}
+      : internals(client, std::move(path), std::move(options)),
+        lifeline(client.lifeline()),
+        log(client.options().logger) {}
 
   bool take(Deadline deadline) {
-    auto granted = internals.acquire(deadline);
+    Visit visit(*lifeline);
+    if (!visit) throw client_gone(internals.dir());
+    check_may_acquire(internals.client(), "InterProcessSemaphoreMutex", internals.dir());
+    if (!connected_by(internals.client(), deadline, internals.dir())) return false;
+    auto granted = acquire_naming(internals, deadline);
     if (!granted) return false;
     std::lock_guard lock(mutex);
     state = granted;
@@ -186,6 +289,8 @@ struct InterProcessSemaphoreMutex::Impl {
   }
 
   detail::LockInternals internals;
+  const std::shared_ptr<detail::ClientLifeline> lifeline;
+  const std::shared_ptr<spdlog::logger> log;  // the Client's, usable after it is gone
   mutable std::mutex mutex;
   std::shared_ptr<LeaseState> state;  // guarded by mutex
   std::optional<LockLease> lease;     // guarded by mutex
@@ -193,12 +298,13 @@ struct InterProcessSemaphoreMutex::Impl {
 
 InterProcessSemaphoreMutex::InterProcessSemaphoreMutex(Client& client, std::string path,
                                                        LockOptions options)
-    : impl_(std::make_unique<Impl>(client, std::move(path), std::move(options))) {}
+    : impl_(std::make_unique<Impl>(client, checked_lock_path(std::move(path)),
+                                   std::move(options))) {}
 
 InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
   if (is_acquired_in_this_process())
-    impl_->internals.client().logger().warn(
-        "InterProcessSemaphoreMutex {} destroyed while held; releasing", impl_->internals.dir());
+    impl_->log->warn("InterProcessSemaphoreMutex {} destroyed while held; releasing",
+                     impl_->internals.dir());
   (void)release();
 }
 
@@ -223,7 +329,12 @@ bool InterProcessSemaphoreMutex::release() noexcept {
     // The lease object stays readable: a caller may still hold a reference.
   }
   if (!held) return false;
-  impl_->internals.release(held);
+  Visit visit(*impl_->lifeline);
+  if (visit) {
+    impl_->internals.release(held);
+  } else {
+    held->mark_released();  // the Client closed its session, and the node went with it
+  }
   return true;
 }
 
@@ -239,6 +350,8 @@ const LockLease& InterProcessSemaphoreMutex::lease() const {
   return *impl_->lease;
 }
 std::vector<std::string> InterProcessSemaphoreMutex::participant_nodes() const {
+  Visit visit(*impl_->lifeline);
+  if (!visit) throw client_gone(impl_->internals.dir());
   return impl_->internals.participant_nodes();
 }
 const std::string& InterProcessSemaphoreMutex::path() const noexcept {

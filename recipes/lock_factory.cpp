@@ -100,10 +100,26 @@ std::optional<std::string> decode_key(std::string_view name) {
 
 LockFactory::LockFactory(Client& client, std::string root, LockLayout layout, LockOptions options)
     : client_(client), root_(std::move(root)), layout_(layout), options_(std::move(options)) {
-  validate_path(root_);
+  try {
+    validate_path(root_);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("LockFactory root: ") + e.what());
+  }
   if (root_ == "/") throw std::invalid_argument("a lock root cannot be \"/\": give locks a directory");
   if (layout_.kind == LockLayout::Kind::hashed && layout_.buckets == 0)
     throw std::invalid_argument("a hashed lock layout needs at least one bucket");
+  // Every key must make a valid lock path, the longest one included: refuse
+  // a root too long for that now, rather than some keys later.
+  const std::size_t bucket = layout_.kind == LockLayout::Kind::flat
+                                 ? 0
+                                 : node_name(bucket_for("")).size() + 1;
+  const std::size_t longest = root_.size() + bucket + 1 + kMaxEncodedKey;
+  if (longest > kMaxLockPathLength)
+    throw std::invalid_argument(
+        "LockFactory root \"" + root_.substr(0, 80) + (root_.size() > 80 ? "..." : "") +
+        "\" is " + std::to_string(root_.size()) + " characters long: with its layout, the lock " +
+        "path of a long key would have " + std::to_string(longest) + ", more than the " +
+        std::to_string(kMaxLockPathLength) + " a lock path may have");
 }
 
 std::string LockFactory::bucket_for(std::string_view key) const {

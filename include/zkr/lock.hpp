@@ -25,9 +25,28 @@
 // session may expire at any moment and another process may be granted the lock
 // before this one hears of it. A holder must stop trusting the lock when its
 // lease says lost(), and fence its writes (fencing_token() or guarded_write()).
+//
+// Misuse, and what it gets (nothing is sent to the ensemble for any of it):
+// - a bad path (see zkr/path.hpp), the root "/", or one longer than
+//   kMaxLockPathLength: std::invalid_argument from the constructor, naming it;
+// - release() by a thread that holds nothing, or twice: false, nothing changes;
+// - more than kMaxReentrantHolds holds of an InterProcessMutex by one thread:
+//   std::overflow_error, and the holds stay as they were;
+// - any acquire on the Client's listener thread: std::logic_error (see
+//   Client::add_listener);
+// - a lock destroyed while held: it releases (deletes its node) first;
+// - a lock outliving its Client: see ~Client. Its acquire throws closing.
+// Destroying a lock while another thread is inside one of its calls is
+// undefined, as for std::mutex.
+//
+// Timed acquires (try_acquire*) return false by their deadline when no
+// connection comes; acquire() throws what the Client's retry policy gives up
+// on. Errors about the Client rather than a znode (connection_loss, closing,
+// auth_failed) name the lock's path too.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,8 +57,22 @@
 #include <vector>
 
 #include "zkr/client.hpp"
+#include "zkr/path.hpp"
 
 namespace zkr {
+
+// A lock node is "/_c_<guid>-lock-<sequence>" under the lock path: 57
+// characters at most (the sequence is ten digits, eleven once the server's
+// counter has gone negative). The lock path leaves room for it, so that every
+// node a lock creates can also be read and deleted.
+inline constexpr std::size_t kMaxLockNodeSuffix = 57;
+inline constexpr std::size_t kMaxLockPathLength = kMaxPathLength - kMaxLockNodeSuffix;
+
+// How many times one thread may hold one InterProcessMutex at once. Real
+// nesting is a few levels deep, and no call stack nests a million; a count
+// this high means acquires without releases, a bug better reported early
+// than left to grow toward overflow.
+inline constexpr std::uint32_t kMaxReentrantHolds = 1'000'000;
 
 namespace detail {
 class LockInternals;
@@ -89,6 +122,11 @@ struct LockOptions {
   // A waiter whose session is lost re-enters the queue in the new session if
   // the Client's retry policy allows; false: the acquire fails at once.
   bool requeue_after_session_loss = true;
+  // A release also removes the lock directory when nobody else is in it, so
+  // that keys locked once leave no znode behind (the next acquire creates it
+  // again, as a container, in the same round trip). False: keep it; for a
+  // directory you made yourself, with an ACL of your own, say.
+  bool remove_directory_on_release = true;
 };
 
 // The proof of holding a lock: a fencing token and a lost signal. Valid while
@@ -121,7 +159,8 @@ class LockLease {
 MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
                           OptionalTimeout timeout = {});
 
-// Fair, reentrant per thread: N acquires by a thread need N releases.
+// Fair, reentrant per thread: N acquires by a thread need N releases (N up to
+// kMaxReentrantHolds).
 class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
  public:
   InterProcessMutex(Client& client, std::string path, LockOptions options = {});
