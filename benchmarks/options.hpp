@@ -37,7 +37,8 @@ struct Plan {
   std::chrono::milliseconds w2_duration;
   unsigned w2_workers;
   std::vector<std::uint64_t> w3_keys;          // K, in sequence
-  unsigned w3_threads;                         // threads sharing one session
+  unsigned w3_threads;                         // threads, spread over the sessions
+  unsigned w3_sessions;
   std::chrono::milliseconds w3_settle;         // wait before the last znode count
   std::vector<std::uint64_t> w4_keys;          // N
   std::chrono::milliseconds w4_duration;       // of the cycles at each N

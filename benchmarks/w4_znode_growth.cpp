@@ -21,6 +21,12 @@ constexpr unsigned kSeedSessions = 4;
 // guard refusing.
 constexpr std::uint64_t kListLimit = 2'000'000;
 
+// Requests the sweep keeps in flight. The library's default (1,000) cleaned
+// 2,500-3,200 directories/s here and 10,000 cleaned 4,000-5,600/s (the sweep
+// waits for each page before sending the next), which keeps a full run with
+// a million keys per layout within its time.
+constexpr std::size_t kCleanPage = 10'000;
+
 std::string other_key(std::uint64_t i) { return "other-" + std::to_string(i); }
 
 struct Layout {
@@ -141,11 +147,12 @@ void clean_root(Context& ctx, Client& client, const Layout& layout, const std::s
   Record r;
   r.workload = "W4-clean";
   r.label = layout.name + " N=" + std::to_string(n);
-  r.params.add("layout", layout.name).add("n", n);
+  r.params.add("layout", layout.name).add("n", n).add("page_size", static_cast<std::uint64_t>(kCleanPage));
   CleanOptions options;
   options.remove_root = true;
-  Progress progress("W4 " + layout.name + ": cleaning N=" + std::to_string(n), 0);
-  options.on_progress = [&](const WalkProgress& p) { progress.update(p.directories); };
+  options.page_size = kCleanPage;
+  Progress progress("W4 " + layout.name + ": cleaning N=" + std::to_string(n) + ", nodes looked at", n);
+  options.on_progress = [&](const WalkProgress& p) { progress.update(p.nodes); };
   const auto start = Clock::now();
   try {
     const auto report = clean_lock_root(client, root, options);

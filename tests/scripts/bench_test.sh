@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# tests/scripts/bench_test.sh — the benchmarks at --quick sizes on the test
+# ensemble: they must finish well within a minute, exit 0, and print JSON
+# lines that parse and carry the fields issue 4 asks for, with zero
+# mutual-exclusion violations and zero znodes left behind by W3. The usage
+# errors exit 2. Also checks the plots and files that --out writes.
+# Environment: ZK_CONNECT (skips without it), ZKR_BUILD_DIR.
+set -euo pipefail
+say() { printf 'bench_test: %s\n' "$*" >&2; }
+
+if [[ -z ${ZK_CONNECT:-} ]]; then
+  say "skipped: ZK_CONNECT is not set"
+  exit 0
+fi
+build=${ZKR_BUILD_DIR:?}
+# The zkr tool once it has the bench verb, else the zkr-bench program.
+if [[ -x $build/tools/zkr ]] && "$build/tools/zkr" bench --help >/dev/null 2>&1; then
+  bench=("$build/tools/zkr" bench)
+elif [[ -x $build/benchmarks/zkr-bench ]]; then
+  bench=("$build/benchmarks/zkr-bench")
+else
+  say "neither $build/tools/zkr nor $build/benchmarks/zkr-bench is built"
+  exit 1
+fi
+command -v jq >/dev/null || { say "jq is needed (apt-get install jq)"; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-test.XXXXXX")
+trap 'rm -rf -- "$work"' EXIT
+failures=0
+fail() { say "FAILED: $*"; failures=$((failures + 1)); }
+
+# Usage errors: exit 2, a message, no run.
+for bad in "--bogus" "--workloads W9" "--max-keys lots"; do
+  rc=0
+  # shellcheck disable=SC2086  # split on purpose
+  "${bench[@]}" $bad >"$work/usage.out" 2>&1 || rc=$?
+  [[ $rc -eq 2 ]] || fail "'$bad' exited $rc, wanted 2"
+  [[ -s $work/usage.out ]] || fail "'$bad' said nothing"
+done
+
+# A unique root per run, so that a concurrent test cannot disturb it.
+root="/zkr-bench-test-$$"
+say "${bench[*]} --quick --json --out $work/out --root $root"
+start=$SECONDS
+rc=0
+timeout 120 "${bench[@]}" --quick --json --out "$work/out" --root "$root" \
+  >"$work/lines.jsonl" 2>"$work/stderr.txt" || rc=$?
+took=$((SECONDS - start))
+if [[ $rc -ne 0 ]]; then
+  fail "exit $rc"
+  cat "$work/stderr.txt" >&2
+fi
+((took < 60)) || fail "took ${took}s (wanted well under 60)"
+
+# Every stdout line is one JSON object with the common fields.
+lines=$(wc -l <"$work/lines.jsonl")
+((lines >= 10)) || fail "only $lines JSON lines"
+if ! jq -e -s 'length > 0 and all(.[];
+      (.impl == "zkr" or .impl == "floor") and (.workload | type == "string") and
+      (.params | type == "object") and (.ops | type == "number") and
+      (.seconds | type == "number") and (.ops_per_sec | type == "number") and
+      has("p50_ms") and has("p99_ms") and has("max_ms"))' "$work/lines.jsonl" >/dev/null; then
+  fail "a JSON line does not parse or lacks a common field"
+  head -c 2000 "$work/lines.jsonl" >&2
+fi
+# Each workload and the floor are there.
+for w in W1 W2 W3 W4 W4-list W4-clean W5; do
+  jq -e -s --arg w "$w" 'any(.[]; .impl == "zkr" and .workload == $w)' "$work/lines.jsonl" >/dev/null ||
+    fail "no zkr $w line"
+done
+jq -e -s 'any(.[]; .impl == "floor" and .ops > 0)' "$work/lines.jsonl" >/dev/null || fail "no floor line"
+# Correctness: no violations, no leftovers, ratios to the floor present.
+jq -e -s '[.[] | select(.workload == "W2" or .workload == "W5") | .violations] | length > 0 and all(. == 0)' \
+  "$work/lines.jsonl" >/dev/null || fail "mutual-exclusion violations (or no count of them)"
+jq -e -s '[.[] | select(.workload == "W3") | .leftover_znodes] | length == 3 and all(. == 0)' \
+  "$work/lines.jsonl" >/dev/null || fail "W3 left znodes behind (or did not say)"
+jq -e -s '[.[] | select(.workload == "W3") | .znodes_after_settle] | all(type == "number")' \
+  "$work/lines.jsonl" >/dev/null || fail "W3 has no znode counts from mntr"
+jq -e -s 'any(.[]; .workload == "W1" and .impl == "zkr" and (.x_floor_rate | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W1 has no ratio to the floor"
+jq -e -s '[.[] | select(.workload == "W4-clean") | .left_below_root] | all(. == 0)' \
+  "$work/lines.jsonl" >/dev/null || fail "W4's sweep left znodes"
+
+# What --out wrote.
+for f in results.jsonl results.txt targets.json w4.png w5.png; do
+  [[ -s $work/out/$f ]] || fail "--out wrote no $f"
+done
+jq -e 'length > 0' "$work/out/targets.json" >/dev/null || fail "targets.json does not parse"
+grep -q 'Targets and checks' "$work/stderr.txt" || fail "no table of targets on stderr"
+
+if [[ $failures -ne 0 ]]; then
+  say "$failures failure(s); stderr of the run:"
+  tail -n 60 "$work/stderr.txt" >&2
+  exit 1
+fi
+say "ok: $lines JSON lines in ${took}s"
