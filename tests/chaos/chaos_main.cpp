@@ -7,6 +7,7 @@
 //   zkr-chaos [--seconds 75] [--seed S] [--workers 4] [--threads 2] [--keys 3]
 //             [--session-timeout-ms 4000] [--faults all|none|kind,kind...]
 //             [--out DIR] [--keep] [--broken nolock|unguarded --expect-violations]
+//             [--expose-known-bugs]
 //
 // Exit: 0 no violation, no orphan, no problem; 1 otherwise; 2 bad usage;
 // 3 the run could not be carried out; 130 interrupted. With
@@ -72,6 +73,7 @@ struct Options {
   bool keep = false;
   std::string broken = "none";
   bool expect_violations = false;
+  bool expose_known_bugs = false;
 };
 
 std::int64_t integer(const std::string& text, const std::string& name) {
@@ -88,11 +90,13 @@ Options parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--keep") { o.keep = true; continue; }
     if (flag == "--expect-violations") { o.expect_violations = true; continue; }
+    if (flag == "--expose-known-bugs") { o.expose_known_bugs = true; continue; }
     if (flag == "-h" || flag == "--help")
       throw std::invalid_argument("usage: zkr-chaos [--seconds N] [--seed S] [--workers N] "
                                   "[--threads N] [--keys N] [--session-timeout-ms N] "
                                   "[--faults all|none|k1,k2] [--out DIR] [--keep] "
-                                  "[--broken nolock|unguarded] [--expect-violations]");
+                                  "[--broken nolock|unguarded] [--expect-violations] "
+                                  "[--expose-known-bugs]");
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--seconds") o.seconds = static_cast<int>(integer(value, flag));
@@ -244,6 +248,7 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   settings.seconds = o.seconds + 300;  // a backstop only: the runner stops them
   settings.session_timeout = o.session_timeout;
   settings.broken = o.broken;
+  settings.expose_known_bugs = o.expose_known_bugs;
   chaos::WorkerPool pool(settings);
   pool.start_all();
 
@@ -282,6 +287,11 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   nemesis_log.write("phase", {{"name", "faults"}, {"from", std::to_string(phase_from)},
                               {"to", std::to_string(phase_to)}});
   for (const auto& p : nemesis.heal_all()) info.run_problems.push_back(p);
+  // A run that missed a fault kind did not test what it claims to.
+  if (!interrupted)
+    for (const auto& kind : o.faults)
+      if (!nemesis.injected().count(kind))
+        info.run_problems.push_back("fault kind " + kind + " was never injected (a longer --seconds?)");
 
   std::cout << "chaos: stopping workers" << std::endl;
   for (const auto& p : pool.unexpected_exits()) info.run_problems.push_back(p);

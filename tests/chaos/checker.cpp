@@ -118,6 +118,7 @@ class Checker {
         } else if (e.name == "paused") {
           paused_[e.integer("pid")].emplace_back(e.integer("from"), e.integer("to"));
         } else if (e.name == "fault") {
+          if (e.get("effective") != "1") continue;  // it could not take effect
           ++result_.faults[e.get("kind")];
           faults_.push_back({e.integer("from"), e.integer("to"), e.get("kind")});
         } else if (e.name == "phase" && e.get("name") == "faults") {
@@ -164,7 +165,9 @@ class Checker {
           ++result_.acquires;
         } else if (e.name == "noacq") {
           op.returned_at = e.at;
-          if (e.get("why") == "timeout") ++result_.timeouts;
+          const auto& why = e.get("why");
+          if (why == "timeout") ++result_.timeouts;
+          else if (why.starts_with("known_bug_")) ++result_.known_bugs[why.substr(10)];
           else ++result_.acquire_errors;
         } else if (e.name == "enter") {
           op.returned_at = e.at;

@@ -65,8 +65,12 @@ void Nemesis::run_until(Clock::time_point deadline, const std::atomic<bool>& sto
     pause(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()), &stop);
     return;
   }
+  // The first round: every kind once, in a seeded order; a kind that could
+  // not take effect (no write came by, no worker held a lock) goes to the end
+  // of the round again, up to three tries.
   std::vector<std::string> round = kinds_;
   std::shuffle(round.begin(), round.end(), rng_);
+  std::map<std::string, int> tries;
   std::size_t next = 0;
   while (!stop && Clock::now() < deadline) {
     const std::string kind = next < round.size() ? round[next++] : kinds_[rng_() % kinds_.size()];
@@ -75,13 +79,16 @@ void Nemesis::run_until(Clock::time_point deadline, const std::atomic<bool>& sto
     try {
       detail = inject(kind);
     } catch (const std::exception& e) {
-      detail = std::string("failed: ") + e.what();
+      detail = std::string(kNotInjected) + "failed: " + e.what();
       const auto problems = heal_all();
       if (!problems.empty()) throw std::runtime_error("cannot repair after " + kind + ": " + problems.front());
     }
+    const bool effective = !detail.starts_with(kNotInjected);
     log_.write("fault", {{"kind", kind}, {"from", std::to_string(from)},
-                         {"to", std::to_string(monotonic_ns())}, {"detail", detail}});
-    ++injected_[kind];
+                         {"to", std::to_string(monotonic_ns())}, {"effective", effective ? "1" : "0"},
+                         {"detail", detail}});
+    if (effective) ++injected_[kind];
+    else if (next <= round.size() && ++tries[kind] < 3) round.push_back(kind);
     pause(between(800ms, 2500ms), &stop);
   }
 }
@@ -156,7 +163,12 @@ std::string Nemesis::proxy_delay() {
 }
 
 std::string Nemesis::proxy_drop_reply() {
-  for (auto* p : targets_.proxies) p->arm_drop_reply();
+  // Which request loses its reply: a lock node's create (the lock must find
+  // its node again or delete it), a guarded write (a multi: outcome unknown to
+  // the worker), a release's delete, or whatever mutating request comes first.
+  static const std::vector<std::vector<int>> kTargets = {{1, 15, 19}, {14}, {2}, {}};
+  const auto& target = kTargets[rng_() % kTargets.size()];
+  for (auto* p : targets_.proxies) p->arm_drop_reply(target);
   std::string what;
   // Workers write all the time; bounded in case none does meanwhile.
   for (int i = 0; i < 400 && what.empty(); ++i) {
@@ -166,7 +178,7 @@ std::string Nemesis::proxy_drop_reply() {
     if (what.empty()) std::this_thread::sleep_for(25ms);
   }
   for (auto* p : targets_.proxies) p->disarm_drop_reply();
-  return what.empty() ? "no_request_seen" : what;
+  return what.empty() ? std::string(kNotInjected) + "no_request_seen" : what;
 }
 
 std::vector<Nemesis::Holder> Nemesis::holders() {
@@ -234,9 +246,9 @@ std::string Nemesis::expire_session() {
         }
     }
   }
-  if (session == 0) return "no_session_found";
+  if (session == 0) return std::string(kNotInjected) + "no_session_found";
   const auto password = session_password(session);
-  if (password.empty()) return "session=" + hex(session) + ",no_password_on_record";
+  if (password.empty()) return std::string(kNotInjected) + "session=" + hex(session) + ",no_password_on_record";
 
   // Join the session from a second handle, then close that handle: the server
   // ends the session for real, as on expiry.
@@ -267,7 +279,7 @@ std::string Nemesis::expire_session() {
   intruder.reset();
   const auto to = monotonic_ns();
   if (state != SessionState::connected)
-    return "session=" + hex(session) + ",join_failed=" +
+    return std::string(kNotInjected) + "session=" + hex(session) + ",join_failed=" +
            std::string(state ? to_string(*state) : "timeout");
   log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "expire_session"},
                      {"from", std::to_string(from)}, {"to", std::to_string(to)}});
@@ -277,7 +289,7 @@ std::string Nemesis::expire_session() {
 
 std::string Nemesis::kill_worker() {
   const auto victim = pick_victim();
-  if (victim.pid == 0) return "no_worker";
+  if (victim.pid == 0) return std::string(kNotInjected) + "no_worker";
   const auto from = monotonic_ns();
   const bool dead = targets_.workers->kill_and_replace(victim.pid);
   const auto to = monotonic_ns();
@@ -289,7 +301,7 @@ std::string Nemesis::kill_worker() {
 
 std::string Nemesis::pause_worker() {
   const auto victim = pick_victim();
-  if (victim.pid == 0) return "no_worker";
+  if (victim.pid == 0) return std::string(kNotInjected) + "no_worker";
   // Past the session timeout, with a margin for the server's expiry tick: its
   // session is gone when it runs again, and it has not heard yet.
   const auto stopped = targets_.session_timeout + between(2000ms, 3000ms);

@@ -1,7 +1,8 @@
 // The nemesis: injects one fault at a time, on a seeded schedule, and writes
 // down what it did and when (nemesis.log, tests/chaos/event_log.hpp format):
 //
-//   fault  kind=K from=NS to=NS detail=...   once each fault is healed
+//   fault  kind=K from=NS to=NS effective=0|1 detail=...
+//                                            once each fault is healed
 //   cut    pid=P why=K from=NS to=NS         P's holds end at `from`; any write
 //                                            of them sent after `to` must fail
 //   paused pid=P from=NS to=NS               P was stopped (SIGSTOP) meanwhile
@@ -24,6 +25,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ensemble_control.hpp"
@@ -37,6 +39,9 @@ namespace zkr::chaos {
 inline const std::vector<std::string> kFaultKinds = {
     "kill_server",     "kill_leader",    "freeze_server", "proxy_reset",  "proxy_blackhole",
     "proxy_delay",     "proxy_drop_reply", "expire_session", "kill_worker", "pause_worker"};
+
+// A fault's detail starts with this when it could not take effect.
+inline constexpr std::string_view kNotInjected = "not_injected:";
 
 struct NemesisTargets {
   EnsembleControl* ensemble = nullptr;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -151,10 +152,11 @@ int TcpProxy::reset_all() {
   return n;
 }
 
-void TcpProxy::arm_drop_reply() {
+void TcpProxy::arm_drop_reply(std::vector<int> opcodes) {
   {
     std::lock_guard lock(mutex_);
     dropped_.clear();
+    drop_opcodes_ = std::move(opcodes);
   }
   drop_armed_ = true;
 }
@@ -278,11 +280,15 @@ void TcpProxy::pump(const std::shared_ptr<Connection>& c, bool to_server) {
         const auto xid = static_cast<std::int32_t>(be32(frame.data() + 4));
         if (to_server) {
           const auto opcode = static_cast<std::int32_t>(be32(frame.data() + 8));
-          bool armed = true;
-          if (xid > 0 && is_mutating(opcode) && drop_armed_.compare_exchange_strong(armed, false)) {
-            c->drop_xid = xid;  // set before the request goes out, so before its reply
+          if (xid > 0 && is_mutating(opcode) && drop_armed_) {
             std::lock_guard lock(mutex_);
-            dropped_ = "opcode " + std::to_string(opcode) + " xid " + std::to_string(xid);
+            const bool wanted = drop_opcodes_.empty() ||
+                                std::find(drop_opcodes_.begin(), drop_opcodes_.end(), opcode) != drop_opcodes_.end();
+            bool armed = true;
+            if (wanted && drop_armed_.compare_exchange_strong(armed, false)) {
+              c->drop_xid = xid;  // set before the request goes out, so before its reply
+              dropped_ = "opcode " + std::to_string(opcode) + " xid " + std::to_string(xid);
+            }
           }
         } else if (xid > 0 && xid == c->drop_xid) {
           drop_and_reset = true;  // this reply and everything after it never arrive

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace zkr::chaos {
 
@@ -47,7 +48,8 @@ class TcpProxy {
   void set_mode(ProxyMode mode, std::chrono::milliseconds delay = {});
   // Returns how many connections were reset.
   int reset_all();
-  void arm_drop_reply();
+  // opcodes: the requests whose reply may be dropped; empty: any mutating one.
+  void arm_drop_reply(std::vector<int> opcodes = {});
   void disarm_drop_reply() { drop_armed_ = false; }
   // What the last armed drop did: "" while still armed or never armed, else
   // "opcode 14 xid 57" for the request whose reply was dropped.
@@ -71,6 +73,7 @@ class TcpProxy {
   mutable std::mutex mutex_;
   std::list<std::shared_ptr<Connection>> connections_;  // guarded by mutex_
   std::string dropped_;                                 // guarded by mutex_
+  std::vector<int> drop_opcodes_;                       // guarded by mutex_
   std::thread acceptor_;
 };
 
