@@ -263,7 +263,11 @@ const LockLease& InterProcessMutex::lease() const {
 std::vector<std::string> InterProcessMutex::participant_nodes() const {
   Visit visit(*impl_->lifeline);
   if (!visit) throw client_gone(impl_->internals.dir());
-  return impl_->internals.participant_nodes();
+  try {
+    return impl_->internals.participant_nodes();
+  } catch (const KeeperError& e) {
+    rethrow_naming(e, impl_->internals.dir());
+  }
 }
 const std::string& InterProcessMutex::path() const noexcept { return impl_->internals.dir(); }
 
@@ -352,7 +356,11 @@ const LockLease& InterProcessSemaphoreMutex::lease() const {
 std::vector<std::string> InterProcessSemaphoreMutex::participant_nodes() const {
   Visit visit(*impl_->lifeline);
   if (!visit) throw client_gone(impl_->internals.dir());
-  return impl_->internals.participant_nodes();
+  try {
+    return impl_->internals.participant_nodes();
+  } catch (const KeeperError& e) {
+    rethrow_naming(e, impl_->internals.dir());
+  }
 }
 const std::string& InterProcessSemaphoreMutex::path() const noexcept {
   return impl_->internals.dir();
