@@ -18,12 +18,17 @@
 namespace zkr::detail {
 
 struct LeaseState {
-  LeaseState(std::string path, std::int64_t zxid, std::uint64_t session_epoch)
-      : node_path(std::move(path)), czxid(zxid), epoch(session_epoch) {}
+  LeaseState(std::string path, std::int64_t zxid, std::uint64_t session_epoch,
+             bool remove_directory)
+      : node_path(std::move(path)),
+        czxid(zxid),
+        epoch(session_epoch),
+        remove_directory_on_release(remove_directory) {}
 
   const std::string node_path;
   const std::int64_t czxid;
   const std::uint64_t epoch;
+  const bool remove_directory_on_release;  // LockOptions::remove_directory_on_release
   Client::ListenerId listener = 0;  // set once, before the lease is shared
 
   // The first reason wins; callbacks run once, outside the mutex. No effect

@@ -169,30 +169,43 @@ class Attempt {
 
   std::string prefix_path() const { return join_path(lock_.dir_, protected_lock_prefix(guid_)); }
 
-  // Creates our node and learns the queue before it, in one round trip.
+  // Creates the directory if need be and our node, and learns the queue
+  // before it, in one round trip. The directory is created every time because
+  // releases remove it once empty: for an uncontended key it is usually gone,
+  // and asking first would cost a round trip. Its reply only matters if our
+  // create failed: it may fail for reasons that do not concern us (no right
+  // to create in the parent while the directory exists).
   void enqueue() {
     if (create_sent_ && recover_node()) return;
     for (int races = 0;; ++races) {
+      auto dir_created = keeper_->async_create(lock_.dir_, {}, CreateMode::container);
       create_sent_ = true;
       auto created = keeper_->async_create(prefix_path(), node_data_,
                                            CreateMode::ephemeral_sequential);
       auto listed = keeper_->async_children(lock_.dir_);
+      auto dir_result = await(std::move(dir_created), lock_.dir_);
       auto create_result = await(std::move(created), prefix_path());
       auto list_result = await(std::move(listed), lock_.dir_);
       if (create_result.ok()) {
         node_ = std::string(node_name(create_result.value().path));
         czxid_ = create_result.value().stat.czxid;
-        if (!list_result.ok())
+        // no_node: the directory is gone, so our node is too (deleted by
+        // someone, then the directory by a release): as if not listed.
+        if (!list_result.ok() && list_result.error() != Errc::no_node)
           throw KeeperError(list_result.error(), lock_.dir_, "listing the lock directory");
-        if (position(list_result.value().names)) return;
+        if (position(list_result.ok() ? list_result.value().names : std::vector<std::string>{}))
+          return;
         continue;  // our node vanished between create and list: start over
       }
       if (create_result.error() != Errc::no_node || races >= kMaxDirectoryRaces)
         throw KeeperError(create_result.error(), prefix_path(), "creating the lock node");
-      // The server said no_node, so nothing was created. Containers for the
-      // directory and its parents: the server removes them once they are empty.
+      // The server said no_node, so nothing was created. Either a release
+      // removed the directory between our two creates (go again), or its
+      // parent is missing: containers for every ancestor, which the server
+      // removes once they are empty.
       create_sent_ = false;
-      keeper_->create_parents(prefix_path(), CreateMode::container);
+      if (dir_result.error() == Errc::no_node)
+        keeper_->create_parents(prefix_path(), CreateMode::container);
     }
   }
 
@@ -320,7 +333,8 @@ class Attempt {
   // The lease, or nullptr if our node vanished while we waited.
   std::shared_ptr<LeaseState> grant() {
     const std::string path = join_path(lock_.dir_, node_);
-    auto lease = std::make_shared<LeaseState>(path, czxid_, epoch_);
+    auto lease = std::make_shared<LeaseState>(path, czxid_, epoch_,
+                                              lock_.options_.remove_directory_on_release);
     // Before the watch below, so that it cannot trigger it: the mark spares
     // our successor a walk (see lock_internals.hpp).
     if (contended_) (void)keeper_->async_set(path, node_data_ + std::string(kHeldMark));
@@ -474,8 +488,15 @@ void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
     if (client_.is_connected()) {
       auto keeper = client_.keeper();
       auto reply = keeper->async_remove(lease->node_path);
+      // Pipelined behind our delete: the directory goes too if nobody else
+      // is in it, so a million keys locked once leave nothing behind. The
+      // server refuses (not_empty) while anyone queues; a contender racing
+      // with this creates the directory again.
+      std::optional<std::future<Result<Empty>>> dir_removed;
+      if (lease->remove_directory_on_release) dir_removed = keeper->async_remove(dir_);
       if (reply.wait_for(keeper->default_timeout()) == std::future_status::ready) {
         const auto result = reply.get();
+        if (dir_removed) await_directory_removal(*dir_removed, keeper->default_timeout());
         if (result.ok() || result.error() == Errc::no_node) return;
         if (!is_connection_error(result.error())) {
           client_.logger().error("lock {}: could not delete {}: {}", dir_, lease->node_path,
@@ -488,6 +509,17 @@ void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
   } catch (const std::exception& e) {
     client_.logger().error("lock {}: release failed: {}", dir_, e.what());
   }
+}
+
+void LockInternals::await_directory_removal(std::future<Result<Empty>>& reply,
+                                           std::chrono::milliseconds timeout) const {
+  if (reply.wait_for(timeout) != std::future_status::ready) return;
+  const auto result = reply.get();
+  // not_empty: someone queues; no_node: someone else removed it. Anything
+  // else leaves it to the server's container reaper or to the cleaner.
+  if (!result.ok() && result.error() != Errc::not_empty && result.error() != Errc::no_node)
+    client_.logger().debug("lock {}: directory left for the reaper: {}", dir_,
+                           errc_name(result.error()));
 }
 
 std::vector<std::string> LockInternals::participant_nodes() const {

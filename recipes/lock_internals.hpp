@@ -5,8 +5,11 @@
 // until every node before it is gone, watching only the one just before it: a
 // release wakes exactly one waiter.
 //
-// Cost: the create and the listing are sent back to back, so an uncontended
-// acquire is one round trip. The listing is the only one: nodes before ours can
+// Cost: a create of the directory, our create and the listing are sent back
+// to back, so an uncontended acquire is one round trip. A release removes the
+// directory with its node when nobody else is in it (it is a container, so the
+// server would too, but only a second or more later and at a bounded rate), so
+// locking a million keys leaves nothing behind. The listing is the only one: nodes before ours can
 // disappear but never appear (sequence numbers only grow while our node keeps
 // the directory alive), so when the node we watch goes, we step down the list
 // we already have instead of listing again. A contender granted the lock
@@ -28,6 +31,7 @@
 #pragma once
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +66,8 @@ class LockInternals {
 
  private:
   friend class Attempt;
+  void await_directory_removal(std::future<Result<Empty>>& reply,
+                               std::chrono::milliseconds timeout) const;
   Client& client_;
   const std::string dir_;
   const LockOptions options_;

@@ -36,6 +36,10 @@ struct Stat {
   std::int32_t data_length = 0;
   std::int32_t num_children = 0;
   friend bool operator==(const Stat&, const Stat&) = default;
+
+  // Owned by a session. (Containers and TTL nodes look persistent here: the
+  // server hides how it marks them.)
+  bool is_ephemeral() const noexcept { return ephemeral_owner != 0; }
 };
 
 enum class CreateMode {

@@ -36,14 +36,12 @@ std::int64_t to_ms(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count();
 }
 
-// How the server marks containers and TTL nodes in ephemeral_owner
-// (EphemeralType in the ZooKeeper server). Recipes may look at this field, so
-// the fake reports what a real server would.
-constexpr std::int64_t kContainerOwner = std::numeric_limits<std::int64_t>::min();
-constexpr milliseconds kMaxTtl{0xFFFFFFFFFF};  // the 40 bits of ephemeral_owner it has
-std::int64_t ttl_owner(milliseconds ttl) {
-  return static_cast<std::int64_t>(0xff00000000000000ULL | static_cast<std::uint64_t>(ttl.count()));
-}
+// The server marks containers and TTL nodes in the ephemeral owner it
+// stores, but hides the mark from clients: their stats say 0, as for any
+// persistent node (measured against ZooKeeper 3.8). The fake does the same,
+// so no recipe can come to rely on the mark. The TTL bound is the 40 bits the
+// mark leaves for it.
+constexpr milliseconds kMaxTtl{0xFFFFFFFFFF};
 
 // Like real session ids: the server id (1) in the top byte, a counter below.
 constexpr std::int64_t kFirstSessionId = std::int64_t{1} << 56;
@@ -746,10 +744,8 @@ class Server : public std::enable_shared_from_this<Server> {
       n.owner = s.id;
     } else if (mode == CreateMode::container) {
       n.kind = Kind::container;
-      n.owner = kContainerOwner;
     } else if (has_ttl(mode)) {
       n.kind = Kind::ttl;
-      n.owner = ttl_owner(options.ttl);
       n.ttl = options.ttl;
     }
     return n;

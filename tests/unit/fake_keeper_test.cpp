@@ -204,15 +204,16 @@ TEST(FakeKeeper, StatFieldsComeFromOneGrowingZxid) {
   EXPECT_EQ(ensemble.last_zxid(), before + 1);
 }
 
-TEST(FakeKeeper, ContainersAndTtlNodesCarryTheServersOwnerMarks) {
+// The server keeps its container and TTL marks to itself (an integration test
+// checks the real one): clients see 0, as for any persistent node.
+TEST(FakeKeeper, ContainersAndTtlNodesLookPersistentToClients) {
   FakeEnsemble ensemble;
   auto k = ensemble.connect();
-  EXPECT_EQ(k->create("/c", "", CreateMode::container).stat.ephemeral_owner,
-            std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(k->create("/c", "", CreateMode::container).stat.ephemeral_owner, 0);
   CreateOptions ttl;
   ttl.ttl = 5000ms;
-  EXPECT_EQ(k->create("/t", "", CreateMode::persistent_with_ttl, ttl).stat.ephemeral_owner,
-            static_cast<std::int64_t>(0xff00000000000000ULL | 5000));
+  EXPECT_EQ(k->create("/t", "", CreateMode::persistent_with_ttl, ttl).stat.ephemeral_owner, 0);
+  EXPECT_FALSE(k->exists("/c")->is_ephemeral());
 }
 
 TEST(FakeKeeper, ErrorsAreTheServers) {

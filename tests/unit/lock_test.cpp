@@ -94,12 +94,66 @@ TYPED_TEST(LockUnitTest, UncontendedAcquireUsesCuratorsNamesAndLeavesNothing) {
   EXPECT_TRUE(lock->release());
   EXPECT_FALSE(lock->is_acquired_in_this_process());
   EXPECT_TRUE(this->lock_nodes().empty());
-  // The directory and its parent are containers: the server's sweep removes them.
-  EXPECT_EQ(this->ensemble_.exists_now(kDir)->ephemeral_owner,
-            static_cast<std::int64_t>(0x8000000000000000ULL));
-  this->ensemble_.reap_containers();
+  // The release took the directory with it; its parent is a container, which
+  // the server's sweep removes.
+  EXPECT_FALSE(this->ensemble_.exists_now(kDir));
+  EXPECT_TRUE(this->ensemble_.exists_now(std::string(parent_path(kDir))));
   this->ensemble_.reap_containers();
   EXPECT_EQ(this->ensemble_.node_count(), 0u);
+}
+
+TYPED_TEST(LockUnitTest, ReleaseRemovesTheDirectoryOnlyOnceNobodyQueues) {
+  auto first = this->lock_for(this->contender());
+  auto second = this->lock_for(this->contender());
+  ASSERT_TRUE(first->try_acquire());
+  std::thread waiter([&] {
+    ASSERT_TRUE(second->try_acquire_for(kWait));
+    EXPECT_TRUE(this->ensemble_.exists_now(kDir)) << "removed under a holder";
+    EXPECT_TRUE(second->release());
+  });
+  ASSERT_TRUE(this->wait_queue_length(2));
+  EXPECT_TRUE(first->release());
+  waiter.join();
+  EXPECT_FALSE(this->ensemble_.exists_now(kDir));
+}
+
+TYPED_TEST(LockUnitTest, ReleaseKeepsTheDirectoryWhenAskedTo) {
+  LockOptions keep;
+  keep.remove_directory_on_release = false;
+  auto lock = this->lock_for(this->contender(), keep);
+  ASSERT_TRUE(lock->try_acquire());
+  EXPECT_TRUE(lock->release());
+  EXPECT_TRUE(this->ensemble_.exists_now(kDir));
+  EXPECT_TRUE(this->lock_nodes().empty());
+}
+
+// A release removes the directory between a contender's create of the
+// directory (which found it) and its create of the node (which does not).
+TYPED_TEST(LockUnitTest, ContenderRacingADirectoryRemovalCreatesItAgain) {
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  this->raw().create_parents(kDir, CreateMode::container);  // the parent, not the directory
+  auto& race = a.faults->on(test::OpKind::create, std::regex(kDir)).fail(Errc::node_exists).times(3);
+  ASSERT_TRUE(lock->try_acquire_for(kWait));
+  EXPECT_EQ(race.fired(), 3);
+  EXPECT_EQ(this->queue().size(), 1u);
+  EXPECT_TRUE(lock->release());
+  EXPECT_FALSE(this->ensemble_.exists_now(kDir));
+}
+
+TYPED_TEST(LockUnitTest, ContenderThatAlwaysLosesTheDirectoryRaceFailsInsteadOfHanging) {
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  this->raw().create_parents(kDir, CreateMode::container);  // the parent, not the directory
+  a.faults->on(test::OpKind::create, std::regex(kDir)).fail(Errc::node_exists).times(1000);
+  try {
+    (void)lock->try_acquire_for(kWait);
+    FAIL() << "acquired without a directory";
+  } catch (const KeeperError& e) {
+    EXPECT_EQ(e.errc(), Errc::no_node);
+    EXPECT_NE(std::string(e.what()).find(kDir), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(this->ensemble_.exists_now(kDir));
 }
 
 TYPED_TEST(LockUnitTest, GrantsInArrivalOrder) {
