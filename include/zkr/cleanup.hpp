@@ -1,0 +1,123 @@
+// zkr/cleanup.hpp: looking at and sweeping a lock root.
+//
+// Locks clean up after themselves: lock directories are container znodes, and
+// a release removes its directory at once when it is empty. What is left to a
+// sweep is what no lock of this library leaves, but others (older libraries,
+// crashed tools, hand-made paths) do:
+//   - empty directories: a container that never had a child is never reaped
+//     by the server, and a persistent one never is;
+//   - orphaned lock nodes: nodes named like lock nodes that no session owns
+//     (ephemeral owner 0), so nothing will ever delete them, and they block
+//     every contender queued behind them.
+// An ephemeral lock node always has a live owner: ZooKeeper deletes a
+// session's ephemeral nodes when the session ends. So a held or waited-on lock
+// is never touched; a directory is removed only by a plain delete, which the
+// server refuses while it has a child.
+//
+// Huge directories are listed once and then worked through page by page, a
+// page of requests in flight at a time. Before any listing, a stat says how
+// many children there are; above `max_children` the call throws
+// ListingTooLarge naming the path and the count, instead of pulling a reply of
+// unbounded size.
+//
+//   zkr::CleanOptions options{.dry_run = true};
+//   options.on_remove = [](const std::string& path, zkr::CleanAction) { std::cout << path << '\n'; };
+//   auto report = zkr::clean_lock_root(client, "/app/locks", options);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "zkr/client.hpp"
+
+namespace zkr {
+
+// A directory has more children than the caller allowed to list.
+class ListingTooLarge : public std::runtime_error {
+ public:
+  ListingTooLarge(std::string path, std::uint64_t children, std::uint64_t limit);
+  const std::string& path() const noexcept { return path_; }
+  std::uint64_t children() const noexcept { return children_; }
+  std::uint64_t limit() const noexcept { return limit_; }
+
+ private:
+  std::string path_;
+  std::uint64_t children_;
+  std::uint64_t limit_;
+};
+
+// Default bound for listings made to show things to people (zkr ls).
+inline constexpr std::uint64_t kDefaultListingLimit = 100'000;
+
+// The children of path, after a stat has shown there are at most max_children.
+// Throws ListingTooLarge above it, KeeperError (no_node, ...) otherwise.
+Children list_children(Keeper& keeper, const std::string& path,
+                       std::uint64_t max_children = kDefaultListingLimit);
+
+// One contender's node in a lock directory.
+struct LockNodeInfo {
+  std::string name;
+  std::string holder_id;            // what the contender wrote: host, pid, thread
+  std::int64_t czxid = 0;           // the fencing token it holds or will hold
+  std::int64_t ctime_ms = 0;        // ms since the epoch, server clock
+  std::int64_t ephemeral_owner = 0; // its session; 0 means nobody owns it
+};
+
+// A lock directory with at least one lock node.
+struct LockInfo {
+  std::string path;                // the directory
+  std::optional<std::string> key;  // decoded from the directory name, when encode_key made it
+  std::vector<LockNodeInfo> queue; // holder first, then waiters in order
+  std::size_t waiters() const noexcept { return queue.empty() ? 0 : queue.size() - 1; }
+};
+
+struct WalkProgress {
+  std::uint64_t directories = 0;  // looked at so far
+  std::uint64_t nodes = 0;        // children looked at so far
+};
+
+struct ScanOptions {
+  std::uint64_t max_children = kDefaultListingLimit;  // per directory listed
+  std::size_t page_size = 1000;                        // requests in flight at a time
+  unsigned max_depth = 4;                              // levels below root (hashed layout uses 2)
+  std::function<void(const WalkProgress&)> on_progress;  // after each page
+};
+
+// Calls on_lock for every lock directory under root (root included), in no
+// particular order. Throws ListingTooLarge, or KeeperError (no_node if root
+// does not exist).
+void scan_locks(Client& client, const std::string& root, const ScanOptions& options,
+                const std::function<void(const LockInfo&)>& on_lock);
+
+enum class CleanAction { empty_directory, orphan_node };
+
+struct CleanOptions {
+  bool dry_run = false;                       // report, remove nothing
+  std::uint64_t max_children = 10'000'000;    // per directory listed
+  std::size_t page_size = 1000;               // requests in flight at a time
+  unsigned max_depth = 4;                     // levels below root
+  bool remove_root = false;                   // also remove root if it ends up empty
+  std::function<void(const WalkProgress&)> on_progress;  // after each page
+  // Each path removed (dry run: that would be), as it goes.
+  std::function<void(const std::string& path, CleanAction action)> on_remove;
+};
+
+struct CleanReport {
+  std::uint64_t directories_seen = 0;
+  std::uint64_t empty_directories = 0;  // removed (or, dry run: would be)
+  std::uint64_t orphan_nodes = 0;       // removed (or, dry run: would be)
+  std::uint64_t live_lock_nodes = 0;    // held or waiting: kept
+  std::uint64_t raced = 0;              // not removed: something appeared under it meanwhile
+  std::chrono::milliseconds elapsed{0};
+};
+
+// Sweeps root as described above. Throws ListingTooLarge, or KeeperError
+// (no_node if root does not exist) for what the Client's retry policy gives up on.
+CleanReport clean_lock_root(Client& client, const std::string& root, const CleanOptions& options = {});
+
+}  // namespace zkr

@@ -1,0 +1,110 @@
+#include "lock_tree.hpp"
+
+#include <algorithm>
+#include <future>
+#include <variant>
+
+#include "lock_driver.hpp"
+#include "zkr/path.hpp"
+
+namespace zkr::detail {
+namespace {
+
+// Nothing here belongs to a session: a new one after an expiry will do.
+constexpr RetryOptions kAnySession{.retry_session_expired = true};
+
+// Every wait has a deadline: a reply that does not come within the session
+// timeout counts as a lost link, which the retry loop handles.
+template <class T>
+Result<T> await(std::future<Result<T>>& reply, const Keeper& keeper, const std::string& path) {
+  if (reply.wait_for(keeper.default_timeout()) != std::future_status::ready)
+    return Result<T>(Errc::operation_timeout, path);
+  return reply.get();
+}
+
+}  // namespace
+
+LockTree::LockTree(Client& client, WalkLimits limits,
+                   std::function<void(const WalkProgress&)> on_progress)
+    : client_(client), limits_(limits), on_progress_(std::move(on_progress)) {
+  if (limits_.page_size == 0) throw std::invalid_argument("page_size must be at least 1");
+}
+
+void LockTree::for_each_page(const std::string& dir,
+                             const std::function<void(std::vector<ChildEntry>&)>& on_page) {
+  auto names = client_.with_retry(
+      [&](Keeper& keeper) { return list_children(keeper, dir, limits_.max_children).names; },
+      kAnySession);
+  std::sort(names.begin(), names.end());  // a stable order for people and for tests
+  ++progress_.directories;
+  for (std::size_t begin = 0; begin < names.size(); begin += limits_.page_size) {
+    const auto end = std::min(names.size(), begin + limits_.page_size);
+    const std::vector<std::string> page_names(names.begin() + static_cast<std::ptrdiff_t>(begin),
+                                              names.begin() + static_cast<std::ptrdiff_t>(end));
+    auto page = look_at(dir, page_names);
+    progress_.nodes += page_names.size();
+    on_page(page);
+    if (on_progress_) on_progress_(progress_);
+  }
+}
+
+std::vector<ChildEntry> LockTree::look_at(const std::string& dir,
+                                          const std::vector<std::string>& names) {
+  // Reads are safe to repeat, so a page that meets a lost connection is simply
+  // asked again, whole.
+  return client_.with_retry([&](Keeper& keeper) {
+    using Reply = std::variant<std::future<Result<NodeData>>, std::future<Result<Stat>>>;
+    std::vector<Reply> replies;
+    replies.reserve(names.size());
+    for (const auto& name : names) {
+      const auto path = join_path(dir, name);
+      if (lock_sequence(name)) replies.emplace_back(keeper.async_get(path));
+      else replies.emplace_back(keeper.async_exists(path));
+    }
+    std::vector<ChildEntry> page;
+    page.reserve(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const auto path = join_path(dir, names[i]);
+      ChildEntry entry;
+      entry.name = names[i];
+      Errc error = Errc::ok;
+      if (auto* get = std::get_if<0>(&replies[i])) {
+        auto reply = await(*get, keeper, path);
+        error = reply.error();
+        if (reply.ok()) {
+          entry.stat = reply.value().stat;
+          entry.data = std::move(reply).value().data;
+          entry.lock_node = true;
+        }
+      } else {
+        auto reply = await(std::get<1>(replies[i]), keeper, path);
+        error = reply.error();
+        if (reply.ok()) entry.stat = reply.value();
+      }
+      if (error == Errc::no_node) continue;  // gone since the listing
+      if (error != Errc::ok) throw KeeperError(error, path, "looking at a child");
+      page.push_back(std::move(entry));
+    }
+    return page;
+  }, kAnySession);
+}
+
+std::vector<Errc> LockTree::remove_all(const std::vector<std::string>& paths) {
+  // A remove repeated after a lost reply answers no_node: callers take that
+  // as gone, which is what they wanted.
+  return client_.with_retry([&](Keeper& keeper) {
+    std::vector<std::future<Result<Empty>>> replies;
+    replies.reserve(paths.size());
+    for (const auto& path : paths) replies.push_back(keeper.async_remove(path));
+    std::vector<Errc> results;
+    results.reserve(paths.size());
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      const auto error = await(replies[i], keeper, paths[i]).error();
+      if (is_connection_error(error)) throw KeeperError(error, paths[i], "removing");
+      results.push_back(error);
+    }
+    return results;
+  }, kAnySession);
+}
+
+}  // namespace zkr::detail

@@ -1,0 +1,247 @@
+// The listing guard, scan_locks and clean_lock_root on the in-memory ensemble:
+// what is removed, what is kept, and what is never sent.
+#include "zkr/cleanup.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+#include <thread>
+
+#include "support/fake_keeper.hpp"
+#include "support/fault_keeper.hpp"
+#include "support/waits.hpp"
+#include "zkr/lock.hpp"
+#include "zkr/lock_factory.hpp"
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+using test::FakeEnsemble;
+using test::Faults;
+using test::OpKind;
+
+constexpr auto kWait = 10s;
+const std::string kRoot = "/locks";
+
+class CleanupTest : public ::testing::Test {
+ protected:
+  static CleanOptions dry_run() {
+    CleanOptions options;
+    options.dry_run = true;
+    return options;
+  }
+
+  CleanupTest() {
+    ClientOptions options;
+    options.connect_string = "127.0.0.1:2181";  // not dialled: the factory is the fake's
+    options.keeper_factory = test::with_faults(ensemble_.factory(), faults_);
+    options.retry_policy = std::make_shared<RetryNTimes>(3, 1ms);
+    client_ = std::make_unique<Client>(options);
+    EXPECT_TRUE(client_->block_until_connected(kWait));
+    raw_ = ensemble_.connect();
+    raw_->create(kRoot);
+  }
+
+  // A leftover as other libraries leave them: an empty directory.
+  void leftover_dir(const std::string& path) {
+    raw_->create_parents(path + "/x");
+  }
+  // A node named like a lock node that no session owns.
+  std::string orphan_node(const std::string& dir) {
+    raw_->create_parents(dir + "/x");
+    return raw_->create(dir + "/_c_0b7c1a62-6f4a-4d1e-9a6c-2a8d1c0e4f55-lock-", "host=gone",
+                        CreateMode::persistent_sequential).path;
+  }
+
+  std::vector<std::string> removed_by(const CleanOptions& base, CleanReport* report = nullptr) {
+    std::vector<std::string> removed;
+    CleanOptions options = base;
+    options.on_remove = [&](const std::string& path, CleanAction) { removed.push_back(path); };
+    auto r = clean_lock_root(*client_, kRoot, options);
+    if (report) *report = r;
+    std::sort(removed.begin(), removed.end());
+    return removed;
+  }
+
+  std::size_t children_requests() const { return children_rule_->fired(); }
+
+  FakeEnsemble ensemble_;
+  std::shared_ptr<Faults> faults_ = std::make_shared<Faults>();
+  // Counts listings: a hook that does nothing, for as many as a test makes.
+  test::FaultRule* children_rule_ = &faults_->on(OpKind::children).after([](auto&) {}).times(1'000'000);
+  std::unique_ptr<Client> client_;
+  std::shared_ptr<Keeper> raw_;
+};
+
+TEST_F(CleanupTest, ListingGuardRefusesABigDirectoryWithoutListingIt) {
+  for (int i = 0; i < 5; ++i) raw_->create(kRoot + "/k" + std::to_string(i));
+  auto keeper = client_->keeper();
+  try {
+    (void)list_children(*keeper, kRoot, 4);
+    FAIL() << "listed 5 children with a limit of 4";
+  } catch (const ListingTooLarge& e) {
+    EXPECT_EQ(e.path(), kRoot);
+    EXPECT_EQ(e.children(), 5u);
+    EXPECT_EQ(e.limit(), 4u);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("/locks"), std::string::npos) << what;
+    EXPECT_NE(what.find("5 children"), std::string::npos) << what;
+  }
+  EXPECT_EQ(children_requests(), 0u);
+  EXPECT_EQ(list_children(*keeper, kRoot, 5).names.size(), 5u);
+  EXPECT_EQ(children_requests(), 1u);
+}
+
+TEST_F(CleanupTest, ListingAMissingDirectoryNamesIt) {
+  auto keeper = client_->keeper();
+  try {
+    (void)list_children(*keeper, "/nowhere");
+    FAIL();
+  } catch (const KeeperError& e) {
+    EXPECT_EQ(e.errc(), Errc::no_node);
+    EXPECT_EQ(e.path(), "/nowhere");
+  }
+}
+
+TEST_F(CleanupTest, RemovesEmptyDirectoriesAndOrphansButNoLiveLock) {
+  LockFactory locks(*client_, kRoot, LockLayout::hashed(4));
+  leftover_dir(locks.path_for("left-1"));
+  leftover_dir(locks.path_for("left-2"));
+  leftover_dir(kRoot + "/plain");
+  const auto orphan = orphan_node(locks.path_for("orphaned"));
+  raw_->create(kRoot + "/config", "someone's data");  // not a lock directory: kept
+
+  auto held = locks.semaphore_mutex("held");
+  ASSERT_TRUE(held->try_acquire());
+  auto waiter = locks.semaphore_mutex("held");
+  std::thread waiting([&] { EXPECT_TRUE(waiter->try_acquire_for(kWait)); });
+  ASSERT_TRUE(test::wait_children(*raw_, locks.path_for("held"),
+                                  [](const auto& names) { return names.size() == 2; }, kWait));
+
+  CleanReport report;
+  const auto removed = removed_by({}, &report);
+  EXPECT_EQ(report.orphan_nodes, 1u);
+  EXPECT_EQ(report.live_lock_nodes, 2u);
+  EXPECT_TRUE(std::binary_search(removed.begin(), removed.end(), orphan));
+  EXPECT_TRUE(std::binary_search(removed.begin(), removed.end(), locks.path_for("left-1")));
+  EXPECT_TRUE(std::binary_search(removed.begin(), removed.end(), kRoot + "/plain"));
+  EXPECT_FALSE(ensemble_.exists_now(locks.path_for("left-1")));
+  EXPECT_FALSE(ensemble_.exists_now(locks.path_for("orphaned")));
+  EXPECT_TRUE(ensemble_.exists_now(kRoot + "/config"));
+  EXPECT_TRUE(ensemble_.exists_now(kRoot));  // the root is the caller's
+  ASSERT_EQ(ensemble_.children_now(locks.path_for("held")).size(), 2u);
+
+  // The queue still works: the waiter gets the lock when the holder lets go.
+  EXPECT_TRUE(held->release());
+  waiting.join();
+  EXPECT_TRUE(waiter->is_acquired_in_this_process());
+  EXPECT_TRUE(waiter->release());
+}
+
+TEST_F(CleanupTest, DryRunReportsTheSamePathsAndRemovesNothing) {
+  for (int i = 0; i < 7; ++i) leftover_dir(kRoot + "/a/k" + std::to_string(i));
+  (void)orphan_node(kRoot + "/b");
+  const auto before = ensemble_.node_count();
+
+  CleanReport dry;
+  const auto would = removed_by(dry_run(), &dry);
+  EXPECT_EQ(ensemble_.node_count(), before);
+  // Post-order: a directory the sweep empties goes too.
+  EXPECT_TRUE(std::binary_search(would.begin(), would.end(), kRoot + "/a"));
+  EXPECT_TRUE(std::binary_search(would.begin(), would.end(), kRoot + "/b"));
+
+  CleanReport real;
+  const auto removed = removed_by({}, &real);
+  EXPECT_EQ(removed, would);
+  EXPECT_EQ(real.empty_directories, dry.empty_directories);
+  EXPECT_EQ(real.orphan_nodes, 1u);
+  EXPECT_TRUE(ensemble_.children_now(kRoot).empty());
+}
+
+TEST_F(CleanupTest, WorksPageByPageOnABigDirectory) {
+  for (int i = 0; i < 25; ++i) leftover_dir(kRoot + "/k" + std::to_string(i));
+  std::vector<std::uint64_t> progress;
+  CleanOptions options;
+  options.page_size = 10;
+  options.on_progress = [&](const WalkProgress& p) { progress.push_back(p.nodes); };
+  CleanReport report;
+  const auto removed = removed_by(options, &report);
+  EXPECT_EQ(removed.size(), 25u);
+  EXPECT_EQ(progress, (std::vector<std::uint64_t>{10, 20, 25}));
+  EXPECT_TRUE(ensemble_.children_now(kRoot).empty());
+}
+
+TEST_F(CleanupTest, RefusesARootAboveItsListingLimit) {
+  for (int i = 0; i < 6; ++i) leftover_dir(kRoot + "/k" + std::to_string(i));
+  CleanOptions options;
+  options.max_children = 5;
+  EXPECT_THROW((void)clean_lock_root(*client_, kRoot, options), ListingTooLarge);
+  EXPECT_EQ(ensemble_.children_now(kRoot).size(), 6u);
+}
+
+TEST_F(CleanupTest, RemovesTheRootOnlyWhenAsked) {
+  leftover_dir(kRoot + "/k");
+  (void)clean_lock_root(*client_, kRoot);
+  EXPECT_TRUE(ensemble_.exists_now(kRoot));
+  CleanOptions options;
+  options.remove_root = true;
+  (void)clean_lock_root(*client_, kRoot, options);
+  EXPECT_FALSE(ensemble_.exists_now(kRoot));
+}
+
+TEST_F(CleanupTest, ADirectoryInUseAgainIsLeftAlone) {
+  leftover_dir(kRoot + "/k");
+  // Between the sweep's look at the directory and its remove, a contender queues in it.
+  auto contender = ensemble_.connect();
+  faults_->on(OpKind::exists, kRoot + "/k").after([&](auto&) {
+    contender->create(kRoot + "/k/_c_0b7c1a62-6f4a-4d1e-9a6c-2a8d1c0e4f55-lock-", "",
+                      CreateMode::ephemeral_sequential);
+  });
+  CleanReport report;
+  const auto removed = removed_by({}, &report);
+  EXPECT_TRUE(removed.empty());
+  EXPECT_EQ(report.raced, 1u);
+  EXPECT_EQ(ensemble_.children_now(kRoot + "/k").size(), 1u);
+}
+
+TEST_F(CleanupTest, ScanShowsHolderWaitersAndKey) {
+  LockOptions named;
+  named.holder_id = "host=h1;pid=1";
+  LockFactory locks(*client_, kRoot, LockLayout::hashed(8), named);
+  auto held = locks.semaphore_mutex("sha256:9f86");
+  ASSERT_TRUE(held->try_acquire());
+  std::vector<std::unique_ptr<InterProcessSemaphoreMutex>> waiters;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    waiters.push_back(locks.semaphore_mutex("sha256:9f86"));
+    threads.emplace_back([&, i] {
+      EXPECT_TRUE(waiters[i]->try_acquire_for(kWait));
+      EXPECT_TRUE(waiters[i]->release());
+    });
+    ASSERT_TRUE(test::wait_children(*raw_, locks.path_for("sha256:9f86"),
+                                    [i](const auto& names) { return names.size() == 2u + i; },
+                                    kWait));
+  }
+  auto other = locks.mutex("plain");
+  ASSERT_TRUE(other->try_acquire());
+
+  std::vector<LockInfo> found;
+  scan_locks(*client_, kRoot, {}, [&](const LockInfo& info) { found.push_back(info); });
+  std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.path < b.path; });
+  ASSERT_EQ(found.size(), 2u);
+  const auto& busy = found[0].key == "sha256:9f86" ? found[0] : found[1];
+  EXPECT_EQ(busy.path, locks.path_for("sha256:9f86"));
+  EXPECT_EQ(busy.waiters(), 2u);
+  EXPECT_EQ(busy.queue.front().holder_id, "host=h1;pid=1");
+  EXPECT_EQ(busy.path + "/" + busy.queue.front().name, held->lease().node_path());
+  EXPECT_EQ(busy.queue.front().czxid, held->lease().fencing_token());
+
+  EXPECT_TRUE(held->release());
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(other->release());
+}
+
+}  // namespace
+}  // namespace zkr
