@@ -61,8 +61,7 @@ int run_workloads(const Options& options) {
   std::cerr << "bench: ensemble " << options.connect << ", root " << options.root
             << (options.quick ? ", quick sizes" : "") << "\n";
 
-  run_floor_workload(ctx);
-  if (options.wants("W1")) run_w1_uncontended(ctx);
+  run_floor_and_w1(ctx, options.wants("W1"));
   if (options.wants("W2")) run_w2_contended(ctx);
   if (options.wants("W3")) run_w3_many_locks(ctx);
   if (options.wants("W4")) run_w4_znode_growth(ctx);

@@ -4,12 +4,9 @@
 #include <zookeeper/zookeeper.h>
 
 #include <condition_variable>
-#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <vector>
-
-#include "progress.hpp"
 
 namespace zkr::bench {
 namespace {
@@ -33,66 +30,70 @@ void on_event(zhandle_t*, int type, int state, const char*, void* context) {
   connection->changed.notify_all();
 }
 
-struct HandleCloser {
-  void operator()(zhandle_t* handle) const { zookeeper_close(handle); }
-};
-using Handle = std::unique_ptr<zhandle_t, HandleCloser>;
-
 std::string error_text(const std::string& what, const std::string& path, int rc) {
-  return what + " " + path + ": " + zerror(rc);
-}
-
-void create_if_missing(zhandle_t* zh, const std::string& path, int flags) {
-  const int rc = zoo_create(zh, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, flags, nullptr, 0);
-  if (rc != ZOK && rc != ZNODEEXISTS) throw std::runtime_error(error_text("floor: creating", path, rc));
+  return "floor: " + what + " " + path + ": " + zerror(rc);
 }
 
 }  // namespace
 
-FloorResult run_floor(const std::string& connect, const std::string& root,
-                      std::chrono::milliseconds duration, std::uint64_t max_cycles) {
+struct Floor::Impl {
+  Connection connection;
+  zhandle_t* zh = nullptr;
+  std::string parent;
+
+  void create_if_missing(const std::string& path, int flags) {
+    const int rc = zoo_create(zh, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, flags, nullptr, 0);
+    if (rc != ZOK && rc != ZNODEEXISTS) throw std::runtime_error(error_text("creating", path, rc));
+  }
+  ~Impl() {
+    if (!zh) return;
+    (void)zoo_delete(zh, parent.c_str(), -1);  // best effort: the sweep of a later run takes it
+    zookeeper_close(zh);
+  }
+};
+
+Floor::Floor(const std::string& connect, const std::string& root) : impl_(std::make_unique<Impl>()) {
   // As quiet as the library's default (warn); the library sets this global
   // level again when it opens its own sessions.
   zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
-  Connection connection;
-  Handle zh(zookeeper_init(connect.c_str(), &on_event, 15000, nullptr, &connection, 0));
-  if (!zh) throw std::runtime_error("floor: zookeeper_init failed for " + connect);
+  impl_->zh = zookeeper_init(connect.c_str(), &on_event, 15000, nullptr, &impl_->connection, 0);
+  if (!impl_->zh) throw std::runtime_error("floor: zookeeper_init failed for " + connect);
   {
-    std::unique_lock lock(connection.mutex);
-    if (!connection.changed.wait_for(lock, kConnectTimeout,
-                                     [&] { return connection.state == ZOO_CONNECTED_STATE; }))
+    auto& c = impl_->connection;
+    std::unique_lock lock(c.mutex);
+    if (!c.changed.wait_for(lock, kConnectTimeout, [&] { return c.state == ZOO_CONNECTED_STATE; }))
       throw std::runtime_error("floor: no connection to " + connect + " within 15 s");
   }
+  impl_->parent = root + "/floor";
+  impl_->create_if_missing(root, ZOO_CONTAINER);
+  impl_->create_if_missing(impl_->parent, ZOO_PERSISTENT);
+}
 
-  const std::string parent = root + "/floor";
-  create_if_missing(zh.get(), root, ZOO_CONTAINER);
-  create_if_missing(zh.get(), parent, ZOO_PERSISTENT);
+Floor::~Floor() = default;
 
+std::uint64_t Floor::cycle_for(std::chrono::milliseconds duration, std::uint64_t max_cycles,
+                               Samples& samples) {
+  zhandle_t* zh = impl_->zh;
+  const std::string& parent = impl_->parent;
   const std::string prefix = parent + "/lock-";
   std::vector<char> created(prefix.size() + 32);
-  FloorResult result;
-  Progress progress("floor cycles", 0);
-  const auto start = Clock::now();
-  const auto deadline = start + duration;
-  for (; result.cycles < max_cycles; ++result.cycles) {
+  const auto deadline = Clock::now() + duration;
+  std::uint64_t cycles = 0;
+  for (; cycles < max_cycles; ++cycles) {
     const auto t0 = Clock::now();
     if (t0 >= deadline) break;
-    int rc = zoo_create(zh.get(), prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE,
-                        ZOO_EPHEMERAL_SEQUENTIAL, created.data(), static_cast<int>(created.size()));
-    if (rc != ZOK) throw std::runtime_error(error_text("floor: creating", prefix, rc));
+    int rc = zoo_create(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                        created.data(), static_cast<int>(created.size()));
+    if (rc != ZOK) throw std::runtime_error(error_text("creating", prefix, rc));
     String_vector children{};
-    rc = zoo_get_children(zh.get(), parent.c_str(), 0, &children);
-    if (rc != ZOK) throw std::runtime_error(error_text("floor: listing", parent, rc));
+    rc = zoo_get_children(zh, parent.c_str(), 0, &children);
+    if (rc != ZOK) throw std::runtime_error(error_text("listing", parent, rc));
     deallocate_String_vector(&children);
-    rc = zoo_delete(zh.get(), created.data(), -1);
-    if (rc != ZOK) throw std::runtime_error(error_text("floor: deleting", created.data(), rc));
-    result.cycle_ms.add(ms_between(t0, Clock::now()));
-    progress.update(result.cycles);
+    rc = zoo_delete(zh, created.data(), -1);
+    if (rc != ZOK) throw std::runtime_error(error_text("deleting", created.data(), rc));
+    samples.add(ms_between(t0, Clock::now()));
   }
-  result.seconds = seconds_since(start);
-  const int rc = zoo_delete(zh.get(), parent.c_str(), -1);
-  if (rc != ZOK && rc != ZNONODE) throw std::runtime_error(error_text("floor: deleting", parent, rc));
-  return result;
+  return cycles;
 }
 
 }  // namespace zkr::bench

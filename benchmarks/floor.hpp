@@ -6,22 +6,30 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "stats.hpp"
 
 namespace zkr::bench {
 
-struct FloorResult {
-  std::uint64_t cycles = 0;
-  double seconds = 0;
-  Samples cycle_ms;
-};
+class Floor {
+ public:
+  // Connects (std::runtime_error after 15 s) and creates root (a container,
+  // which the server reaps once empty) and root/floor.
+  Floor(const std::string& connect, const std::string& root);
+  // Removes root/floor and closes the session.
+  ~Floor();
+  Floor(const Floor&) = delete;
+  Floor& operator=(const Floor&) = delete;
 
-// Cycles on root/floor for `duration` or max_cycles, whichever comes first.
-// root is created as a container if missing (the server reaps it once empty);
-// root/floor is created and removed here. Throws std::runtime_error.
-FloorResult run_floor(const std::string& connect, const std::string& root,
-                      std::chrono::milliseconds duration, std::uint64_t max_cycles);
+  // Runs cycles for `duration` or max_cycles, whichever comes first, adding
+  // each cycle's time to samples; returns how many. Throws std::runtime_error.
+  std::uint64_t cycle_for(std::chrono::milliseconds duration, std::uint64_t max_cycles, Samples& samples);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace zkr::bench

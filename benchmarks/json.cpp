@@ -63,6 +63,10 @@ JsonObject& JsonObject::add(std::string_view key, const JsonObject& value) {
   return raw(key, value.str());
 }
 JsonObject& JsonObject::add_null(std::string_view key) { return raw(key, "null"); }
+JsonObject& JsonObject::append(const JsonObject& other) {
+  fields_.insert(fields_.end(), other.fields_.begin(), other.fields_.end());
+  return *this;
+}
 
 std::string JsonObject::str() const {
   std::string out = "{";

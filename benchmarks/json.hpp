@@ -24,6 +24,8 @@ class JsonObject {
   JsonObject& add(std::string_view key, double value);
   JsonObject& add(std::string_view key, const JsonObject& value);
   JsonObject& add_null(std::string_view key);
+  // Every field of other, after ours.
+  JsonObject& append(const JsonObject& other);
 
   bool empty() const noexcept { return fields_.empty(); }
   const std::vector<std::pair<std::string, std::string>>& fields() const noexcept { return fields_; }

@@ -32,8 +32,7 @@ struct Options {
 
 // Durations and sizes of every workload, from --quick and --max-keys.
 struct Plan {
-  std::chrono::milliseconds floor_duration;
-  std::chrono::milliseconds w1_duration;
+  std::chrono::milliseconds w1_duration;       // the floor's and W1's each
   std::chrono::milliseconds w2_duration;
   unsigned w2_workers;
   std::vector<std::uint64_t> w3_keys;          // K, in sequence

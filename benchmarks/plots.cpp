@@ -55,11 +55,18 @@ std::string common_header(const std::string& png, const std::string& title, cons
          "set output '" + png + "'\n"
          "set title '" + title + "'\n"
          "set xlabel '" + xlabel + "'\n"
-         "set ylabel 'latency (ms)'\n"
-         "set yrange [0:*]\n"
+         "set ylabel 'latency (ms, log scale)'\n"
+         "set logscale y\n"
          "set grid ytics\n"
-         "set key top left\n"
+         "set key top left Left reverse\n"
          "set datafile missing 'NaN'\n";
+}
+
+// The floor's p50 cycle as a flat grey line, or nothing without a floor.
+std::string floor_line(double floor_p50) {
+  if (floor_p50 <= 0) return "\n";
+  return ", \\\n     " + format_number(floor_p50) +
+         " with lines lc rgb 'gray50' lw 1 dt 3 title 'floor p50 (bare C client cycle)'\n";
 }
 
 }  // namespace
@@ -68,7 +75,9 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
   std::vector<std::string> made;
   std::map<std::uint64_t, std::map<std::string, Point>> w4;  // N -> layout -> point
   std::map<std::uint64_t, Point> w5;
+  double floor_p50 = -1;  // drawn as a reference line
   for (const auto& r : records) {
+    if (r.impl == "floor" && r.latency) floor_p50 = r.latency->p50_ms;
     if (r.impl != "zkr" || !r.latency) continue;
     if (r.workload == "W4") w4[n_of(r, "n")][layout_of(r)] = {r.latency->p50_ms, r.latency->p99_ms};
     if (r.workload == "W5") w5[n_of(r, "waiters")] = {r.latency->p50_ms, r.latency->p99_ms};
@@ -99,7 +108,8 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
              "plot '" + dat + "' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'flat p50', \\\n"
              "     '" + dat + "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'flat p99', \\\n"
              "     '" + dat + "' using 0:5 with linespoints lw 2 pt 5 title 'hashed p50', \\\n"
-             "     '" + dat + "' using 0:6 with linespoints lw 1 pt 4 dt 2 title 'hashed p99'\n");
+             "     '" + dat + "' using 0:6 with linespoints lw 1 pt 4 dt 2 title 'hashed p99'" +
+             floor_line(floor_p50));
   }
   if (!w5.empty()) {
     std::string data = "# N  label  p50 p99 (ms)\n";
@@ -110,7 +120,8 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
          common_header("w5.png", "W5: hand-off latency vs waiters queued behind the receiver",
                        "waiters (N)") +
              "plot '" + dat + "' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'p50', \\\n"
-             "     '" + dat + "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'p99'\n");
+             "     '" + dat + "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'p99'" +
+             floor_line(floor_p50));
   }
   return made;
 }

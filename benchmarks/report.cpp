@@ -59,15 +59,7 @@ std::string Reporter::json_of(const Record& r) const {
     o.add("x_floor_rate", r.ops_per_sec() / *floor_rate_);
   if (r.impl != "floor" && floor_p50_ && *floor_p50_ > 0 && r.latency)
     o.add("x_floor_p50", r.latency->p50_ms / *floor_p50_);
-  std::string line = o.str();
-  if (!r.extra.empty()) {
-    // Splice the workload's own fields in after the common ones.
-    const std::string extra = r.extra.str();
-    line.pop_back();
-    line += ',';
-    line += extra.substr(1);
-  }
-  return line;
+  return o.append(r.extra).str();  // the workload's own fields after the common ones
 }
 
 void Reporter::add(Record record) {

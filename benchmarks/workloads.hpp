@@ -6,8 +6,9 @@
 
 namespace zkr::bench {
 
-void run_floor_workload(Context& ctx);  // first: the others are shown as ratios to it
-void run_w1_uncontended(Context& ctx);
+// First: the others are shown as ratios to the floor. With W1, the two run in
+// alternating slices.
+void run_floor_and_w1(Context& ctx, bool with_w1);
 void run_w2_contended(Context& ctx);
 void run_w3_many_locks(Context& ctx);
 void run_w4_znode_growth(Context& ctx);
