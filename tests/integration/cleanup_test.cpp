@@ -1,0 +1,165 @@
+// Cleanup on the live ensemble: locks leave nothing behind, contenders racing
+// a directory's removal never hang, and the cleaner sweeps what others left
+// without touching a held lock.
+#include "zkr/cleanup.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "support/ensemble.hpp"
+#include "support/waits.hpp"
+#include "zkr/lock.hpp"
+#include "zkr/lock_factory.hpp"
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto kWait = 30s;  // bound on every wait; healthy runs take milliseconds
+
+class CleanupIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ZKR_REQUIRE_ENSEMBLE();
+    root_ = test::unique_path("cleanup");
+  }
+
+  Client& client() {
+    ClientOptions options;
+    options.connect_string = test::connect_string();
+    options.session_timeout = 6s;
+    options.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 10, 1s);
+    clients_.push_back(std::make_unique<Client>(options));
+    EXPECT_TRUE(clients_.back()->block_until_connected(kWait));
+    return *clients_.back();
+  }
+
+  std::string root_;
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+// The fake hides container marks because the real server does: pin that.
+TEST_F(CleanupIntegrationTest, ContainersLookPersistentToClients) {
+  auto keeper = client().keeper();
+  const auto created = keeper->create(root_, "", CreateMode::container);
+  EXPECT_EQ(created.stat.ephemeral_owner, 0);
+  EXPECT_EQ(keeper->children(root_).stat.ephemeral_owner, 0);
+  keeper->remove(root_);
+}
+
+TEST_F(CleanupIntegrationTest, DistinctKeysLockedOnceLeaveNothingBehind) {
+  auto& c = client();
+  LockFactory locks(c, root_, LockLayout::hashed(16));
+  constexpr int kKeys = 300;
+  for (int i = 0; i < kKeys; ++i) {
+    auto lock = locks.semaphore_mutex("key-" + std::to_string(i));
+    ASSERT_TRUE(lock->try_acquire_for(kWait));
+    ASSERT_TRUE(lock->release());
+  }
+  // The key directories went with their releases...
+  std::size_t found = 0;
+  scan_locks(c, root_, {}, [&](const LockInfo&) { ++found; });
+  EXPECT_EQ(found, 0u);
+  auto keeper = c.keeper();
+  for (const auto& bucket : keeper->children(root_).names)
+    EXPECT_EQ(keeper->children(root_ + "/" + bucket).names.size(), 0u) << bucket;
+  // ...and the server reaps the containers above them (every second here).
+  EXPECT_TRUE(test::wait_gone(*keeper, root_, kWait)) << root_ << " still there";
+}
+
+// Every release removes the directory while others create it again: no
+// acquire may hang or fail, and no two contenders may hold at once.
+TEST_F(CleanupIntegrationTest, ContendersRacingTheDirectoryRemovalNeverHang) {
+  constexpr int kContenders = 4;
+  constexpr int kCycles = 60;
+  const std::string dir = root_ + "/key";
+  std::atomic<int> holders{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> acquired{0};
+  std::vector<Client*> sessions;
+  for (int i = 0; i < kContenders; ++i) sessions.push_back(&client());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kContenders; ++i) {
+    threads.emplace_back([&, i] {
+      InterProcessSemaphoreMutex lock(*sessions[i], dir);
+      for (int n = 0; n < kCycles; ++n) {
+        if (!lock.try_acquire_for(kWait)) return;  // counted below
+        if (holders.fetch_add(1) != 0) ++overlaps;
+        ++acquired;
+        holders.fetch_sub(1);
+        EXPECT_TRUE(lock.release());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(acquired.load(), kContenders * kCycles);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_FALSE(sessions[0]->keeper()->exists(dir)) << "the last release left " << dir;
+}
+
+TEST_F(CleanupIntegrationTest, CleanerSweepsLeftoversAndLeavesHeldLocksAlone) {
+  auto& c = client();
+  auto keeper = c.keeper();
+  // What other libraries leave: empty directories (persistent, and containers
+  // that never had a child, which the server never reaps), and a lock-named
+  // node no session owns.
+  for (int i = 0; i < 40; ++i)
+    keeper->create_parents(root_ + "/b" + std::to_string(i % 4) + "/k" + std::to_string(i) + "/x",
+                           i % 2 ? CreateMode::container : CreateMode::persistent);
+  const auto orphan = keeper->create(root_ + "/b0/k0/_c_6f0e2b1a-0d8c-4a7e-9b3f-1c2d3e4f5a6b-lock-",
+                                     "host=gone", CreateMode::persistent_sequential).path;
+  InterProcessMutex held(client(), root_ + "/b1/held");
+  ASSERT_TRUE(held.try_acquire_for(kWait));
+
+  CleanOptions dry;
+  dry.dry_run = true;
+  std::vector<std::string> would;
+  dry.on_remove = [&](const std::string& path, CleanAction) { would.push_back(path); };
+  const auto dry_report = clean_lock_root(c, root_, dry);
+  EXPECT_EQ(dry_report.orphan_nodes, 1u);
+  EXPECT_EQ(dry_report.live_lock_nodes, 1u);
+  EXPECT_TRUE(keeper->exists(orphan)) << "a dry run removed something";
+  EXPECT_EQ(keeper->children(root_).names.size(), 4u);
+
+  std::vector<std::string> removed;
+  CleanOptions real;
+  real.page_size = 7;
+  real.on_remove = [&](const std::string& path, CleanAction) { removed.push_back(path); };
+  const auto report = clean_lock_root(c, root_, real);
+  std::sort(would.begin(), would.end());
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, would);
+  EXPECT_EQ(report.orphan_nodes, 1u);
+  EXPECT_EQ(report.empty_directories, 40u + 3u);  // every k, and the buckets but b1
+  EXPECT_FALSE(keeper->exists(orphan));
+  EXPECT_EQ(keeper->children(root_).names, std::vector<std::string>{"b1"});
+  EXPECT_FALSE(held.lease().lost());
+  EXPECT_EQ(keeper->children(root_ + "/b1/held").names.size(), 1u);
+  EXPECT_TRUE(held.release());
+}
+
+TEST_F(CleanupIntegrationTest, ListingGuardNamesThePathAndTheCount) {
+  auto keeper = client().keeper();
+  keeper->create(root_);
+  std::vector<std::future<Result<Created>>> creates;
+  for (int i = 0; i < 50; ++i)
+    creates.push_back(keeper->async_create(root_ + "/k" + std::to_string(i), "", CreateMode::persistent));
+  for (auto& f : creates) ASSERT_TRUE(f.get().ok());
+  try {
+    (void)list_children(*keeper, root_, 10);
+    FAIL() << "listed 50 children with a limit of 10";
+  } catch (const ListingTooLarge& e) {
+    EXPECT_EQ(e.children(), 50u);
+    EXPECT_NE(std::string(e.what()).find(root_), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(list_children(*keeper, root_, 50).names.size(), 50u);
+  CleanOptions options;
+  options.remove_root = true;
+  EXPECT_EQ(clean_lock_root(*clients_.front(), root_, options).empty_directories, 51u);
+  EXPECT_FALSE(keeper->exists(root_));
+}
+
+}  // namespace
+}  // namespace zkr
