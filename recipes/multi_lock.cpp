@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
+
 namespace zkr {
 
 using Clock = std::chrono::steady_clock;
 
 MultiLock::MultiLock(Client& client, std::vector<std::string> paths, LockOptions options)
-    : paths_(std::move(paths)) {
+    : client_(client), paths_(std::move(paths)) {
   if (paths_.empty()) throw std::invalid_argument("MultiLock needs at least one path");
   // The canonical order: every MultiLock takes shared paths in the same order.
   std::sort(paths_.begin(), paths_.end());
@@ -20,21 +22,59 @@ MultiLock::MultiLock(Client& client, std::vector<std::string> paths, LockOptions
 MultiLock::~MultiLock() = default;  // each InterProcessMutex releases what it holds
 
 bool MultiLock::take(std::optional<Clock::time_point> deadline) {
+  // Each round ends holding all, holding none, or having found a lease lost
+  // while we waited for a later lock: then it gives everything back and goes
+  // again. A round is lost only to a session ending, so a few will do.
+  for (int round = 0; round < kMaxRounds; ++round) {
+    switch (take_once(deadline)) {
+      case Outcome::held: return true;
+      case Outcome::timed_out: return false;
+      case Outcome::lease_lost: continue;
+    }
+  }
+  throw KeeperError(Errc::session_expired, paths_.front(),
+                    "MultiLock: every round lost a lock before the last was granted");
+}
+
+MultiLock::Outcome MultiLock::take_once(std::optional<Clock::time_point> deadline) {
   std::size_t taken = 0;
+  auto give_back = [&] {
+    // Last first, so nobody waits on a partial set.
+    while (taken > 0) locks_[--taken]->release();
+  };
   try {
     for (; taken < locks_.size(); ++taken) {
       auto& lock = *locks_[taken];
       const bool got = deadline ? lock.try_acquire_until(*deadline) : (lock.acquire(), true);
-      if (!got) break;
+      if (!got) {
+        give_back();
+        return Outcome::timed_out;
+      }
+      // While we waited for this one, our session may have ended and taken
+      // the earlier locks' nodes with it: each lock requeues in the new
+      // session on its own, so a set spanning two sessions is no set at all
+      // (another process may hold an earlier lock by now).
+      if (!all_current(taken + 1)) {
+        client_.logger().info("MultiLock: a lock was lost while taking the next; starting over");
+        ++taken;
+        give_back();
+        return Outcome::lease_lost;
+      }
     }
   } catch (...) {
-    while (taken > 0) locks_[--taken]->release();
+    give_back();
     throw;
   }
-  if (taken == locks_.size()) return true;
-  // Give back what we took, last first, so nobody waits on a partial set.
-  while (taken > 0) locks_[--taken]->release();
-  return false;
+  return Outcome::held;
+}
+
+bool MultiLock::all_current(std::size_t n) const {
+  const auto epoch = client_.session_epoch();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& lease = locks_[i]->lease();
+    if (lease.lost() || lease.session_epoch() != epoch) return false;
+  }
+  return true;
 }
 
 void MultiLock::acquire() { (void)take(std::nullopt); }

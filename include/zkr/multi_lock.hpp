@@ -4,7 +4,9 @@
 // caller gave, so MultiLocks over {A, B} and {B, A} cannot deadlock; one
 // deadline covers them all; and a failure part way gives back everything
 // already taken. Each path is an InterProcessMutex, so the thread that
-// acquired releases.
+// acquired releases. All leases of a granted set belong to one session: if
+// the session ends while the set is being taken (the earlier locks' nodes go
+// with it), everything is given back and taken again, within the deadline.
 //
 //   zkr::MultiLock both(client, {"/locks/train/7", "/locks/yard/north"});
 //   if (both.try_acquire_for(5s)) {
@@ -48,8 +50,13 @@ class MultiLock : public detail::StandardLockable<MultiLock> {
 
 
  private:
+  enum class Outcome { held, timed_out, lease_lost };
+  static constexpr int kMaxRounds = 16;
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+  Outcome take_once(std::optional<std::chrono::steady_clock::time_point> deadline);
+  bool all_current(std::size_t n) const;  // the first n leases: not lost, this session
 
+  Client& client_;
   std::vector<std::string> paths_;
   std::vector<std::unique_ptr<InterProcessMutex>> locks_;  // in paths_ order
 };

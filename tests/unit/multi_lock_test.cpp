@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "support/fake_keeper.hpp"
+#include "support/waits.hpp"
 #include "zkr/multi_lock.hpp"
 
 namespace zkr {
@@ -52,6 +53,37 @@ TEST_F(MultiLockTest, RollsBackCompletelyWhenOnePathIsTaken) {
   b.release();
   EXPECT_TRUE(both.try_acquire_for(5s));
   both.release();
+}
+
+// Found by the chaos suite: the session ends after the first lock is taken
+// and while the second is awaited; the first lock's node goes with it and
+// another client takes that lock. The set must not be granted then.
+TEST_F(MultiLockTest, ASessionLostWhileTakingTheSetIsNeverGrantedHalfLost) {
+  auto& mine = client();
+  InterProcessMutex other_b(client(), "/l/b");
+  ASSERT_TRUE(other_b.try_acquire());
+  MultiLock both(mine, {"/l/a", "/l/b"});
+  std::atomic<bool> granted{false};
+  std::thread taking([&] {
+    granted = both.try_acquire_for(5s);
+    if (granted) {
+      EXPECT_TRUE(both.release());
+    }
+  });
+  ASSERT_TRUE(test::wait_children(*ensemble_.connect(), "/l/b",
+                                  [](const auto& n) { return n.size() == 2; }, 5s));
+  ensemble_.expire(mine.keeper()->session_id());
+  InterProcessMutex other_a(client(), "/l/a");
+  ASSERT_TRUE(other_a.try_acquire_for(5s));  // the lock the set had taken first
+  other_b.release();  // the set's wait for b ends, in its new session
+  // It must not hold {a, b} while other_a holds a: it starts over and waits
+  // for a; when other_a lets go, it gets both.
+  EXPECT_TRUE(test::wait_children(*ensemble_.connect(), "/l/a",
+                                  [](const auto& n) { return n.size() == 2; }, 5s));
+  EXPECT_FALSE(granted.load());
+  other_a.release();
+  taking.join();
+  EXPECT_TRUE(granted.load());
 }
 
 TEST_F(MultiLockTest, OppositeOrdersDoNotDeadlock) {
