@@ -8,6 +8,7 @@
 //             [--session-timeout-ms 4000] [--faults all|none|kind,kind...]
 //             [--out DIR] [--keep] [--broken nolock|unguarded --expect-violations]
 //             [--expose-known-bugs]
+//   zkr-chaos --check RUN_DIR     judge a finished run's records again
 //
 // Exit: 0 no violation, no orphan, no problem; 1 otherwise; 2 bad usage;
 // 3 the run could not be carried out; 130 interrupted. With
@@ -74,6 +75,7 @@ struct Options {
   std::string broken = "none";
   bool expect_violations = false;
   bool expose_known_bugs = false;
+  std::string check_dir;  // --check: only run the checker on a finished run's records
 };
 
 std::int64_t integer(const std::string& text, const std::string& name) {
@@ -96,7 +98,7 @@ Options parse(int argc, char** argv) {
                                   "[--threads N] [--keys N] [--session-timeout-ms N] "
                                   "[--faults all|none|k1,k2] [--out DIR] [--keep] "
                                   "[--broken nolock|unguarded] [--expect-violations] "
-                                  "[--expose-known-bugs]");
+                                  "[--expose-known-bugs] | --check RUN_DIR");
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--seconds") o.seconds = static_cast<int>(integer(value, flag));
@@ -106,6 +108,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--keys") o.keys = static_cast<int>(integer(value, flag));
     else if (flag == "--session-timeout-ms") o.session_timeout = milliseconds(integer(value, flag));
     else if (flag == "--out") o.out = value;
+    else if (flag == "--check") o.check_dir = value;
     else if (flag == "--broken") o.broken = value;
     else if (flag == "--faults") {
       o.faults.clear();
@@ -255,13 +258,14 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   // Faults start once the workers are at work: the first write anywhere.
   {
     const auto deadline = Clock::now() + 60s;
-    auto keeper = client.keeper_when_connected();
+    const auto counter = kRoot + "/data/" + keys[0] + "/counter";
     while (Clock::now() < deadline && !interrupted) {
       auto changed = std::make_shared<zkr::test::Latch>();
-      if (read_int(*keeper, kRoot + "/data/" + keys[0] + "/counter") > 0) break;
-      (void)keeper->get(kRoot + "/data/" + keys[0] + "/counter",
-                        [changed](const zkr::WatchEvent&) { changed->open(); });
-      (void)changed->wait(1s);
+      const auto value = client.with_retry([&](zkr::Keeper& k) {
+        return std::stoll(k.get(counter, [changed](const zkr::WatchEvent&) { changed->open(); }).data);
+      });
+      if (value > 0) break;
+      (void)changed->wait(1s);  // re-read at least every second: Ctrl-C, the deadline
     }
   }
 
@@ -330,6 +334,20 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     std::cerr << "zkr-chaos: " << e.what() << "\n";
     return 2;
+  }
+  if (!o.check_dir.empty()) {
+    // The checker needs nothing but the records: judge a finished run again.
+    try {
+      const auto result = chaos::check(chaos::load_run(o.check_dir));
+      chaos::RunInfo info;
+      info.dir = o.check_dir;
+      info.broken = "none";
+      std::cout << chaos::format_report(info, result);
+      return result.ok() ? 0 : 1;
+    } catch (const std::exception& e) {
+      std::cerr << "zkr-chaos: " << e.what() << "\n";
+      return 3;
+    }
   }
   if (!o.seed_given) o.seed = std::random_device{}() % 1'000'000'000;
   std::string dir = o.out;

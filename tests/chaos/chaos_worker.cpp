@@ -289,6 +289,13 @@ class Worker {
       return false;
     }
     const auto sent = monotonic_ns();
+    // The intent first: if this process is killed before the reply, the
+    // write is still on record (its outcome unknown), and the checker can
+    // explain the counter value it may have left behind.
+    log_.write("wsend", {{"op", op}, {"n", std::to_string(n)}, {"sent", std::to_string(sent)},
+                         {"values", zkr::chaos::format_key_ints(values)},
+                         {"tokens", zkr::chaos::format_key_ints(tokens)}, {"late", late ? "1" : "0"}},
+               sent);
     zkr::MultiResult result;
     if (leases.empty() || config_.broken == "unguarded")
       result = keeper->try_multi(std::move(ops));

@@ -96,6 +96,7 @@ class Checker {
     origin_ = kNever;
     for (const auto& [id, op] : ops_) origin_ = std::min(origin_, op.acq_at);
     if (origin_ == kNever) origin_ = 0;
+    count_writes();
     check_holds();
     check_counters();
     check_acquires();
@@ -180,23 +181,21 @@ class Checker {
           if (!op.first_lost.count(key)) op.first_lost[key] = {e.at, e.get("why")};
         } else if (e.name == "exit") {
           op.exit_at = e.at;
-        } else if (e.name == "write") {
+        } else if (e.name == "wsend" || e.name == "write") {
+          // wsend: the intent, before the request; write: the outcome. A
+          // wsend with no write (the process was killed) stays unknown.
           Write w;
           w.op = id;
           w.n = static_cast<int>(e.integer("n"));
           w.sent = e.integer("sent");
-          w.result = e.get("result");
-          w.err = e.get("err");
+          w.result = e.name == "write" ? e.get("result") : "unknown";
+          w.err = e.name == "write" ? e.get("err") : "no_outcome_recorded";
           w.late = e.get("late") == "1";
           for (const auto& [k, v] : parse_key_ints(e.get("values"))) w.values[k] = v;
-          if (w.result == "ok") ++result_.writes_accepted;
-          else if (w.result == "rejected") ++result_.writes_rejected;
-          else ++result_.writes_unknown;
-          if (w.late) {
-            ++result_.late_writes;
-            if (w.result == "rejected") ++result_.late_rejected;
-          }
-          op.writes.push_back(std::move(w));
+          const auto same = std::find_if(op.writes.begin(), op.writes.end(),
+                                         [&](const Write& x) { return x.n == w.n; });
+          if (same == op.writes.end()) op.writes.push_back(std::move(w));
+          else *same = std::move(w);
         }
       } catch (const std::exception& x) {
         result_.problems.push_back(source + ":" + std::to_string(e.line) + ": " + x.what());
@@ -219,6 +218,20 @@ class Checker {
 
   std::string describe(const Op& op) const {
     return "op " + op.id + " (" + op.kind + ", pid " + std::to_string(op.pid) + ")";
+  }
+
+  void count_writes() {
+    for (const auto& [id, op] : ops_) {
+      for (const auto& w : op.writes) {
+        if (w.result == "ok") ++result_.writes_accepted;
+        else if (w.result == "rejected") ++result_.writes_rejected;
+        else ++result_.writes_unknown;
+        if (w.late) {
+          ++result_.late_writes;
+          if (w.result == "rejected") ++result_.late_rejected;
+        }
+      }
+    }
   }
 
   void check_holds() {

@@ -105,6 +105,20 @@ TEST(ChaosChecker, UnknownWriteFillsAGapOnlyIfNeeded) {
   EXPECT_EQ(bad.violations.count("lost_update"), 1u);
 }
 
+TEST(ChaosChecker, WriteOfAKilledProcessIsUnknownNotMissing) {
+  // b was killed after sending its write (no outcome on record), which the
+  // server applied: the counter shows it, and that is no lost update.
+  std::vector<Event> b{ev(20, "acq op=b kind=mutex keys=k0 deadline=" + deadline(1020)),
+                       ev(21, "enter op=b tokens=k0:200"),
+                       ev(22, "wsend op=b n=0 sent=" + sent(22) + " values=k0:2 tokens=k0:200 late=0")};
+  auto in = input({worker(1, hold("a", 10, 100, 1)), worker(2, b)}, 2, 200);
+  in.nemesis.push_back(ev(23, "cut pid=2 why=kill_worker from=" + sent(23) + " to=" + sent(23)));
+  const auto r = check(in);
+  EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
+  EXPECT_EQ(r.writes_unknown, 1);
+  EXPECT_EQ(r.unknown_applied, 1);
+}
+
 TEST(ChaosChecker, FinalTokenMustBeTheLastWritersToken) {
   const auto r = check(input({worker(1, hold("a", 10, 100, 1))}, 1, 99));
   EXPECT_EQ(r.violations.count("final_token"), 1u);
