@@ -131,7 +131,7 @@ class Attempt {
  private:
   void bind_session() {
     await_session_after(after_epoch_);
-    auto keeper = client_.keeper_when_connected();
+    auto keeper = deadline_ ? client_.keeper_when_connected(*deadline_) : client_.keeper_when_connected();
     const auto epoch = client_.session_epoch();
     client_.logger().debug("lock {}: attempt on session epoch {} (0x{:x})", lock_.dir_, epoch,
                            keeper->session_id());
@@ -148,7 +148,7 @@ class Attempt {
   // keeper is still the dead one. Binding to it would only fail again.
   void await_session_after(std::uint64_t epoch) {
     if (epoch == 0) return;
-    const auto until = Clock::now() + client_.options().connection_timeout;
+    const auto until = bounded(Clock::now() + client_.options().connection_timeout);
     while (client_.session_epoch() <= epoch) {
       // The Client announces lost after moving to the next epoch: a state wakes us.
       if (!signal_->wait_until(until))
@@ -158,13 +158,28 @@ class Attempt {
     }
   }
 
-  // Waits for one reply, at most a session timeout: past that the link is as
-  // good as lost, and the retry loop decides.
+  // Waits for one reply, at most a session timeout (past that the link is as
+  // good as lost, and the retry loop decides), and never more than a session
+  // timeout past our deadline: the deadline is for waiting on other holders,
+  // but a round trip under way may finish, so that try_acquire() still gets
+  // its one attempt. (What a request we stop waiting for may have created,
+  // abandon() deletes.)
   template <class T>
   Result<T> await(std::future<Result<T>> reply, const std::string& path) {
-    if (reply.wait_for(keeper_->default_timeout()) != std::future_status::ready)
+    const auto timeout = keeper_->default_timeout();
+    auto until = Clock::now() + timeout;
+    if (deadline_) until = std::min(until, *deadline_ + timeout);
+    return await_until(std::move(reply), path, until);
+  }
+  template <class T>
+  Result<T> await_until(std::future<Result<T>> reply, const std::string& path,
+                        Clock::time_point until) {
+    if (reply.wait_until(until) != std::future_status::ready)
       return Result<T>(Errc::operation_timeout, path);
     return reply.get();
+  }
+  Clock::time_point bounded(Clock::time_point t) const {
+    return deadline_ ? std::min(t, *deadline_) : t;
   }
 
   std::string prefix_path() const { return join_path(lock_.dir_, protected_lock_prefix(guid_)); }
@@ -414,7 +429,10 @@ class Attempt {
 
   bool remove_now(const std::string& path) {
     if (!keeper_ || client_.session_epoch() != epoch_ || !client_.is_connected()) return false;
-    const auto removed = await(keeper_->async_remove(path), path);
+    // Cleaning up may take a round trip past the deadline: better than
+    // leaving a node in the queue for the background to find.
+    const auto removed = await_until(keeper_->async_remove(path), path,
+                                     Clock::now() + keeper_->default_timeout());
     return removed.ok() || removed.error() == Errc::no_node;
   }
 

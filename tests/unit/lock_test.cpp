@@ -156,6 +156,27 @@ TYPED_TEST(LockUnitTest, ContenderThatAlwaysLosesTheDirectoryRaceFailsInsteadOfH
   EXPECT_FALSE(this->ensemble_.exists_now(kDir));
 }
 
+// A timed acquire returns by its deadline while the link is down, not a
+// connection_timeout later.
+TYPED_TEST(LockUnitTest, TimedAcquireWithoutALinkReturnsByItsDeadline) {
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  // The link drops right after our create is applied: the listing fails, and
+  // the retry has to wait for a connection.
+  const auto session = this->session_of(a);
+  a.faults->on(test::OpKind::create, kDir + "/").after([&](auto&) {
+    this->ensemble_.disconnect(session);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(lock->try_acquire_for(300ms));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, 2s) << "the Client's connection_timeout is "
+                      << a.client->options().connection_timeout.count() << " ms";
+  this->ensemble_.reconnect(session);
+  // The node whose reply was lost goes in the background once the link is back.
+  EXPECT_TRUE(test::wait_children(this->raw(), kDir, [](const auto& n) { return n.empty(); }, kWait));
+}
+
 TYPED_TEST(LockUnitTest, GrantsInArrivalOrder) {
   auto& holder = this->contender();
   auto first = this->lock_for(holder);
