@@ -7,7 +7,6 @@
 //   zkr-chaos [--seconds 75] [--seed S] [--workers 4] [--threads 2] [--keys 3]
 //             [--session-timeout-ms 4000] [--faults all|none|kind,kind...]
 //             [--out DIR] [--keep] [--broken nolock|unguarded --expect-violations]
-//             [--expose-known-bugs]
 //   zkr-chaos --check RUN_DIR     judge a finished run's records again
 //
 // Exit: 0 no violation, no orphan, no problem; 1 otherwise; 2 bad usage;
@@ -74,7 +73,6 @@ struct Options {
   bool keep = false;
   std::string broken = "none";
   bool expect_violations = false;
-  bool expose_known_bugs = false;
   std::string check_dir;  // --check: only run the checker on a finished run's records
 };
 
@@ -92,13 +90,12 @@ Options parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--keep") { o.keep = true; continue; }
     if (flag == "--expect-violations") { o.expect_violations = true; continue; }
-    if (flag == "--expose-known-bugs") { o.expose_known_bugs = true; continue; }
     if (flag == "-h" || flag == "--help")
       throw std::invalid_argument("usage: zkr-chaos [--seconds N] [--seed S] [--workers N] "
                                   "[--threads N] [--keys N] [--session-timeout-ms N] "
                                   "[--faults all|none|k1,k2] [--out DIR] [--keep] "
                                   "[--broken nolock|unguarded] [--expect-violations] "
-                                  "[--expose-known-bugs] | --check RUN_DIR");
+                                  "| --check RUN_DIR");
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--seconds") o.seconds = static_cast<int>(integer(value, flag));
@@ -251,7 +248,6 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   settings.seconds = o.seconds + 300;  // a backstop only: the runner stops them
   settings.session_timeout = o.session_timeout;
   settings.broken = o.broken;
-  settings.expose_known_bugs = o.expose_known_bugs;
   chaos::WorkerPool pool(settings);
   pool.start_all();
 

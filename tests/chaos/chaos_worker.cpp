@@ -27,7 +27,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdio>
@@ -71,7 +70,6 @@ struct Config {
   std::string sessions_path;
   std::string broken = "none";
   std::string stderr_path;
-  bool expose_known_bugs = false;
 };
 
 std::int64_t integer(const std::string& text, const std::string& name) {
@@ -106,7 +104,6 @@ Config parse(int argc, char** argv) {
     else if (flag == "--sessions") c.sessions_path = value;
     else if (flag == "--broken") c.broken = value;
     else if (flag == "--stderr") c.stderr_path = value;
-    else if (flag == "--expose-known-bugs") c.expose_known_bugs = value == "1";
     else throw std::invalid_argument("unknown option " + flag);
   }
   if (c.connect.empty() || c.keys.size() < 2 || c.log_path.empty() || c.sessions_path.empty() ||
@@ -211,19 +208,6 @@ class Worker {
       return;
     }
     const auto leases = hold.leases();
-    if (hold.multi && !config_.expose_known_bugs &&
-        std::any_of(leases.begin(), leases.end(), [](const auto& l) { return l.lost(); })) {
-      // KNOWN BUG (MultiLock, found by this suite, README.md): a MultiLock
-      // whose session expires after it took its first lock and while it waits
-      // for the next one requeues only the lock it waits for, then returns
-      // true with the first lease already lost, while another process may
-      // hold that lock. Until it is fixed, treat such a grant as a failed
-      // acquire here; --expose-known-bugs takes it as granted, and the
-      // checker then reports the overlap.
-      log_.write("noacq", {{"op", op}, {"why", "known_bug_multi_lost_on_grant"}});
-      hold.release();
-      return;
-    }
     std::vector<std::pair<std::string, std::int64_t>> tokens;
     for (std::size_t i = 0; i < keys.size(); ++i)
       tokens.emplace_back(keys[i], leases.empty() ? 0 : leases[i].fencing_token());

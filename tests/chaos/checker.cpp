@@ -168,7 +168,6 @@ class Checker {
           op.returned_at = e.at;
           const auto& why = e.get("why");
           if (why == "timeout") ++result_.timeouts;
-          else if (why.starts_with("known_bug_")) ++result_.known_bugs[why.substr(10)];
           else ++result_.acquire_errors;
         } else if (e.name == "enter") {
           op.returned_at = e.at;

@@ -62,8 +62,6 @@ struct CheckResult {
   std::int64_t acquisitions = 0;  // granted
   std::int64_t timeouts = 0;
   std::int64_t acquire_errors = 0;
-  // Grants a worker refused because of a known library bug (README.md).
-  std::map<std::string, std::int64_t> known_bugs;
   std::int64_t writes_accepted = 0;
   std::int64_t writes_rejected = 0;
   std::int64_t writes_unknown = 0;

@@ -40,11 +40,6 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
   out << "violations           " << r.violation_count();
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";
-  if (!r.known_bugs.empty()) {
-    out << "known bugs           ";
-    for (const auto& [bug, n] : r.known_bugs) out << bug << "=" << n << " ";
-    out << "(grants refused by the workers; --expose-known-bugs to let the checker see them)\n";
-  }
   out << "orphaned znodes      " << r.orphans.size() << "\n";
   out << "longest stall        " << static_cast<double>(r.longest_stall_ns) / 1e6 << " ms ("
       << r.longest_stall_where << ")\n";

@@ -34,8 +34,7 @@ void WorkerPool::spawn(int slot_index) {
       "--seconds", std::to_string(settings_.seconds), "--session-timeout-ms",
       std::to_string(settings_.session_timeout.count()), "--log", stem + ".log", "--sessions",
       settings_.dir + "/sessions-" + std::to_string(slot_index) + "-" + std::to_string(slot.gen) + ".txt",
-      "--stderr", stem + ".stderr", "--broken", settings_.broken,
-      "--expose-known-bugs", settings_.expose_known_bugs ? "1" : "0"};
+      "--stderr", stem + ".stderr", "--broken", settings_.broken};
   slot.process = std::make_unique<test::ChildProcess>(argv);
 }
 

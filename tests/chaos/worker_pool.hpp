@@ -33,7 +33,6 @@ struct WorkerSettings {
   int seconds = 600;  // a worker's own bound, far past the run
   std::chrono::milliseconds session_timeout{4000};
   std::string broken = "none";
-  bool expose_known_bugs = false;
 };
 
 class WorkerPool {
