@@ -47,7 +47,12 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr auto kWait = 30s;        // for a condition that should hold in well under a second
-constexpr auto kProcessWait = 60s; // for a zkr run to end
+constexpr auto kProcessWait = 90s; // for a zkr run to end
+// zkr's own connect deadline in these tests: generous, because the machine
+// running them may be loaded (once, under a load average of 10, a zkr run
+// failed to queue within 30 s and its reason went unseen; failures now show
+// zkr's stderr).
+constexpr const char* kConnectTimeout = "45s";
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -333,7 +338,7 @@ class ZkrCliTest : public ::testing::Test {
   // `zkr lock PATH OPTIONS -- sh -c SCRIPT`, with the ensemble given explicitly.
   std::unique_ptr<Zkr> start_lock(const std::string& path, const std::string& script,
                                   const std::vector<std::string>& options = {}) {
-    std::vector<std::string> args{"lock", path, "--connect", test::connect_string()};
+    std::vector<std::string> args{"lock", path, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout};
     args.insert(args.end(), options.begin(), options.end());
     args.insert(args.end(), {"--", "/bin/sh", "-c", script});
     return std::make_unique<Zkr>(dir_, args);
@@ -411,12 +416,13 @@ TEST_F(ZkrCliTest, WaitersRunInArrivalOrder) {
   const auto log = dir_ / "log";
   Fifo gate(dir_ / "gate");
   auto first = start_lock(path, "echo A >> " + quoted(log) + "; read go < " + quoted(gate.path()));
-  ASSERT_TRUE(queue_reaches(path, 1));
+  ASSERT_TRUE(queue_reaches(path, 1)) << first->err();
   std::vector<std::unique_ptr<Zkr>> waiters;
   for (const std::string name : {"B", "C", "D"}) {
     waiters.push_back(start_lock(path, "echo " + name + " >> " + quoted(log)));
     // Queued behind the ones before it before the next one starts.
-    ASSERT_TRUE(queue_reaches(path, waiters.size() + 1)) << name << " did not queue";
+    ASSERT_TRUE(queue_reaches(path, waiters.size() + 1))
+        << name << " did not queue: " << waiters.back()->err();
   }
   gate.write_line("go");
   EXPECT_EQ(first->wait(), 0) << first->err();
@@ -429,11 +435,11 @@ TEST_F(ZkrCliTest, TimeoutWhileAnotherHoldsExitsWithItsOwnCode) {
   const std::string path = root_ + "/busy";
   Fifo gate(dir_ / "gate");
   auto holder = start_lock(path, "read go < " + quoted(gate.path()));
-  ASSERT_TRUE(queue_reaches(path, 1));
+  ASSERT_TRUE(queue_reaches(path, 1)) << holder->err();
   const auto marker = dir_ / "ran";
   for (const std::string timeout : {"300ms", "0"}) {
     const auto start = Clock::now();
-    const auto ran = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(),
+    const auto ran = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout,
                                     "--timeout", timeout, "--", "/bin/sh", "-c",
                                     "touch " + quoted(marker)});
     EXPECT_EQ(ran.code, 75) << ran.err;
@@ -488,7 +494,7 @@ TEST_F(ZkrCliTest, CommandIgnoringSigtermIsKilledAfterTheGracePeriod) {
 
 TEST_F(ZkrCliTest, CommandThatCannotRunExitsLikeAShellAndLeavesNoNode) {
   const std::string path = root_ + "/notfound";
-  const auto missing = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--",
+  const auto missing = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout, "--",
                                       "zkr-cli-test-no-such-command", "arg"});
   EXPECT_EQ(missing.code, 127) << missing.err;
   EXPECT_NE(missing.err.find("zkr-cli-test-no-such-command: command not found"),
@@ -498,7 +504,7 @@ TEST_F(ZkrCliTest, CommandThatCannotRunExitsLikeAShellAndLeavesNoNode) {
 
   const auto not_executable = dir_ / "not-executable";
   std::ofstream(not_executable) << "#!/bin/sh\nexit 0\n";  // mode 0644
-  const auto denied = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--",
+  const auto denied = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout, "--",
                                      not_executable.string()});
   EXPECT_EQ(denied.code, 126) << denied.err;
   EXPECT_TRUE(queue_reaches(path, 0)) << "the lock was not released";
@@ -526,10 +532,10 @@ TEST_F(ZkrCliTest, SignalWhileQueuedLeavesTheQueueAndNoNode) {
   const std::string path = root_ + "/queued";
   Fifo gate(dir_ / "gate");
   auto holder = start_lock(path, "read go < " + quoted(gate.path()));
-  ASSERT_TRUE(queue_reaches(path, 1));
+  ASSERT_TRUE(queue_reaches(path, 1)) << holder->err();
   const auto marker = dir_ / "ran";
   auto waiter = start_lock(path, "touch " + quoted(marker));
-  ASSERT_TRUE(queue_reaches(path, 2));
+  ASSERT_TRUE(queue_reaches(path, 2)) << waiter->err();
   waiter->signal(SIGINT);
   EXPECT_EQ(waiter->wait(), 128 + SIGINT) << waiter->err();
   EXPECT_TRUE(queue_reaches(path, 1)) << "the interrupted waiter left its node";
@@ -543,13 +549,13 @@ TEST_F(ZkrCliTest, LsShowsHolderAndWaiters) {
   const std::string path = root_ + "/listed";
   Fifo gate(dir_ / "gate");
   auto holder = start_lock(path, "read go < " + quoted(gate.path()), {"--holder", "holder-A"});
-  ASSERT_TRUE(queue_reaches(path, 1));
+  ASSERT_TRUE(queue_reaches(path, 1)) << holder->err();
   auto second = start_lock(path, "true", {"--holder", "waiter-B"});
-  ASSERT_TRUE(queue_reaches(path, 2));
+  ASSERT_TRUE(queue_reaches(path, 2)) << second->err();
   auto third = start_lock(path, "true", {"--holder", "waiter-C"});
-  ASSERT_TRUE(queue_reaches(path, 3));
+  ASSERT_TRUE(queue_reaches(path, 3)) << third->err();
 
-  const auto table = run_zkr(dir_, {"ls", root_, "--connect", test::connect_string()});
+  const auto table = run_zkr(dir_, {"ls", root_, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(table.code, 0) << table.err;
   const auto lines = lines_of(table.out);
   ASSERT_EQ(lines.size(), 2u) << table.out;
@@ -561,7 +567,7 @@ TEST_F(ZkrCliTest, LsShowsHolderAndWaiters) {
   EXPECT_EQ(row[2], "2");
   EXPECT_TRUE(row[3].ends_with("s")) << "age: " << row[3];
 
-  const auto json = run_zkr(dir_, {"ls", root_, "--json", "--connect", test::connect_string()});
+  const auto json = run_zkr(dir_, {"ls", root_, "--json", "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(json.code, 0) << json.err;
   const auto objects = lines_of(json.out);
   ASSERT_EQ(objects.size(), 1u) << json.out;
@@ -580,13 +586,13 @@ TEST_F(ZkrCliTest, LsShowsHolderAndWaiters) {
 TEST_F(ZkrCliTest, LsRefusesADirectoryTooLargeToListAndSaysHowToProceed) {
   for (const std::string name : {"a", "b", "c"}) keeper().create(root_ + "/" + name);
   const auto refused =
-      run_zkr(dir_, {"ls", root_, "--max-children", "2", "--connect", test::connect_string()});
+      run_zkr(dir_, {"ls", root_, "--max-children", "2", "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(refused.code, 65) << refused.err;
   EXPECT_NE(refused.err.find(root_ + " has 3 children"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("--max-children"), std::string::npos) << refused.err;
 
   const auto allowed =
-      run_zkr(dir_, {"ls", root_, "--max-children", "3", "--connect", test::connect_string()});
+      run_zkr(dir_, {"ls", root_, "--max-children", "3", "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(allowed.code, 0) << allowed.err;
   EXPECT_NE(allowed.err.find("no locks under"), std::string::npos) << allowed.err;
 }
@@ -594,7 +600,7 @@ TEST_F(ZkrCliTest, LsRefusesADirectoryTooLargeToListAndSaysHowToProceed) {
 TEST_F(ZkrCliTest, MissingRootIsReportedAsSuch) {
   for (const std::string verb : {"ls", "cleanup"}) {
     const auto ran =
-        run_zkr(dir_, {verb, root_ + "/not-there", "--connect", test::connect_string()});
+        run_zkr(dir_, {verb, root_ + "/not-there", "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
     EXPECT_EQ(ran.code, 66) << verb << ": " << ran.err;
     EXPECT_NE(ran.err.find("no such path: " + root_ + "/not-there"), std::string::npos)
         << ran.err;
@@ -609,7 +615,7 @@ TEST_F(ZkrCliTest, CleanupDryRunListsThenCleanupRemovesOnlyWhatIsUnused) {
   const std::string held = root_ + "/held";
   Fifo gate(dir_ / "gate");
   auto holder = start_lock(held, "read go < " + quoted(gate.path()));
-  ASSERT_TRUE(queue_reaches(held, 1));
+  ASSERT_TRUE(queue_reaches(held, 1)) << holder->err();
   const auto held_node = nodes_of(held).at(0);
 
   const auto dry = run_zkr(dir_, {"cleanup", root_, "--dry-run", "--connect",
@@ -626,7 +632,7 @@ TEST_F(ZkrCliTest, CleanupDryRunListsThenCleanupRemovesOnlyWhatIsUnused) {
   EXPECT_NE(dry.err.find("dry run: would remove"), std::string::npos) << dry.err;
   for (const auto& p : empties) EXPECT_TRUE(exists(p)) << "--dry-run removed " << p;
 
-  const auto swept = run_zkr(dir_, {"cleanup", root_, "--connect", test::connect_string()});
+  const auto swept = run_zkr(dir_, {"cleanup", root_, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(swept.code, 0) << swept.err;
   for (const auto& p : empties) {
     EXPECT_FALSE(exists(p)) << p << " was not removed";
