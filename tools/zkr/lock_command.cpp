@@ -2,7 +2,7 @@
 //
 // Three steps, each with its own way out:
 //   1. queue for the lock (on a thread of its own, so that this thread can
-//      watch for signals meanwhile): a signal ends the session, which
+//      watch for signals meanwhile): a signal closes the session, which
 //      deletes our queue node, and zkr exits 128+S; a timeout exits 75;
 //   2. run the command (supervisor.hpp): signals passed on, and if the lease
 //      says lost, the command is terminated and zkr exits 79;
@@ -37,12 +37,6 @@ namespace zkr::cli {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-// How long a wait interrupted by a signal may take to notice that its session
-// was closed under it. Closing the session is what deletes the queue node, so
-// past this bound zkr leaves without the polite unwinding.
-constexpr auto kCancelGrace = 5s;
 
 std::vector<OptionSpec> lock_specs() {
   auto specs = connection_option_specs();
@@ -85,10 +79,9 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
   return s;
 }
 
-// The outcome of step 1.
+// The outcome of step 1 (a signal meanwhile ends zkr at once).
 struct Queued {
   bool acquired = false;
-  int interrupted_by = 0;  // a signal that ended the wait
   std::exception_ptr error;
 };
 
@@ -118,27 +111,22 @@ Queued queue_for_lock(Client& client, InterProcessSemaphoreMutex& mutex,
     inbox.wake();
   });
 
-  std::optional<Clock::time_point> give_up_at;
   while (!done) {
-    const auto event = inbox.wait(give_up_at);
-    if (event.kind == SignalInbox::Event::Kind::signal && event.signo != SIGCHLD &&
-        out.interrupted_by == 0) {
-      out.interrupted_by = event.signo;
-      log.info("signal {} while queued: closing the session, which deletes our node",
-               event.signo);
-      // The library's acquire cannot be cancelled; a closed session makes
-      // every wait in it fail at once (with `closing`), and the server drops
-      // the session's ephemeral nodes, our queue node included.
-      client.keeper()->close();
-      give_up_at = Clock::now() + kCancelGrace;
-    } else if (event.kind == SignalInbox::Event::Kind::deadline) {
-      print_error("interrupted, and the wait did not end within " +
-                  format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(kCancelGrace)) +
-                  " of closing the session: leaving");
-      // The session is closed, so no node of ours remains; the waiter thread
-      // still runs, so the objects it uses cannot be destroyed in order.
-      std::_Exit(exit_code::signal_base + out.interrupted_by);
-    }
+    const auto event = inbox.wait(std::nullopt);
+    if (event.kind != SignalInbox::Event::Kind::signal || event.signo == SIGCHLD) continue;
+    // The library's acquire cannot be cancelled. Closing the session is what
+    // removes our queue node (the server drops a closed session's ephemeral
+    // nodes, and zookeeper_close waits for the server to take the close), so
+    // do that, and leave: the waiter thread would only notice after the
+    // connection timeout (it takes the ended session for an expiry and waits
+    // for a new one to queue again), and it still uses the objects that
+    // orderly unwinding would destroy. Nothing else of ours needs cleaning up.
+    log.info("signal {} while queued: closing the session, which deletes our node", event.signo);
+    client.keeper()->close();
+    print_error("interrupted by signal " + std::to_string(event.signo) + " while waiting for " +
+                settings.path);
+    std::fflush(nullptr);
+    std::_Exit(exit_code::signal_base + event.signo);
   }
   waiter.join();
   out.acquired = acquired;
@@ -203,12 +191,6 @@ int lock_main(const std::vector<std::string>& args) {
     auto client = open_client(connection);
     InterProcessSemaphoreMutex mutex(*client, settings.path, settings.lock_options);
     const auto queued = queue_for_lock(*client, mutex, connection, settings, inbox, *log);
-    if (queued.interrupted_by != 0) {
-      if (queued.acquired) (void)mutex.release();
-      print_error("interrupted by signal " + std::to_string(queued.interrupted_by) +
-                  " while waiting for " + settings.path);
-      return exit_code::signal_base + queued.interrupted_by;
-    }
     if (queued.error) std::rethrow_exception(queued.error);
     if (!queued.acquired) {
       print_error("timed out after " + format_duration(*settings.timeout) + " waiting for " +
