@@ -116,7 +116,7 @@ Queued queue_for_lock(Client& client, InterProcessSemaphoreMutex& mutex,
     if (event.kind != SignalInbox::Event::Kind::signal || event.signo == SIGCHLD) continue;
     // The library's acquire cannot be cancelled. Closing the session is what
     // removes our queue node (the server drops a closed session's ephemeral
-    // nodes, and zookeeper_close waits for the server to take the close), so
+    // nodes, and zookeeper_close has sent the close when it returns), so
     // do that, and leave: the waiter thread would only notice after the
     // connection timeout (it takes the ended session for an expiry and waits
     // for a new one to queue again), and it still uses the objects that
