@@ -106,12 +106,13 @@ Plan make_plan(const Options& options) {
   if (options.quick) {
     plan = Plan{milliseconds(1000), milliseconds(2000), 8,
                 {100, 300, 1000}, 8, 4, milliseconds(5000),
-                {0, 100, 1000}, milliseconds(500), 100,
+                {0, 100, 1000}, milliseconds(200), milliseconds(500), milliseconds(3000), 30, 100,
                 {0, 2, 10}, 30, milliseconds(3000)};
   } else {
     plan = Plan{milliseconds(10000), milliseconds(15000), 8,
                 {1000, 10000, 100000}, 16, 8, milliseconds(5000),
-                {0, 1000, 10000, 100000, 1000000}, milliseconds(4000), 2000,
+                {0, 1000, 10000, 100000, 1000000}, milliseconds(2000), milliseconds(4000),
+                milliseconds(30000), 300, 2000,
                 {0, 10, 100, 1000}, 1000, milliseconds(15000)};
   }
   std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });

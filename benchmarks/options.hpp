@@ -40,8 +40,13 @@ struct Plan {
   unsigned w3_sessions;
   std::chrono::milliseconds w3_settle;         // wait before the last znode count
   std::vector<std::uint64_t> w4_keys;          // N
-  std::chrono::milliseconds w4_duration;       // of the cycles at each N
-  std::uint64_t w4_cycles;                     // at most, at each N
+  // Cycles at each N: after a warm-up, at least w4_duration and w4_min_cycles
+  // pairs (under N, then the control), at most w4_max_duration or w4_cycles.
+  std::chrono::milliseconds w4_warmup;
+  std::chrono::milliseconds w4_duration;
+  std::chrono::milliseconds w4_max_duration;
+  std::uint64_t w4_min_cycles;
+  std::uint64_t w4_cycles;
   std::vector<std::uint64_t> w5_waiters;       // N
   std::uint64_t w5_handoffs;                   // measured at each N, at most
   std::chrono::milliseconds w5_duration;       // at each N, at most

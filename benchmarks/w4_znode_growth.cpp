@@ -71,12 +71,14 @@ struct CycleResult {
 // Cycles on fresh keys, alternately under the root with N keys and under an
 // empty control root of the same layout: the load of a shared machine drifts
 // over minutes, and the control, measured in the same seconds, tells the
-// drift from the cost of N.
+// drift from the cost of N. A short warm-up goes first, unrecorded: right
+// after a million creates the servers are still busy (snapshots, GC), and a
+// few seconds' sample would measure that rather than the lock; for the same
+// reason the sample has a minimum size as well as a minimum duration.
 CycleResult cycles(Context& ctx, const LockFactory& factory, const LockFactory& control,
                    const Layout& layout, std::uint64_t n) {
-  Samples samples(ctx.plan.w4_cycles), control_samples(ctx.plan.w4_cycles);
-  const auto start = Clock::now();
-  const auto deadline = start + ctx.plan.w4_duration;
+  const Plan& plan = ctx.plan;
+  Samples samples(plan.w4_cycles), control_samples(plan.w4_cycles), unused;
   double seconds = 0;
   std::uint64_t i = 0;
   const auto cycle = [&](const LockFactory& f, Samples& out) {
@@ -88,7 +90,18 @@ CycleResult cycles(Context& ctx, const LockFactory& factory, const LockFactory& 
     out.add(ms_between(t0, Clock::now()));
     return seconds_since(t0);
   };
-  for (; i < ctx.plan.w4_cycles && Clock::now() < deadline; ++i) {
+  const auto warmup_end = Clock::now() + plan.w4_warmup;
+  for (; i < plan.w4_cycles && Clock::now() < warmup_end; ++i) {
+    (void)cycle(factory, unused);
+    (void)cycle(control, unused);
+  }
+  const auto start = Clock::now();
+  const auto enough = [&] {
+    const auto now = Clock::now();
+    if (now >= start + plan.w4_max_duration) return true;
+    return now >= start + plan.w4_duration && samples.size() >= plan.w4_min_cycles;
+  };
+  for (std::uint64_t measured = 0; measured < plan.w4_cycles && !enough(); ++measured, ++i) {
     seconds += cycle(factory, samples);
     (void)cycle(control, control_samples);
   }
@@ -97,7 +110,7 @@ CycleResult cycles(Context& ctx, const LockFactory& factory, const LockFactory& 
   r.label = layout.name + " N=" + std::to_string(n);
   r.params.add("layout", layout.name).add("n", n);
   if (layout.layout.kind == LockLayout::Kind::hashed) r.params.add("buckets", layout.layout.buckets);
-  r.ops = i;
+  r.ops = samples.size();
   r.seconds = seconds;
   r.latency = samples.percentiles();
   const CycleResult result{*r.latency, control_samples.percentiles()};
