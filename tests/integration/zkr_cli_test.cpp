@@ -475,6 +475,32 @@ TEST_F(ZkrCliTest, LostLockTerminatesTheCommandAndExitsWithItsOwnCode) {
   EXPECT_TRUE(queue_reaches(path, 0));
 }
 
+TEST_F(ZkrCliTest, LinkToTheEnsembleLostCountsAsLockLost) {
+  ZKR_REQUIRE_SERVER_FAULTS();
+  const std::string path = root_ + "/suspended";
+  Fifo events(dir_ / "events");
+  const auto ev = quoted(events.path());
+  // One server only, so that zkr cannot move to another when it freezes; a
+  // short session so that the C client notices the silence within seconds.
+  const std::string server = "127.0.0.1:" + test::ensemble("port 1");
+  auto holder = std::make_unique<Zkr>(
+      dir_, std::vector<std::string>{
+                "lock", path, "--connect", server, "--connect-timeout", kConnectTimeout,
+                "--session-timeout", "4s", "--kill-after", "20s", "--", "/bin/sh", "-c",
+                "trap 'kill $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
+                "echo started > " + ev + "; sleep 300 & wait"});
+  ASSERT_EQ(events.read_line(), "started") << holder->err();
+  test::Repair thaw("thaw 1");
+  test::ensemble("freeze 1");
+  // Suspended counts as lost under the default policy (Curator's standard one).
+  EXPECT_EQ(events.read_line(), "got-term") << holder->err();
+  EXPECT_EQ(holder->wait(), 79) << holder->err();
+  EXPECT_NE(holder->err().find("lost (suspended)"), std::string::npos) << holder->err();
+  thaw.now();
+  // Its session ends once the server hears nothing more from it.
+  EXPECT_TRUE(queue_reaches(path, 0));
+}
+
 TEST_F(ZkrCliTest, CommandIgnoringSigtermIsKilledAfterTheGracePeriod) {
   const std::string path = root_ + "/stubborn";
   Fifo events(dir_ / "events");
