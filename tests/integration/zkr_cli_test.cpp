@@ -344,10 +344,37 @@ class ZkrCliTest : public ::testing::Test {
     return std::make_unique<Zkr>(dir_, args);
   }
 
-  // True once the lock directory holds exactly n nodes (a missing one holds none).
+  // True once the lock directory holds exactly n nodes (a missing one holds
+  // none). Not test::wait_children: when the directory is missing it lists
+  // first and then sets an exists watch, so a directory created between the
+  // two (zkr creates it and its node back to back) leaves it watching the
+  // directory's data, which never changes, until the deadline. Here the
+  // exists watch comes first, and the listing only once the directory exists.
   bool queue_reaches(const std::string& path, std::size_t n) {
-    return test::wait_children(
-        keeper(), path, [n](const std::vector<std::string>& c) { return c.size() == n; }, kWait);
+    const auto deadline = Clock::now() + kWait;
+    for (;;) {
+      auto changed = std::make_shared<test::Latch>();
+      const auto watch = [changed](const WatchEvent&) { changed->open(); };
+      std::optional<std::size_t> count;
+      // Retried: a server of ours may be catching up after a freeze test.
+      if (!client_->with_retry([&](Keeper& k) { return k.exists(path, watch); })) {
+        count = 0;
+      } else if (auto listed = client_->with_retry(
+                     [&](Keeper& k) {
+                       auto r = k.try_children(path, watch);
+                       if (!r.ok() && is_retryable(r.error())) throw KeeperError(r.error(), path);
+                       return r;
+                     });
+                 listed.ok()) {
+        count = listed.value().names.size();
+      } else if (listed.error() != Errc::no_node) {
+        ADD_FAILURE() << "listing " << path << ": " << errc_name(listed.error());
+        return false;
+      }  // else deleted meanwhile: the exists watch has fired; look again
+      if (count == n) return true;
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      if (left <= 0ms || !changed->wait(left)) return false;
+    }
   }
 
   std::vector<std::string> nodes_of(const std::string& path) {
@@ -465,6 +492,7 @@ TEST_F(ZkrCliTest, LostLockTerminatesTheCommandAndExitsWithItsOwnCode) {
                            "echo started > " + ev + "; sleep 300 & wait",
                            {"--kill-after", "20s"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
+  ASSERT_TRUE(queue_reaches(path, 1));  // our server has seen the node too
   const auto nodes = nodes_of(path);
   ASSERT_EQ(nodes.size(), 1u);
   keeper().remove(join_path(path, nodes[0]));  // an operator, or a lost session's cleanup
@@ -499,6 +527,11 @@ TEST_F(ZkrCliTest, LinkToTheEnsembleLostCountsAsLockLost) {
   thaw.now();
   // Its session ends once the server hears nothing more from it.
   EXPECT_TRUE(queue_reaches(path, 0));
+  // Leave the server serving again for the tests that follow.
+  ClientOptions options;
+  options.connect_string = server;
+  Client again(options);
+  EXPECT_TRUE(again.block_until_connected(kWait)) << "server 1 did not come back";
 }
 
 TEST_F(ZkrCliTest, CommandIgnoringSigtermIsKilledAfterTheGracePeriod) {
@@ -509,6 +542,7 @@ TEST_F(ZkrCliTest, CommandIgnoringSigtermIsKilledAfterTheGracePeriod) {
                                "; exec sleep 300",
                            {"--kill-after", "500ms"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
+  ASSERT_TRUE(queue_reaches(path, 1));  // our server has seen the node too
   const auto nodes = nodes_of(path);
   ASSERT_EQ(nodes.size(), 1u);
   const auto deleted_at = Clock::now();
