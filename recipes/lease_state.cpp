@@ -46,15 +46,20 @@ void LeaseState::set_own_watch(std::future<Result<NodeData>> reply) {
 }
 
 void LeaseState::check_own_watch() {
-  bool gone = false;
+  Errc error = Errc::ok;
   {
     std::lock_guard lock(mutex_);
     if (!own_watch_ || own_watch_->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
       return;
-    gone = own_watch_->get().error() == Errc::no_node;
+    error = own_watch_->get().error();
     own_watch_.reset();
   }
-  if (gone) mark_lost(LostReason::node_deleted);
+  // No watch was armed in these cases, so no event will ever tell: the reply
+  // is all we get. (A reply lost to a dropped link leaves the watch to the
+  // Client's states, which cover that.)
+  if (error == Errc::no_node) mark_lost(LostReason::node_deleted);
+  else if (error == Errc::session_expired || error == Errc::closing)
+    mark_lost(LostReason::session_lost);
 }
 
 }  // namespace zkr::detail

@@ -214,6 +214,11 @@ class Attempt {
       }
       if (create_result.error() != Errc::no_node || races >= kMaxDirectoryRaces)
         throw KeeperError(create_result.error(), prefix_path(), "creating the lock node");
+      // The directory is missing and we may not create it (no_auth under a
+      // protected parent, say): that, not the no_node, is the caller's news.
+      if (!dir_result.ok() && dir_result.error() != Errc::node_exists &&
+          dir_result.error() != Errc::no_node)
+        throw KeeperError(dir_result.error(), lock_.dir_, "creating the lock directory");
       // The server said no_node, so nothing was created. Either a release
       // removed the directory between our two creates (go again), or its
       // parent is missing: containers for every ancestor, which the server
