@@ -26,7 +26,8 @@ std::string proc_state(pid_t pid) {
   return paren == std::string::npos || paren + 2 >= text.size() ? "" : text.substr(paren + 2, 1);
 }
 
-// Waits until /proc says the process is stopped (or gone), up to 5 s.
+// Waits until /proc says the process is stopped (or gone), up to 5 s. Nothing
+// notifies a non-parent of another process's stop, so this looks every 10 ms.
 bool wait_stopped(pid_t pid) {
   for (int i = 0; i < 500; ++i) {
     const auto s = proc_state(pid);
@@ -170,7 +171,9 @@ std::string Nemesis::proxy_drop_reply() {
   const auto& target = kTargets[rng_() % kTargets.size()];
   for (auto* p : targets_.proxies) p->arm_drop_reply(target);
   std::string what;
-  // Workers write all the time; bounded in case none does meanwhile.
+  // Workers write all the time; bounded in case none does meanwhile. Looked
+  // at every 25 ms across the proxies (each drop happens on a pump thread).
+
   for (int i = 0; i < 400 && what.empty(); ++i) {
     for (std::size_t j = 0; j < targets_.proxies.size() && what.empty(); ++j)
       if (const auto d = targets_.proxies[j]->dropped(); !d.empty())
