@@ -190,14 +190,34 @@ class Attempt {
   // and asking first would cost a round trip. Its reply only matters if our
   // create failed: it may fail for reasons that do not concern us (no right
   // to create in the parent while the directory exists).
+  //
+  // When the directory's parent is missing too (a bucket of the hashed
+  // layout, reaped since its last key went), the next round sends creates of
+  // every ancestor in the same pipeline: one extra round trip, not two.
   void enqueue() {
     if (create_sent_ && recover_node()) return;
+    bool with_ancestors = false;
     for (int races = 0;; ++races) {
+      std::vector<std::pair<std::string, std::future<Result<Created>>>> ancestors;
+      if (with_ancestors) {
+        for (auto slash = lock_.dir_.find('/', 1); slash != std::string::npos;
+             slash = lock_.dir_.find('/', slash + 1)) {
+          std::string ancestor = lock_.dir_.substr(0, slash);
+          auto reply = keeper_->async_create(ancestor, {}, CreateMode::container);
+          ancestors.emplace_back(std::move(ancestor), std::move(reply));
+        }
+      }
       auto dir_created = keeper_->async_create(lock_.dir_, {}, CreateMode::container);
       create_sent_ = true;
       auto created = keeper_->async_create(prefix_path(), node_data_,
                                            CreateMode::ephemeral_sequential);
       auto listed = keeper_->async_children(lock_.dir_);
+      std::optional<KeeperError> ancestor_error;
+      for (auto& [path, reply] : ancestors) {
+        const auto result = await(std::move(reply), path);
+        if (!result.ok() && result.error() != Errc::node_exists && !ancestor_error)
+          ancestor_error.emplace(result.error(), path, "creating the lock directory's parents");
+      }
       auto dir_result = await(std::move(dir_created), lock_.dir_);
       auto create_result = await(std::move(created), prefix_path());
       auto list_result = await(std::move(listed), lock_.dir_);
@@ -224,8 +244,10 @@ class Attempt {
       // parent is missing: containers for every ancestor, which the server
       // removes once they are empty.
       create_sent_ = false;
-      if (dir_result.error() == Errc::no_node)
-        keeper_->create_parents(prefix_path(), CreateMode::container);
+      if (dir_result.error() == Errc::no_node) {
+        if (ancestor_error) throw *ancestor_error;
+        with_ancestors = true;
+      }
     }
   }
 
