@@ -29,8 +29,10 @@ bool wait_children(Keeper& keeper, const std::string& dir, const ChildrenPredica
       [&](const std::shared_ptr<Latch>& changed) {
         auto listed = keeper.try_children(dir, [changed](const WatchEvent&) { changed->open(); });
         if (listed.error() == Errc::no_node) {
-          // No dir: watch for its creation, and judge the empty list.
-          (void)keeper.exists(dir, [changed](const WatchEvent&) { changed->open(); });
+          // No dir: watch for its creation, and judge the empty list. If it
+          // was created since the listing, the watch set is on its data,
+          // which may never change: look again at once.
+          if (keeper.exists(dir, [changed](const WatchEvent&) { changed->open(); })) changed->open();
           return pred({});
         }
         return pred(listed.value().names);
