@@ -99,6 +99,7 @@ class Checker {
     count_writes();
     check_holds();
     check_counters();
+    finish_counts();
     check_acquires();
     check_orphans();
     find_stall();
@@ -339,7 +340,7 @@ class Checker {
           continue;
         }
         applied[v] = it->second.front();  // the reply was lost, the write was not
-        ++result_.unknown_applied;
+        unknown_applied_.insert(it->second.front());  // once per write, not per key
       }
       // Token order, and fencing, over the writes that took effect.
       const Write* previous = nullptr;
@@ -378,6 +379,8 @@ class Checker {
       }
     }
   }
+
+  void finish_counts() { result_.unknown_applied = static_cast<std::int64_t>(unknown_applied_.size()); }
 
   void check_acquires() {
     for (const auto& [id, op] : ops_) {
@@ -448,6 +451,7 @@ class Checker {
   std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> paused_;
   std::map<std::string, std::vector<Interval>> intervals_;
   std::map<std::string, std::int64_t> fences_;
+  std::set<const Write*> unknown_applied_;
   std::int64_t origin_ = 0;
   std::int64_t phase_from_ = 0;
   std::int64_t phase_to_ = 0;

@@ -119,6 +119,21 @@ TEST(ChaosChecker, WriteOfAKilledProcessIsUnknownNotMissing) {
   EXPECT_EQ(r.unknown_applied, 1);
 }
 
+TEST(ChaosChecker, UnknownMultiKeyWriteCountsOnce) {
+  // One unknown write on two keys, applied: one write, two counters.
+  std::vector<Event> a{ev(10, "acq op=a kind=multi keys=k0,k1 deadline=" + deadline(1010)),
+                       ev(11, "enter op=a tokens=k0:100,k1:101"),
+                       ev(13, "write op=a n=0 sent=" + sent(12) +
+                                  " result=unknown err=connection_loss values=k0:1,k1:1 tokens=k0:100,k1:101 late=0"),
+                       ev(14, "exit op=a")};
+  auto in = input({worker(1, a)}, 1, 100);
+  in.final_state.counters["k1"] = 1;
+  in.final_state.tokens["k1"] = 101;
+  const auto r = check(in);
+  EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
+  EXPECT_EQ(r.unknown_applied, 1);
+}
+
 TEST(ChaosChecker, FinalTokenMustBeTheLastWritersToken) {
   const auto r = check(input({worker(1, hold("a", 10, 100, 1))}, 1, 99));
   EXPECT_EQ(r.violations.count("final_token"), 1u);
