@@ -146,6 +146,12 @@ struct Hold {
   }
 };
 
+std::string hex_id(std::int64_t id) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(id));
+  return text;
+}
+
 class Worker {
  public:
   Worker(const Config& config, zkr::Client& client, EventLog& log)
@@ -211,7 +217,19 @@ class Worker {
     std::vector<std::pair<std::string, std::int64_t>> tokens;
     for (std::size_t i = 0; i < keys.size(); ++i)
       tokens.emplace_back(keys[i], leases.empty() ? 0 : leases[i].fencing_token());
-    log_.write("enter", {{"op", op}, {"tokens", zkr::chaos::format_key_ints(tokens)}});
+    // The session the leases were granted in, when the Client is still on it
+    // ("0" when it has moved on already): the checker matches it against the
+    // sessions the nemesis ended.
+    std::string sid = "0";
+    try {
+      const auto epoch = client_.session_epoch();
+      auto keeper = client_.keeper();
+      if (!leases.empty() && leases.front().session_epoch() == epoch &&
+          client_.session_epoch() == epoch)
+        sid = hex_id(keeper->session_id());
+    } catch (const std::exception&) {
+    }
+    log_.write("enter", {{"op", op}, {"tokens", zkr::chaos::format_key_ints(tokens)}, {"sid", sid}});
     for (std::size_t i = 0; i < leases.size(); ++i) {
       leases[i].on_lost([this, op, key = keys[i]](zkr::LostReason why) {
         log_.write("lost", {{"op", op}, {"key", key}, {"why", std::string(zkr::to_string(why))}});
@@ -300,12 +318,6 @@ class Worker {
   EventLog& log_;
   std::unique_ptr<zkr::LockFactory> factory_;
 };
-
-std::string hex_id(std::int64_t id) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(id));
-  return text;
-}
 
 int run(const Config& config) {
   EventLog log(config.log_path);

@@ -38,6 +38,7 @@ struct Op {
   std::map<std::string, std::pair<std::int64_t, std::string>> first_lost;  // key -> (at, why)
   std::optional<std::int64_t> exit_at;
   std::vector<Write> writes;
+  std::string sid;  // the session the leases were granted in ("0"/"": unknown)
 };
 
 struct Cut {
@@ -45,6 +46,7 @@ struct Cut {
   std::string why;
   std::int64_t from = 0;
   std::int64_t to = 0;
+  std::string session;  // expire_session: the session ended
 };
 
 struct Process {
@@ -116,7 +118,8 @@ class Checker {
     for (const auto& e : input_.nemesis) {
       try {
         if (e.name == "cut") {
-          cuts_.push_back({e.integer("pid"), e.get("why"), e.integer("from"), e.integer("to")});
+          cuts_.push_back({e.integer("pid"), e.get("why"), e.integer("from"), e.integer("to"),
+                           e.get("session")});
         } else if (e.name == "paused") {
           paused_[e.integer("pid")].emplace_back(e.integer("from"), e.integer("to"));
         } else if (e.name == "fault") {
@@ -173,6 +176,7 @@ class Checker {
         } else if (e.name == "enter") {
           op.returned_at = e.at;
           op.enter_at = e.at;
+          op.sid = e.get("sid");
           for (const auto& [k, t] : parse_key_ints(e.get("tokens"))) op.tokens[k] = t;
           ++result_.acquisitions;
         } else if (e.name == "lost") {
@@ -216,6 +220,16 @@ class Checker {
     return best;
   }
 
+  // A cut that ended op's lease session before op entered.
+  std::optional<Cut> session_ended_before(const Op& op, std::int64_t enter) const {
+    if (op.sid.empty() || op.sid == "0") return std::nullopt;
+    for (const auto& c : cuts_)
+      if (c.pid == op.pid && c.why == "expire_session" && c.session == op.sid && c.from < enter &&
+          c.from >= op.acq_at)
+        return c;
+    return std::nullopt;
+  }
+
   std::string describe(const Op& op) const {
     return "op " + op.id + " (" + op.kind + ", pid " + std::to_string(op.pid) + ")";
   }
@@ -248,6 +262,14 @@ class Checker {
       }
       if (const auto cut = first_cut(op.pid, enter, op.exit_at.value_or(kNever))) {
         end = std::min(end, cut->from);
+        fence = std::min(fence, cut->to);
+      }
+      // The grant came from replies read before the nemesis ended the session
+      // its leases belong to, and reached the worker after: the leases were
+      // void from the start. The client cannot know before it hears of the
+      // expiry; what it must not do is write, which the fence checks.
+      if (const auto cut = session_ended_before(op, enter)) {
+        end = enter;
         fence = std::min(fence, cut->to);
       }
       if (end == kNever) {

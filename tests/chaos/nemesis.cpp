@@ -285,7 +285,8 @@ std::string Nemesis::expire_session() {
     return std::string(kNotInjected) + "session=" + hex(session) + ",join_failed=" +
            std::string(state ? to_string(*state) : "timeout");
   log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "expire_session"},
-                     {"from", std::to_string(from)}, {"to", std::to_string(to)}});
+                     {"from", std::to_string(from)}, {"to", std::to_string(to)},
+                     {"session", hex(session)}});
   return "pid=" + std::to_string(victim.pid) + ",session=" + hex(session) +
          (victim.node.empty() ? ",holder=no" : ",holder=yes");
 }

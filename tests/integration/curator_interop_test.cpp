@@ -418,8 +418,12 @@ TYPED_TEST(CuratorExclusionTest, OneFifoQueueAcrossLibraries) {
 TEST_F(CuratorInteropTest, BothCreateCuratorNamesInOneSequence) {
   auto& java = peer();
   auto& c = client();
-  InterProcessMutex mutex(c, dir_);
-  InterProcessSemaphoreMutex semaphore_mutex(c, dir_);
+  // Our releases would remove the empty directory, and a directory made
+  // again counts from 0: keep it, to see the one counter.
+  LockOptions keep;
+  keep.remove_directory_on_release = false;
+  InterProcessMutex mutex(c, dir_, keep);
+  InterProcessSemaphoreMutex semaphore_mutex(c, dir_, keep);
   ASSERT_EQ(java.reply(), "ready");
 
   const auto java_node = acquired_node(java.call("acquire " + dir_ + " " + ms(kWait)));
