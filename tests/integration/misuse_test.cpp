@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,6 +27,7 @@
 #include <spdlog/logger.h>
 
 #include "support/ensemble.hpp"
+#include "support/process_state.hpp"
 #include "support/waits.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/lock_factory.hpp"
@@ -42,32 +42,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr auto kWait = 30s;  // generous: an ensemble on a loaded machine can be slow
-
-std::shared_ptr<spdlog::logger> quiet_logger() {
-  auto logger = std::make_shared<spdlog::logger>("zkr-misuse-integration");
-  logger->set_level(spdlog::level::off);
-  return logger;
-}
-
-std::size_t thread_count() {
-  std::size_t n = 0;
-  if (DIR* dir = ::opendir("/proc/self/task")) {
-    while (const dirent* entry = ::readdir(dir))
-      if (entry->d_name[0] != '.') ++n;
-    ::closedir(dir);
-  }
-  return n;
-}
-
-// True once the process is back to `n` threads; bounded.
-bool threads_back_to(std::size_t n) {
-  const auto deadline = Clock::now() + kWait;
-  while (thread_count() > n) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 // A port on 127.0.0.1 where nothing listens (bound, then released).
 int unused_port() {
@@ -92,7 +66,7 @@ ClientOptions options_for(std::string hosts) {
   o.session_timeout = 6s;
   o.connection_timeout = 10s;
   o.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 5, 500ms);
-  o.logger = quiet_logger();
+  o.logger = test::quiet_logger("zkr-misuse-integration");
   return o;
 }
 
@@ -196,7 +170,7 @@ TEST(KeeperMisuse, EveryOperationRefusesEveryBadPathAndSendsNothing) {
 
 TEST(DeadEnsemble, AcquiresFailByTheirDeadlineNamingTheLockAndLeaveNoThread) {
   // Needs no ensemble: nothing listens on this port.
-  const auto threads_before = thread_count();
+  const auto threads_before = test::thread_count();
   const std::string hosts = "127.0.0.1:" + std::to_string(unused_port());
   auto options = options_for(hosts);
   options.connection_timeout = 400ms;
@@ -241,8 +215,8 @@ TEST(DeadEnsemble, AcquiresFailByTheirDeadlineNamingTheLockAndLeaveNoThread) {
   const auto start = Clock::now();
   client.reset();
   EXPECT_LT(Clock::now() - start, 10s) << "closing a never-connected Client hung";
-  EXPECT_TRUE(threads_back_to(threads_before)) << thread_count() << " threads, " << threads_before
-                                               << " before";
+  EXPECT_TRUE(test::threads_back_to(threads_before, kWait))
+      << test::thread_count() << " threads, " << threads_before << " before";
 }
 
 // ---- Credentials and ACLs.
@@ -342,7 +316,7 @@ TEST(ClientDestroyed, WhileALockIsHeldItsNodeGoesAndTheLockStaysSafe) {
   ZKR_REQUIRE_ENSEMBLE();
   const std::string dir = test::unique_path("client-gone-held");
   auto observer = connected_client(options_for(test::connect_string()));
-  const auto threads_before = thread_count();
+  const auto threads_before = test::thread_count();
   auto doomed = connected_client(options_for(test::connect_string()));
   auto mutex = std::make_unique<InterProcessMutex>(*doomed, dir);
   auto semaphore = std::make_unique<InterProcessSemaphoreMutex>(*doomed, dir + "-s");
@@ -360,7 +334,7 @@ TEST(ClientDestroyed, WhileALockIsHeldItsNodeGoesAndTheLockStaysSafe) {
   EXPECT_TRUE(semaphore->release());
   mutex.reset();  // held, Client gone
   semaphore.reset();
-  EXPECT_TRUE(threads_back_to(threads_before));
+  EXPECT_TRUE(test::threads_back_to(threads_before, kWait));
 
   // Another process takes the lock at once.
   InterProcessMutex next(*observer, dir);

@@ -11,7 +11,6 @@
 // semaphore mutex (lock_test MutexUnitTest / SemaphoreMutexUnitTest).
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 
 #include <atomic>
 #include <chrono>
@@ -26,6 +25,7 @@
 
 #include "support/fake_keeper.hpp"
 #include "support/fault_keeper.hpp"
+#include "support/process_state.hpp"
 #include "support/waits.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/lock_factory.hpp"
@@ -42,36 +42,6 @@ using test::Faults;
 using test::OpKind;
 
 constexpr auto kWait = 10s;  // bound on every wait; a healthy run takes milliseconds
-
-// Misuse is logged (a release by a thread that holds nothing is an error):
-// keep the test output clean.
-std::shared_ptr<spdlog::logger> quiet_logger() {
-  auto logger = std::make_shared<spdlog::logger>("zkr-misuse-test");
-  logger->set_level(spdlog::level::off);
-  return logger;
-}
-
-// Threads of this process now, from /proc.
-std::size_t thread_count() {
-  std::size_t n = 0;
-  if (DIR* dir = ::opendir("/proc/self/task")) {
-    while (const dirent* entry = ::readdir(dir))
-      if (entry->d_name[0] != '.') ++n;
-    ::closedir(dir);
-  }
-  return n;
-}
-
-// True once the process is back to `n` threads (joined threads leave /proc at
-// once; a detached one may take a moment). Bounded.
-bool threads_back_to(std::size_t n) {
-  const auto deadline = Clock::now() + kWait;
-  while (thread_count() > n) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
 
 // The path as the error message shows it: control characters as \xNN, cut at 80.
 std::string shown(const std::string& path) {
@@ -156,7 +126,7 @@ class MisuseTest : public ::testing::Test {
     options.keeper_factory = test::with_faults(ensemble_.factory(), c.faults);
     options.retry_policy = std::make_shared<RetryNTimes>(3, 10ms);
     options.sleeper = c.sleeper;
-    options.logger = quiet_logger();
+    options.logger = test::quiet_logger("zkr-misuse-test");
     return options;
   }
 
@@ -258,7 +228,7 @@ TEST_F(MisuseTest, BadNamespacesNameTheOptionAndOpenNothing) {
     ClientOptions options;
     options.connect_string = "127.0.0.1:2181";
     options.namespace_path = ns;
-    options.logger = quiet_logger();
+    options.logger = test::quiet_logger("zkr-misuse-test");
     options.keeper_factory = [&](const KeeperConfig& config, SessionCallback on_state) {
       ++sessions;
       return factory(config, std::move(on_state));
@@ -389,7 +359,7 @@ using LockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex
 TYPED_TEST_SUITE(ClientGoneTest, LockTypes);
 
 TYPED_TEST(ClientGoneTest, ALockOutlivingItsClientIsSafeAndSaysSo) {
-  const auto threads_before = thread_count();
+  const auto threads_before = test::thread_count();
   auto doomed = std::make_unique<typename MisuseTest::Contender>();
   // Straight on the fake: its close ends armed watches on the closing thread.
   auto options = this->options_for(*doomed);
@@ -426,7 +396,7 @@ TYPED_TEST(ClientGoneTest, ALockOutlivingItsClientIsSafeAndSaysSo) {
   EXPECT_TRUE(lock->release());  // clears what it held; the session took the node
   EXPECT_FALSE(lock->release());
   lock.reset();
-  EXPECT_TRUE(threads_back_to(threads_before));
+  EXPECT_TRUE(test::threads_back_to(threads_before, kWait));
 }
 
 TYPED_TEST(ClientGoneTest, ALockDestroyedAfterItsClientWhileHeldIsSafe) {
@@ -445,7 +415,7 @@ TYPED_TEST(ClientGoneTest, AnAcquireWaitingWhenItsClientIsDestroyedFailsWithClos
   TypeParam held(*holder.client, kDir);
   ASSERT_TRUE(held.try_acquire());
 
-  const auto threads_before = thread_count();
+  const auto threads_before = test::thread_count();
   auto doomed = std::make_unique<typename MisuseTest::Contender>();
   doomed->client = std::make_unique<Client>(this->options_for(*doomed));
   ASSERT_TRUE(doomed->client->block_until_connected(kWait));
@@ -478,7 +448,7 @@ TYPED_TEST(ClientGoneTest, AnAcquireWaitingWhenItsClientIsDestroyedFailsWithClos
   // Only the holder's node is left, and the holder still holds.
   EXPECT_EQ(this->ensemble_.children_now(kDir).size(), 1u);
   EXPECT_FALSE(held.lease().lost());
-  EXPECT_TRUE(threads_back_to(threads_before));
+  EXPECT_TRUE(test::threads_back_to(threads_before, kWait));
   EXPECT_TRUE(held.release());
 }
 

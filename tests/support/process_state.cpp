@@ -1,0 +1,36 @@
+#include "support/process_state.hpp"
+
+#include <dirent.h>
+
+#include <thread>
+
+#include <spdlog/logger.h>
+
+namespace zkr::test {
+
+std::size_t thread_count() {
+  std::size_t n = 0;
+  if (DIR* dir = ::opendir("/proc/self/task")) {
+    while (const dirent* entry = ::readdir(dir))
+      if (entry->d_name[0] != '.') ++n;
+    ::closedir(dir);
+  }
+  return n;
+}
+
+bool threads_back_to(std::size_t n, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (thread_count() > n) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+std::shared_ptr<spdlog::logger> quiet_logger(const std::string& name) {
+  auto logger = std::make_shared<spdlog::logger>(name);
+  logger->set_level(spdlog::level::off);
+  return logger;
+}
+
+}  // namespace zkr::test
