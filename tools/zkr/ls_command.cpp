@@ -9,7 +9,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "json.hpp"
+#include "json.hpp"  // benchmarks/json.hpp
 #include "progress.hpp"
 #include "verbs.hpp"
 #include "zkr/cleanup.hpp"
@@ -17,6 +17,8 @@
 
 namespace zkr::cli {
 namespace {
+
+using bench::json_string;  // one JSON escaper for the whole tool
 
 std::vector<OptionSpec> ls_specs() {
   auto specs = connection_option_specs();
