@@ -13,6 +13,7 @@
 //    lost, say) while the session thread goes on and brings the connection back.
 //  - the background remover's thread (remove_in_background), which waits on
 //    requests, so it is neither of the two above.
+//  - the callback thread (callback_thread.hpp), where lease callbacks run.
 //
 // Namespace: the session's handle is opened with the namespace as its chroot,
 // so the C client adds and strips the prefix on every path, watch and result.
@@ -36,6 +37,7 @@
 #include <spdlog/spdlog.h>
 
 #include "background_remover.hpp"
+#include "callback_thread.hpp"
 #include "connection_state_machine.hpp"
 #include "log.hpp"
 #include "zkr/path.hpp"
@@ -262,7 +264,8 @@ struct Client::Impl {
         machine(options.lost_when_suspended_too_long),
         namespace_ready(options.namespace_path.empty()),
         remover([this] { return remover_session(); }, options.connection_timeout, log),
-        listeners(log) {
+        listeners(log),
+        callbacks(std::make_shared<detail::CallbackThread>(log)) {
     auto first = open_keeper(config, 1);  // a failure here fails the constructor
     {
       std::lock_guard lock(mutex);
@@ -294,6 +297,7 @@ struct Client::Impl {
       log->warn("client of {} closing: waiting for lock calls in other threads to return",
                 options.connect_string);
     listeners.stop();  // listeners may still use the Client while they drain
+    callbacks->stop();  // so may lease callbacks, some posted by the listeners
     std::shared_ptr<Keeper> last;
     {
       std::lock_guard lock(mutex);
@@ -415,32 +419,46 @@ struct Client::Impl {
     }
   }
 
-  // The current session is dead, or must be taken as dead: open a new one.
+  // The current session is dead, or must be taken as dead: end it, then open
+  // a new one. Ending it comes first and cannot fail: the epoch moves on and
+  // the old handle is closed whatever happens when the next session is opened
+  // (a host name that does not resolve during an outage makes the factory
+  // throw), because every lease of the old session is lost from this moment.
   void replace_session() {
-    const auto next_epoch = session_epoch() + 1;
+    if (!current_ended) end_current_session();
     std::shared_ptr<Keeper> fresh;
+    const auto for_epoch = session_epoch();
     try {
-      fresh = open_keeper(config, next_epoch);
+      fresh = open_keeper(config, for_epoch);
     } catch (const std::exception& e) {
       log->error("could not open a new session to {}: {}; trying again in {} ms",
                  options.connect_string, e.what(), kReopenDelay.count());
       reopen_at = Clock::now() + kReopenDelay;
       return;
     }
+    {
+      std::lock_guard lock(mutex);
+      keeper = std::move(fresh);
+    }
+    current_ended = false;
+    log->info("opening session epoch {} to {}", for_epoch, options.connect_string);
+  }
+
+  // Close the old handle even if a caller still holds it. When it was only
+  // suspended (the whole ensemble stalled, say), the server may still have the
+  // session: left open, the handle would reconnect and keep its ephemeral
+  // nodes, lock nodes included, alive forever, while we announce it lost.
+  // Closed, its nodes go at once, or when the server expires it. Until a new
+  // session opens, `keeper` is this closed handle: its calls fail with closing.
+  void end_current_session() {
     std::shared_ptr<Keeper> old;
     {
       std::lock_guard lock(mutex);
-      old = std::exchange(keeper, std::move(fresh));
-      epoch = next_epoch;
+      old = keeper;
+      ++epoch;
     }
-    log->info("opening session epoch {} to {}", next_epoch, options.connect_string);
-    // Close it even if a caller still holds it. When it was only suspended
-    // (the whole ensemble stalled, say), the server may still have the
-    // session: left open, the handle would reconnect and keep its ephemeral
-    // nodes, lock nodes included, alive forever, while we announce it lost.
-    // Closed, its nodes go at once, or when the server expires it.
+    current_ended = true;
     if (old) old->close();
-    old.reset();
   }
 
   // Creates the namespace node and its parents through a handle without
@@ -500,13 +518,17 @@ struct Client::Impl {
 
   // Waits up to connection_timeout, or until `deadline` if that is sooner.
   std::shared_ptr<Keeper> wait_connected(std::optional<Clock::time_point> deadline = {}) const {
+    return wait_session(deadline).keeper;
+  }
+  // The same, with the epoch read under the same lock as the keeper.
+  Client::Session wait_session(std::optional<Clock::time_point> deadline = {}) const {
     const auto start = Clock::now();
     auto until = start + options.connection_timeout;
     if (deadline && *deadline < until) until = *deadline;
     std::unique_lock lock(mutex);
     connected_cv.wait_until(lock, until, [&] { return connected || closing || auth_failed; });
     if (closing) throw KeeperError(Errc::closing, "", "the client is closing");
-    if (connected) return keeper;
+    if (connected) return {keeper, epoch};
     if (auth_failed)
       throw KeeperError(Errc::auth_failed, "",
                         "authentication failed on " + options.connect_string +
@@ -540,6 +562,7 @@ struct Client::Impl {
   bool namespace_ready;
   std::optional<Clock::time_point> timer;      // suspended too long, when it fires
   std::optional<Clock::time_point> reopen_at;  // retry of a failed replace_session
+  bool current_ended = false;  // the epoch moved on, and no session is open for it yet
 
   mutable std::mutex mutex;
   mutable std::condition_variable connected_cv;  // connected, auth_failed or closing changed
@@ -552,6 +575,7 @@ struct Client::Impl {
 
   detail::BackgroundRemover remover;
   ListenerDispatcher listeners;
+  const std::shared_ptr<detail::CallbackThread> callbacks;
   std::thread session_thread;  // last: starts once the rest exists
 };
 
@@ -606,7 +630,16 @@ std::shared_ptr<Keeper> Client::keeper_when_connected(
   return impl_->wait_connected(deadline);
 }
 
+Client::Session Client::session_when_connected(
+    std::optional<std::chrono::steady_clock::time_point> deadline) const {
+  return impl_->wait_session(deadline);
+}
+
 bool Client::on_listener_thread() const noexcept { return impl_->listeners.on_thread(); }
+
+std::shared_ptr<detail::CallbackThread> Client::callback_thread() const noexcept {
+  return impl_->callbacks;
+}
 
 std::shared_ptr<detail::ClientLifeline> Client::lifeline() const noexcept {
   return impl_->lifeline;

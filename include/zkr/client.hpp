@@ -67,6 +67,8 @@ struct ClientOptions {
 };
 
 namespace detail {
+class CallbackThread;
+
 // Whether a Client still exists, for objects that keep a reference to it and
 // may outlive it: the locks. They hold one by shared_ptr and make each call
 // into the Client inside a Visit. ~Client refuses new visits first, then ends
@@ -132,11 +134,13 @@ class Client {
   // The current session's Keeper. After lost a new one replaces it; holders of
   // the old one get session_expired from it.
   std::shared_ptr<Keeper> keeper() const;
-  // 1 for the first session, +1 for each new session after expiry. Also +1,
-  // with no new session, when the Client's sessions end for good (the
-  // ensemble refused our credentials, or ~Client began): `lost` always comes
-  // with a new epoch, and whoever waits for a session after the old one stops
-  // waiting and hears why from keeper_when_connected().
+  // 1 for the first session, +1 each time a session ends (expired, or given
+  // up after suspended outlasted the session timeout), the moment it ends,
+  // before the next one is opened and whether or not opening it succeeds.
+  // Also +1, with no new session, when the Client's sessions end for good
+  // (the ensemble refused our credentials, or ~Client began): `lost` always
+  // comes with a new epoch, and whoever waits for a session after the old one
+  // stops waiting and hears why from keeper_when_connected().
   std::uint64_t session_epoch() const;
   ConnectionState state() const;
   bool is_connected() const;
@@ -193,8 +197,21 @@ class Client {
   std::shared_ptr<Keeper> keeper_when_connected(
       std::chrono::steady_clock::time_point deadline) const;
 
+  // The connected session's Keeper and its epoch, read together (a session
+  // change between two separate reads would pair a Keeper with the wrong
+  // epoch). Waits and throws as keeper_when_connected(deadline).
+  struct Session {
+    std::shared_ptr<Keeper> keeper;
+    std::uint64_t epoch = 0;
+  };
+  Session session_when_connected(
+      std::optional<std::chrono::steady_clock::time_point> deadline = {}) const;
+
   // True on the Client's listener thread (inside a listener).
   bool on_listener_thread() const noexcept;
+  // For recipes: the thread lease callbacks run on (src/callback_thread.hpp).
+  // It outlives the Client.
+  std::shared_ptr<detail::CallbackThread> callback_thread() const noexcept;
   // See detail::ClientLifeline. It outlives the Client.
   std::shared_ptr<detail::ClientLifeline> lifeline() const noexcept;
 

@@ -1,0 +1,53 @@
+// The Client's callback thread: where the lost signals of leases reach user
+// code (LockLease::on_lost callbacks, lost_token stop callbacks).
+//
+// Not the C client's threads: a callback there that waits for a reply (a
+// release does) waits for the very thread it blocks, and every reply and watch
+// of the session stops. Not the listener thread either: an acquire there is
+// refused, because acquires wait for connection states delivered on it. Here a
+// callback may release, acquire another lock or call the Client; it only
+// delays the callbacks queued after it, never the session.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace spdlog {
+class logger;
+}
+
+namespace zkr::detail {
+
+class CallbackThread {
+ public:
+  explicit CallbackThread(std::shared_ptr<spdlog::logger> log);
+  ~CallbackThread();
+  CallbackThread(const CallbackThread&) = delete;
+  CallbackThread& operator=(const CallbackThread&) = delete;
+
+  // Runs task on the thread, after the tasks posted before it. A task that
+  // throws is logged; the next one runs all the same. After stop() there is
+  // no thread left, so the task runs at once on the caller's thread: the
+  // Client is gone then, and with it the C client's threads.
+  void post(std::function<void()> task) noexcept;
+  bool on_thread() const noexcept;
+  // Runs what is queued, then joins. Idempotent; not from the thread itself.
+  void stop() noexcept;
+
+ private:
+  void run();
+  void run_one(std::function<void()>& task) noexcept;
+
+  std::shared_ptr<spdlog::logger> log_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mutex_
+  bool stopping_ = false;                    // guarded by mutex_
+  std::thread thread_;                       // last: starts once the rest exists
+};
+
+}  // namespace zkr::detail
