@@ -24,16 +24,28 @@ MultiLock::~MultiLock() = default;  // each InterProcessMutex releases what it h
 bool MultiLock::take(std::optional<Clock::time_point> deadline) {
   // Each round ends holding all, holding none, or having found a lease lost
   // while we waited for a later lock: then it gives everything back and goes
-  // again. A round is lost only to a session ending, so a few will do.
-  for (int round = 0; round < kMaxRounds; ++round) {
+  // again. A round is lost only to a session ending. With a deadline, rounds
+  // go on until it passes; without one, as long as the retry policy allows,
+  // as a single lock requeues after a lost session.
+  const auto start = Clock::now();
+  for (int round = 0;; ++round) {
     switch (take_once(deadline)) {
       case Outcome::held: return true;
       case Outcome::timed_out: return false;
-      case Outcome::lease_lost: continue;
+      case Outcome::lease_lost: break;
     }
+    if (deadline) {
+      if (Clock::now() >= *deadline) return false;
+      continue;
+    }
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    const auto delay = client_.retry_policy().next_delay(round, elapsed);
+    if (!delay)
+      throw KeeperError(Errc::session_expired, paths_.front(),
+                        "MultiLock: a lock was lost before the last was granted in " +
+                            std::to_string(round + 1) + " rounds, and the retry policy gave up");
+    client_.sleeper().sleep_for(*delay);
   }
-  throw KeeperError(Errc::session_expired, paths_.front(),
-                    "MultiLock: every round lost a lock before the last was granted");
 }
 
 MultiLock::Outcome MultiLock::take_once(std::optional<Clock::time_point> deadline) {
@@ -111,6 +123,18 @@ MultiResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
   guarded.reserve(leases.size() + ops.size());
   for (const auto& lease : leases) guarded.push_back(op::Check{lease.node_path(), kAnyVersion});
   for (auto& o : ops) guarded.push_back(std::move(o));
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    if (!leases[i].released()) continue;
+    // Its delete may still be on its way: never let the write race it. The
+    // result reads as the server's would, the check at i failing.
+    MultiResult refused;
+    refused.error = Errc::no_node;
+    refused.results.resize(guarded.size());
+    for (std::size_t j = i + 1; j < guarded.size(); ++j)
+      refused.results[j].error = Errc::runtime_inconsistency;
+    refused.results[i].error = Errc::no_node;
+    return refused;
+  }
   return keeper.try_multi(std::move(guarded), timeout);
 }
 

@@ -51,7 +51,6 @@ class MultiLock : public detail::StandardLockable<MultiLock> {
 
  private:
   enum class Outcome { held, timed_out, lease_lost };
-  static constexpr int kMaxRounds = 16;
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
   Outcome take_once(std::optional<std::chrono::steady_clock::time_point> deadline);
   bool all_current(std::size_t n) const;  // the first n leases: not lost, this session

@@ -1,9 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <sstream>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <thread>
 
 #include "support/fake_keeper.hpp"
+#include "support/fault_keeper.hpp"
 #include "support/waits.hpp"
 #include "zkr/multi_lock.hpp"
 
@@ -118,6 +122,46 @@ TEST_F(MultiLockTest, GuardedWriteChecksEveryLease) {
   EXPECT_EQ(refused.failed_index(), 1u);
   EXPECT_EQ(*ensemble_.data_now("/resource"), "1");
   both.release();
+}
+
+// Rounds were capped at 16: a set whose session ended 16 times threw
+// session_expired although its deadline allowed more.
+TEST_F(MultiLockTest, RoundsLostToSessionEndsGoOnUntilTheDeadline) {
+  auto faults = std::make_shared<test::Faults>();
+  ClientOptions options;
+  options.connect_string = "127.0.0.1:2181";
+  options.keeper_factory = test::with_faults(ensemble_.factory(), faults);
+  options.retry_policy = std::make_shared<RetryNTimes>(100, 1ms);  // past the old cap of 16
+  std::ostringstream log;  // counts the rounds the set lost
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  options.logger = std::make_shared<spdlog::logger>("rounds", sink);
+  options.logger->set_level(spdlog::level::info);
+  Client mine(options);
+  ASSERT_TRUE(mine.block_until_connected(5s));
+  constexpr int kSessionsLost = 20;
+  // Each round, the set's first create for /l/b finds its session ended (and
+  // it is: the hook ends it), so /l/b is granted in the next session while
+  // /l/a's node went with the old one: the round is lost. The create after
+  // that goes through.
+  std::vector<test::FaultRule*> ends;
+  for (int i = 0; i < kSessionsLost; ++i) {
+    ends.push_back(&faults->on(test::OpKind::create, "/l/b/").fail(Errc::session_expired).after([&](auto&) {
+      ensemble_.expire(mine.keeper()->session_id());
+    }));
+    faults->on(test::OpKind::create, "/l/b/").after([](auto&) {});
+  }
+  MultiLock both(mine, {"/l/a", "/l/b"});
+  ASSERT_TRUE(both.try_acquire_for(10s));
+  for (auto* end : ends) EXPECT_EQ(end->fired(), 1);
+  sink->flush();
+  const std::string text = log.str();
+  int lost_rounds = 0;
+  for (auto at = text.find("starting over"); at != std::string::npos; at = text.find("starting over", at + 1))
+    ++lost_rounds;
+  EXPECT_GT(lost_rounds, 16) << "the old cap was not reached";
+  for (const auto& lease : both.leases()) EXPECT_TRUE(lease.held());
+  both.release();
+  EXPECT_TRUE(test::wait_children(*ensemble_.connect(), "/l/a", [](const auto& n) { return n.empty(); }, 5s));
 }
 
 TEST_F(MultiLockTest, RefusesAnEmptyList) {
