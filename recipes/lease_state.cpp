@@ -1,5 +1,7 @@
 #include "lease_state.hpp"
 
+#include <chrono>
+
 namespace zkr::detail {
 
 void LeaseState::mark_lost(LostReason why) {
@@ -8,57 +10,130 @@ void LeaseState::mark_lost(LostReason why) {
     std::lock_guard lock(mutex_);
     if (released_ || reason_ != LostReason::none) return;
     reason_ = why;
-    to_run.swap(callbacks_);
+    to_run.swap(callbacks_to_run_);
   }
-  stop_.request_stop();
-  for (auto& callback : to_run) callback(why);
+  // Stop callbacks are user code too: they run where on_lost callbacks do.
+  callbacks_->post([stop = stop_] { stop.request_stop(); });
+  for (auto& callback : to_run) callbacks_->post([callback = std::move(callback), why] { callback(why); });
 }
 
 void LeaseState::mark_released() {
   std::lock_guard lock(mutex_);
   released_ = true;
-  callbacks_.clear();
+  callbacks_to_run_.clear();
+}
+
+bool LeaseState::released() {
+  std::lock_guard lock(mutex_);
+  return released_;
 }
 
 LostReason LeaseState::reason() {
-  check_own_watch();
+  check_pending_reply();
   std::lock_guard lock(mutex_);
   return reason_;
 }
 
+bool LeaseState::revocation_requested() {
+  check_pending_reply();
+  std::lock_guard lock(mutex_);
+  return revocation_requested_;
+}
+
 void LeaseState::add_callback(std::function<void(LostReason)> callback) {
-  check_own_watch();
+  check_pending_reply();
   LostReason already;
   {
     std::lock_guard lock(mutex_);
     already = reason_;
     if (already == LostReason::none) {
-      if (!released_) callbacks_.push_back(std::move(callback));
+      if (!released_) callbacks_to_run_.push_back(std::move(callback));
       return;
     }
   }
-  callback(already);
+  callbacks_->post([callback = std::move(callback), already] { callback(already); });
 }
 
-void LeaseState::set_own_watch(std::future<Result<NodeData>> reply) {
-  std::lock_guard lock(mutex_);
-  own_watch_ = std::move(reply);
-}
-
-void LeaseState::check_own_watch() {
-  Errc error = Errc::ok;
+void LeaseState::add_revocation_callback(std::function<void()> callback) {
+  check_pending_reply();
   {
     std::lock_guard lock(mutex_);
-    if (!own_watch_ || own_watch_->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+    if (!revocation_requested_) {
+      revocation_callbacks_.push_back(std::move(callback));
       return;
-    error = own_watch_->get().error();
-    own_watch_.reset();
+    }
+  }
+  callbacks_->post(std::move(callback));
+}
+
+std::shared_future<Result<NodeData>> LeaseState::watch_own_node(
+    const std::shared_ptr<Keeper>& keeper) {
+  arm(keeper);
+  std::lock_guard lock(mutex_);
+  return *pending_;
+}
+
+// Runs on the caller's thread the first time, then on the keeper's event
+// thread (from the watch): sending is all it does there, never waiting.
+void LeaseState::arm(const std::shared_ptr<Keeper>& keeper) {
+  std::weak_ptr<LeaseState> weak = weak_from_this();
+  std::weak_ptr<Keeper> weak_keeper = keeper;
+  auto reply = keeper->async_get(node_path, [weak, weak_keeper](const WatchEvent& event) {
+    auto self = weak.lock();
+    if (!self) return;
+    switch (event.type) {
+      case EventType::deleted: self->mark_lost(LostReason::node_deleted); break;
+      case EventType::session_ended: self->mark_lost(LostReason::session_lost); break;
+      default:
+        // Changed (someone wrote into our node): the watch is spent, so arm
+        // it again, or the next delete would go unheard.
+        if (auto k = weak_keeper.lock()) self->arm(k);
+        else self->mark_lost(LostReason::session_lost);
+    }
+  }).share();
+  {
+    std::lock_guard lock(mutex_);
+    pending_ = reply;
+  }
+  const auto timeout = keeper->default_timeout();
+  callbacks_->post([weak, reply, timeout] {
+    // A session's replies come within its timeout or the link is reported
+    // down, which the Client's states cover: never wait longer than that.
+    if (reply.wait_for(timeout) != std::future_status::ready) return;
+    if (auto self = weak.lock()) self->check_pending_reply();
+  });
+}
+
+void LeaseState::check_pending_reply() {
+  std::optional<Result<NodeData>> reply;
+  {
+    std::lock_guard lock(mutex_);
+    if (!pending_ || pending_->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return;
+    reply.emplace(pending_->get());
+    pending_.reset();
+  }
+  on_reply(*reply);
+}
+
+void LeaseState::on_reply(const Result<NodeData>& reply) {
+  if (reply.ok()) {
+    if (reply.value().data != kRevokeRequest) return;
+    std::vector<std::function<void()>> to_run;
+    {
+      std::lock_guard lock(mutex_);
+      if (revocation_requested_) return;
+      revocation_requested_ = true;
+      to_run.swap(revocation_callbacks_);
+    }
+    for (auto& callback : to_run) callbacks_->post(std::move(callback));
+    return;
   }
   // No watch was armed in these cases, so no event will ever tell: the reply
   // is all we get. (A reply lost to a dropped link leaves the watch to the
   // Client's states, which cover that.)
-  if (error == Errc::no_node) mark_lost(LostReason::node_deleted);
-  else if (error == Errc::session_expired || error == Errc::closing)
+  if (reply.error() == Errc::no_node) mark_lost(LostReason::node_deleted);
+  else if (reply.error() == Errc::session_expired || reply.error() == Errc::closing)
     mark_lost(LostReason::session_lost);
 }
 

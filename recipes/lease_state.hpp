@@ -1,57 +1,80 @@
 // The shared state behind a LockLease: what the lock knows about one grant,
 // and the lost signal that the Client's listener thread, the keeper's event
 // thread and the holder all reach.
+//
+// One LeaseState per grant, never reused: a LockLease handle copied out of a
+// lock keeps telling the truth about its own grant after the hold ends.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
 
+#include "callback_thread.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
 
 namespace zkr::detail {
 
-struct LeaseState {
+// What Curator's Revoker writes into a lock node to ask its holder to let go.
+inline constexpr std::string_view kRevokeRequest = "__REVOKE__";
+
+class LeaseState : public std::enable_shared_from_this<LeaseState> {
+ public:
   LeaseState(std::string path, std::int64_t zxid, std::uint64_t session_epoch,
-             bool remove_directory)
+             std::shared_ptr<CallbackThread> callbacks)
       : node_path(std::move(path)),
         czxid(zxid),
         epoch(session_epoch),
-        remove_directory_on_release(remove_directory) {}
+        callbacks_(std::move(callbacks)) {}
 
   const std::string node_path;
   const std::int64_t czxid;
   const std::uint64_t epoch;
-  const bool remove_directory_on_release;  // LockOptions::remove_directory_on_release
   Client::ListenerId listener = 0;  // set once, before the lease is shared
 
-  // The first reason wins; callbacks run once, outside the mutex. No effect
-  // after release: a lock given back is not lost.
+  // The first reason wins and is visible at once; the lost token stops and
+  // the callbacks run on the callback thread, each on its own (one that
+  // throws does not stop the others). No effect after release: a lock given
+  // back is not lost.
   void mark_lost(LostReason why);
   void mark_released();
+  bool released();
   LostReason reason();
+  bool revocation_requested();
   std::stop_token token() const noexcept { return stop_.get_token(); }
   void add_callback(std::function<void(LostReason)> callback);
+  // Runs once the revocation request is seen (queued at once if it was).
+  void add_revocation_callback(std::function<void()> callback);
 
-  // The reply to the watch set on our own node after the grant: if the node
-  // was already gone, no watch fires, so the reply itself is looked at when
-  // anyone asks whether the lock is lost.
-  void set_own_watch(std::future<Result<NodeData>> reply);
+  // Watches our own node for as long as the lease lives: deleted means lost
+  // (node_deleted), the session's end means lost (session_lost), and a data
+  // change re-arms the watch (reading the data: Curator's revocation request
+  // is noted), however many changes come. Returns the reply to the first
+  // read, for a caller that must know the node exists now. A reply that says
+  // the node is gone arms no watch, so every reply is looked at too: on the
+  // callback thread as soon as it comes, and by anyone asking reason().
+  std::shared_future<Result<NodeData>> watch_own_node(const std::shared_ptr<Keeper>& keeper);
 
  private:
-  void check_own_watch();
+  void arm(const std::shared_ptr<Keeper>& keeper);
+  void on_reply(const Result<NodeData>& reply);
+  void check_pending_reply();
 
+  const std::shared_ptr<CallbackThread> callbacks_;
   std::mutex mutex_;
-  LostReason reason_ = LostReason::none;                   // guarded by mutex_
-  bool released_ = false;                                  // guarded by mutex_
-  std::vector<std::function<void(LostReason)>> callbacks_; // guarded by mutex_
-  std::optional<std::future<Result<NodeData>>> own_watch_;  // guarded by mutex_
+  LostReason reason_ = LostReason::none;                    // guarded by mutex_
+  bool released_ = false;                                   // guarded by mutex_
+  bool revocation_requested_ = false;                       // guarded by mutex_
+  std::vector<std::function<void(LostReason)>> callbacks_to_run_;  // guarded by mutex_
+  std::vector<std::function<void()>> revocation_callbacks_;        // guarded by mutex_
+  std::optional<std::shared_future<Result<NodeData>>> pending_;    // guarded by mutex_
   std::stop_source stop_;
 };
 

@@ -3,9 +3,11 @@
 
 #include <spdlog/spdlog.h>
 #include <stdexcept>
+#include <deque>
 #include <thread>
 #include <unordered_map>
 
+#include "zkr/multi_lock.hpp"
 #include "zkr/path.hpp"
 
 #include "lease_state.hpp"
@@ -39,16 +41,28 @@ LostReason LockLease::lost_reason() const noexcept {
     return LostReason::session_lost;  // cannot tell: assume the worst
   }
 }
-std::stop_token LockLease::lost_token() const noexcept { return state_->token(); }
+bool LockLease::released() const noexcept { return state_->released(); }
+bool LockLease::revocation_requested() const noexcept {
+  try {
+    return state_->revocation_requested();
+  } catch (...) {
+    return false;
+  }
+}
+void LockLease::on_revocation_requested(std::function<void()> callback) const {
+  state_->add_revocation_callback(std::move(callback));
+}
+std::stop_token LockLease::lost_token() const noexcept {
+  (void)lost_reason();  // a reply that says the node is gone stops it now
+  return state_->token();
+}
 void LockLease::on_lost(std::function<void(LostReason)> callback) const {
   state_->add_callback(std::move(callback));
 }
 
 MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
                           OptionalTimeout timeout) {
-  // Version -1: the check asks only that the node exists. results[0] is it.
-  ops.insert(ops.begin(), op::Check{lease.node_path(), kAnyVersion});
-  return keeper.try_multi(std::move(ops), timeout);
+  return guarded_write(keeper, std::vector<LockLease>{lease}, std::move(ops), timeout);
 }
 
 namespace {
@@ -140,7 +154,6 @@ std::shared_ptr<LeaseState> acquire_naming(detail::LockInternals& internals, Dea
 struct InterProcessMutex::Impl {
   struct Hold {
     std::shared_ptr<LeaseState> state;
-    LockLease lease;
     std::uint32_t count;
   };
 
@@ -161,10 +174,10 @@ struct InterProcessMutex::Impl {
                                     ": this thread already holds it " +
                                     std::to_string(kMaxReentrantHolds) +
                                     " times, the most allowed (acquires without releases?)");
-        if (it->second.lease.lost())
+        if (const auto why = it->second.state->reason(); why != LostReason::none)
           throw KeeperError(Errc::session_expired, internals.dir(),
                             "this thread's hold on the lock was lost (" +
-                                std::string(to_string(it->second.lease.lost_reason())) +
+                                std::string(to_string(why)) +
                                 "); release it before acquiring again");
         ++it->second.count;
         return true;
@@ -174,7 +187,7 @@ struct InterProcessMutex::Impl {
     auto state = acquire_naming(internals, deadline);
     if (!state) return false;
     std::lock_guard lock(mutex);
-    holds.emplace(std::this_thread::get_id(), Hold{state, LockLease(state), 1});
+    holds.emplace(std::this_thread::get_id(), Hold{state, 1});
     return true;
   }
 
@@ -252,13 +265,13 @@ bool InterProcessMutex::is_owned_by_current_thread() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->holds.count(std::this_thread::get_id()) == 1;
 }
-const LockLease& InterProcessMutex::lease() const {
+LockLease InterProcessMutex::lease() const {
   std::lock_guard lock(impl_->mutex);
   const auto it = impl_->holds.find(std::this_thread::get_id());
   if (it == impl_->holds.end())
     throw std::logic_error("InterProcessMutex " + impl_->internals.dir() +
                            ": lease() by a thread that does not hold the lock");
-  return it->second.lease;
+  return LockLease(it->second.state);
 }
 std::vector<std::string> InterProcessMutex::participant_nodes() const {
   Visit visit(*impl_->lifeline);
@@ -287,8 +300,10 @@ struct InterProcessSemaphoreMutex::Impl {
     auto granted = acquire_naming(internals, deadline);
     if (!granted) return false;
     std::lock_guard lock(mutex);
-    state = granted;
-    lease.emplace(granted);
+    // A grant after ours means our node is gone: the server listed none
+    // before the new one. Say so now, whatever the watch has told yet.
+    for (const auto& older : grants) older->mark_lost(LostReason::node_deleted);
+    grants.push_back(std::move(granted));
     return true;
   }
 
@@ -296,8 +311,8 @@ struct InterProcessSemaphoreMutex::Impl {
   const std::shared_ptr<detail::ClientLifeline> lifeline;
   const std::shared_ptr<spdlog::logger> log;  // the Client's, usable after it is gone
   mutable std::mutex mutex;
-  std::shared_ptr<LeaseState> state;  // guarded by mutex
-  std::optional<LockLease> lease;     // guarded by mutex
+  // Grants not yet released, oldest first: only the newest can still hold.
+  std::deque<std::shared_ptr<LeaseState>> grants;  // guarded by mutex
 };
 
 InterProcessSemaphoreMutex::InterProcessSemaphoreMutex(Client& client, std::string path,
@@ -309,7 +324,8 @@ InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
   if (is_acquired_in_this_process())
     impl_->log->warn("InterProcessSemaphoreMutex {} destroyed while held; releasing",
                      impl_->internals.dir());
-  (void)release();
+  while (release()) {
+  }
 }
 
 void InterProcessSemaphoreMutex::acquire() {
@@ -328,11 +344,10 @@ bool InterProcessSemaphoreMutex::release() noexcept {
   std::shared_ptr<LeaseState> held;
   {
     std::lock_guard lock(impl_->mutex);
-    held = std::move(impl_->state);
-    impl_->state.reset();
-    // The lease object stays readable: a caller may still hold a reference.
+    if (impl_->grants.empty()) return false;
+    held = std::move(impl_->grants.front());
+    impl_->grants.pop_front();
   }
-  if (!held) return false;
   Visit visit(*impl_->lifeline);
   if (visit) {
     impl_->internals.release(held);
@@ -344,14 +359,14 @@ bool InterProcessSemaphoreMutex::release() noexcept {
 
 bool InterProcessSemaphoreMutex::is_acquired_in_this_process() const {
   std::lock_guard lock(impl_->mutex);
-  return impl_->state != nullptr;
+  return !impl_->grants.empty();
 }
-const LockLease& InterProcessSemaphoreMutex::lease() const {
+LockLease InterProcessSemaphoreMutex::lease() const {
   std::lock_guard lock(impl_->mutex);
-  if (!impl_->state)
+  if (impl_->grants.empty())
     throw std::logic_error("InterProcessSemaphoreMutex " + impl_->internals.dir() +
                            ": lease() while not held");
-  return *impl_->lease;
+  return LockLease(impl_->grants.back());
 }
 std::vector<std::string> InterProcessSemaphoreMutex::participant_nodes() const {
   Visit visit(*impl_->lifeline);

@@ -31,10 +31,7 @@ LockInfo lock_info(const std::string& dir, std::vector<ChildEntry> lock_nodes) {
     const auto& node = *std::find_if(lock_nodes.begin(), lock_nodes.end(),
                                      [&](const ChildEntry& e) { return e.name == name; });
     info.queue.push_back({.name = node.name,
-                          .holder_id = node.data.ends_with(detail::kHeldMark)
-                                           ? node.data.substr(0, node.data.size() -
-                                                                     detail::kHeldMark.size())
-                                           : node.data,
+                          .holder_id = node.data,
                           .czxid = node.stat.czxid,
                           .ctime_ms = node.stat.ctime,
                           .ephemeral_owner = node.stat.ephemeral_owner});

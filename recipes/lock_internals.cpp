@@ -65,6 +65,9 @@ class WaitSignal {
 
 bool passed(const Deadline& deadline) { return deadline && Clock::now() >= *deadline; }
 
+// How a wait for our turn ended.
+enum class Turn { ours, deadline, vanished };
+
 }  // namespace
 
 // One acquire, from our create to the grant, within one session.
@@ -77,9 +80,7 @@ class Attempt {
         lock_(lock),
         client_(lock.client_),
         signal_(std::move(signal)),
-        deadline_(deadline),
-        node_data_(lock.options_.holder_id.empty() ? default_holder_id()
-                                                   : lock.options_.holder_id) {}
+        deadline_(deadline) {}
 
   // The lease, or nullptr if the deadline passed. Throws SessionGone, or
   // KeeperError for what the retry policy will not retry.
@@ -89,11 +90,13 @@ class Attempt {
       try {
         bind_session();
         if (!positioned_) enqueue();
-        if (!wait_turn()) {
+        const auto turn = wait_turn();
+        if (turn == Turn::deadline) {
           abandon();
           return nullptr;
         }
-        if (auto lease = grant()) return lease;
+        if (turn == Turn::ours)
+          if (auto lease = grant()) return lease;
         start_over();  // our node vanished while we waited: queue again
       } catch (const SessionGone&) {
         abandon_if_session_lives();
@@ -131,8 +134,7 @@ class Attempt {
  private:
   void bind_session() {
     await_session_after(after_epoch_);
-    auto keeper = deadline_ ? client_.keeper_when_connected(*deadline_) : client_.keeper_when_connected();
-    const auto epoch = client_.session_epoch();
+    auto [keeper, epoch] = client_.session_when_connected(deadline_);
     client_.logger().debug("lock {}: attempt on session epoch {} (0x{:x})", lock_.dir_, epoch,
                            keeper->session_id());
     if (epoch_ == 0) {
@@ -203,14 +205,15 @@ class Attempt {
         for (auto slash = lock_.dir_.find('/', 1); slash != std::string::npos;
              slash = lock_.dir_.find('/', slash + 1)) {
           std::string ancestor = lock_.dir_.substr(0, slash);
-          auto reply = keeper_->async_create(ancestor, {}, CreateMode::container);
+          auto reply = keeper_->async_create(ancestor, {}, CreateMode::container, lock_.create_options_);
           ancestors.emplace_back(std::move(ancestor), std::move(reply));
         }
       }
-      auto dir_created = keeper_->async_create(lock_.dir_, {}, CreateMode::container);
+      auto dir_created =
+          keeper_->async_create(lock_.dir_, {}, CreateMode::container, lock_.create_options_);
       create_sent_ = true;
-      auto created = keeper_->async_create(prefix_path(), node_data_,
-                                           CreateMode::ephemeral_sequential);
+      auto created = keeper_->async_create(prefix_path(), lock_.holder_, CreateMode::ephemeral_sequential,
+                                           lock_.create_options_);
       auto listed = keeper_->async_children(lock_.dir_);
       std::optional<KeeperError> ancestor_error;
       for (auto& [path, reply] : ancestors) {
@@ -257,14 +260,19 @@ class Attempt {
     if (listed.error() == Errc::no_node) return create_sent_ = false;
     if (!listed.ok()) throw KeeperError(listed.error(), lock_.dir_, "looking for our lock node");
     const auto found = find_protected_node(listed.value().names, guid_);
-    if (!found) return create_sent_ = false;
+    if (!found) {
+      // It may yet be created (a create still on its way to the leader):
+      // a new name for the next create, and the old one is deleted on sight.
+      forget_guid();
+      return create_sent_ = false;
+    }
     const std::string path = join_path(lock_.dir_, *found);
     auto stat = await(keeper_->async_exists(path), path);
     if (stat.error() == Errc::no_node) return create_sent_ = false;
     if (!stat.ok()) throw KeeperError(stat.error(), path, "checking our lock node");
     if (stat.value().ephemeral_owner != session_id_) {
       // Not of this session, whatever its name says: never adopt it.
-      guid_ = new_guid();
+      forget_guid();
       return create_sent_ = false;
     }
     node_ = *found;
@@ -274,6 +282,7 @@ class Attempt {
   }
 
   bool position(const std::vector<std::string>& children) {
+    remove_ghosts(children);
     auto where = queue_position(sorted_lock_nodes(children), node_);
     if (!where.found) {
       client_.logger().warn("lock {}: our node {} vanished; queueing again", lock_.dir_, node_);
@@ -283,65 +292,71 @@ class Attempt {
       return false;
     }
     lower_ = std::move(where.lower);
-    contended_ = !lower_.empty();
     positioned_ = true;
+    // Someone is before us: watch our own node from now on, so that a delete
+    // of it while we wait is known before any later event (a session's events
+    // come in order), and the grant needs no read of its own.
+    if (!lower_.empty() && !lease_) {
+      lease_ = new_lease();
+      (void)lease_->watch_own_node(keeper_);
+    }
     client_.logger().debug("lock {}: queued as {} (session epoch {}), {} before us", lock_.dir_,
                            node_, epoch_, lower_.size());
     return true;
   }
 
-  // Walks down the nodes before ours until none is left. False: deadline.
-  bool wait_turn() {
+  // Walks down the nodes before ours until none is left. Only the server's
+  // word says who is before us: a node's existence, or a listing. What is
+  // written in a node (by its owner, Curator's revoker, or anyone allowed to
+  // write it) is never read as a sign of anything.
+  Turn wait_turn() {
     while (!lower_.empty()) {
-      if (passed(deadline_)) return false;
+      if (passed(deadline_)) return Turn::deadline;
+      if (own_node_lost()) return Turn::vanished;
       const std::string before = join_path(lock_.dir_, lower_.back());
       std::weak_ptr<WaitSignal> weak = signal_;
+      // A get, not an exists: it arms no watch when the node is already gone,
+      // and lock node names are never used twice, so such a watch would stay
+      // in the session for ever.
       auto watched = await(keeper_->async_get(before,
                                               [weak](const WatchEvent& event) {
                                                 if (auto signal = weak.lock()) signal->on_event(event);
                                               }),
                            before);
-      if (watched.error() == Errc::no_node) {
-        lower_.pop_back();
-        drop_gone_nodes();
-        continue;
+      bool gone = watched.error() == Errc::no_node;
+      if (!gone && !watched.ok())
+        throw KeeperError(watched.error(), before, "watching the node before ours");
+      if (!gone) {
+        client_.logger().debug("lock {}: {} waits for {}", lock_.dir_, node_, lower_.back());
+        switch (await_change(before)) {
+          case Change::deleted: gone = true; break;
+          case Change::look_again: break;
+          case Change::deadline: return Turn::deadline;
+        }
       }
-      if (!watched.ok()) throw KeeperError(watched.error(), before, "watching the node before ours");
-      client_.logger().debug("lock {}: {} waits for {}", lock_.dir_, node_, lower_.back());
-      // Its holder marked it: it was granted the lock, so everything below it
-      // is gone. Only our mark counts: other writers (Curator's revocation,
-      // say) may write to a waiting node, and trusting them could skip a
-      // holder.
-      if (watched.value().data.ends_with(kHeldMark)) lower_.erase(lower_.begin(), lower_.end() - 1);
-      switch (await_change(before)) {
-        case Change::deleted:
-          lower_.pop_back();
-          drop_gone_nodes();
-          break;
-        case Change::look_again: break;
-        case Change::deadline: return false;
-      }
+      if (!gone) continue;
+      lower_.pop_back();
+      // The nodes below the one that went may be gone too (typically: it held
+      // the lock, so they were), or not: one listing says which, however many.
+      if (!lower_.empty() && !relist()) return Turn::vanished;
     }
-    return true;
+    return own_node_lost() ? Turn::vanished : Turn::ours;
   }
 
-  // The node we watched is gone. If it was not marked, the nodes below it may
-  // be gone too (typically: it held the lock without waiting): ask about all of
-  // them at once, one round trip however many, instead of one at a time.
-  void drop_gone_nodes() {
-    if (lower_.size() < 2) return;  // one left: the next get asks about it anyway
-    std::vector<std::future<Result<Stat>>> replies;
-    replies.reserve(lower_.size());
-    for (const auto& name : lower_) replies.push_back(keeper_->async_exists(join_path(lock_.dir_, name)));
-    std::vector<std::string> alive;
-    for (std::size_t i = 0; i < lower_.size(); ++i) {
-      const auto path = join_path(lock_.dir_, lower_[i]);
-      const auto reply = await(std::move(replies[i]), path);
-      if (reply.error() == Errc::no_node) continue;
-      if (!reply.ok()) throw KeeperError(reply.error(), path, "looking at the nodes before ours");
-      alive.push_back(lower_[i]);
-    }
-    lower_ = std::move(alive);
+  // Our node was deleted while we waited (the own-node watch says so).
+  bool own_node_lost() {
+    if (!lease_) return false;
+    const auto why = lease_->reason();
+    if (why == LostReason::session_lost) throw SessionGone{epoch_};
+    return why == LostReason::node_deleted;
+  }
+
+  // Learns again which nodes are before ours. False: ours is gone.
+  bool relist() {
+    auto listed = await(keeper_->async_children(lock_.dir_), lock_.dir_);
+    if (!listed.ok() && listed.error() != Errc::no_node)
+      throw KeeperError(listed.error(), lock_.dir_, "listing the lock directory");
+    return position(listed.ok() ? listed.value().names : std::vector<std::string>{});
   }
 
   enum class Change { deleted, look_again, deadline };
@@ -372,31 +387,22 @@ class Attempt {
     }
   }
 
-  // The lease, or nullptr if our node vanished while we waited.
+  std::shared_ptr<LeaseState> new_lease() const {
+    return std::make_shared<LeaseState>(join_path(lock_.dir_, node_), czxid_, epoch_,
+                                        client_.callback_thread());
+  }
+
+  // The lease, or nullptr if our node vanished while we waited. A contender
+  // that waited watches its node since it queued; one granted at once starts
+  // now, without waiting for the reply: its node was in the listing that
+  // granted it, and a reply saying it is gone marks the lease lost.
   std::shared_ptr<LeaseState> grant() {
-    const std::string path = join_path(lock_.dir_, node_);
-    auto lease = std::make_shared<LeaseState>(path, czxid_, epoch_,
-                                              lock_.options_.remove_directory_on_release);
-    // Before the watch below, so that it cannot trigger it: the mark spares
-    // our successor a walk (see lock_internals.hpp).
-    if (contended_) (void)keeper_->async_set(path, node_data_ + std::string(kHeldMark));
-    std::weak_ptr<LeaseState> weak = lease;
-    auto own = keeper_->async_get(path, [weak](const WatchEvent& event) {
-      auto held = weak.lock();
-      if (!held) return;
-      if (event.type == EventType::deleted) held->mark_lost(LostReason::node_deleted);
-      if (event.type == EventType::session_ended) held->mark_lost(LostReason::session_lost);
-    });
-    if (contended_) {
-      // Our listing showed our node, but we did not hold then: someone may
-      // have deleted it since, and the nodes before ours being gone proves
-      // nothing about ours. One read, only when someone was before us.
-      auto reply = await(std::move(own), path);
-      if (reply.error() == Errc::no_node) return nullptr;
-      if (!reply.ok()) throw KeeperError(reply.error(), path, "checking our lock node");
-    } else {
-      lease->set_own_watch(std::move(own));
+    auto lease = std::exchange(lease_, nullptr);
+    if (!lease) {
+      lease = new_lease();
+      (void)lease->watch_own_node(keeper_);
     }
+    std::weak_ptr<LeaseState> weak = lease;
     const auto policy = lock_.options_.suspended_policy;
     const auto epoch = epoch_;
     Client& client = client_;
@@ -431,8 +437,26 @@ class Attempt {
     node_.clear();
     create_sent_ = false;
     positioned_ = false;
-    contended_ = false;
+    lower_.clear();
+    lease_.reset();
     guid_ = new_guid();
+  }
+
+  // A create under guid_ may still be applied although we gave it up: the
+  // next create gets a new name, and a node with the old one is deleted
+  // wherever a listing shows it, so that it can never queue as a second
+  // node of ours.
+  void forget_guid() {
+    forgotten_guids_.push_back(std::exchange(guid_, new_guid()));
+  }
+
+  void remove_ghosts(const std::vector<std::string>& children) {
+    for (const auto& guid : forgotten_guids_)
+      if (auto ghost = find_protected_node(children, guid)) {
+        client_.logger().warn("lock {}: deleting {}, created late by a create we gave up on",
+                              lock_.dir_, *ghost);
+        client_.remove_in_background(join_path(lock_.dir_, *ghost), epoch_);
+      }
   }
 
   // Deletes our node, known or not. When the link is up the delete is done by
@@ -446,6 +470,10 @@ class Attempt {
         if (!remove_now(path)) client_.remove_in_background(path, epoch_);
       } else if (create_sent_) {
         client_.remove_in_background(prefix_path(), epoch_, /*by_name_prefix=*/true);
+        // The directory we may have created with it would otherwise stay: a
+        // container that never had a child is never reaped by the server.
+        if (keeper_ && client_.session_epoch() == epoch_ && client_.is_connected())
+          (void)lock_.send_directory_removal(*keeper_);
       }
     } catch (const std::exception& e) {
       client_.logger().error("lock {}: abandoning our node failed: {}", lock_.dir_, e.what());
@@ -456,10 +484,12 @@ class Attempt {
 
   bool remove_now(const std::string& path) {
     if (!keeper_ || client_.session_epoch() != epoch_ || !client_.is_connected()) return false;
-    // Cleaning up may take a round trip past the deadline: better than
-    // leaving a node in the queue for the background to find.
-    const auto removed = await_until(keeper_->async_remove(path), path,
-                                     Clock::now() + keeper_->default_timeout());
+    // Cleaning up may take a round trip past the deadline (never more than
+    // one session timeout past it, as every wait here): better than leaving
+    // a node in the queue for the background to find.
+    auto removal = lock_.send_removal(*keeper_, path);
+    const auto removed = await(std::move(removal.node), path);
+    if (removal.directory) lock_.await_directory_removal(*removal.directory, milliseconds(0));
     return removed.ok() || removed.error() == Errc::no_node;
   }
 
@@ -468,24 +498,26 @@ class Attempt {
   Client& client_;
   std::shared_ptr<WaitSignal> signal_;
   const Deadline deadline_;
-  const std::string node_data_;  // who we are, for operators
 
   std::shared_ptr<Keeper> keeper_;
   std::uint64_t epoch_ = 0;
   std::int64_t session_id_ = 0;
   std::string guid_ = new_guid();
+  std::vector<std::string> forgotten_guids_;  // see forget_guid()
   bool create_sent_ = false;  // a create may have been applied
   std::string node_;          // our node's name, once known
   std::int64_t czxid_ = 0;
   bool positioned_ = false;          // lower_ is known
   std::vector<std::string> lower_;   // nodes before ours that may still exist
-  bool contended_ = false;           // someone was before us in our listing
+  std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
 };
 
 LockInternals::LockInternals(Client& client, std::string dir, LockOptions options)
     : client_(client),
       dir_(std::move(dir)),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      holder_(checked_holder_id(options_.holder_id)),
+      create_options_{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}} {
   validate_path(dir_);
   if (dir_ == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
 }
@@ -532,16 +564,10 @@ void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
     if (client_.session_epoch() != lease->epoch) return;  // the node went with its session
     if (client_.is_connected()) {
       auto keeper = client_.keeper();
-      auto reply = keeper->async_remove(lease->node_path);
-      // Pipelined behind our delete: the directory goes too if nobody else
-      // is in it, so a million keys locked once leave nothing behind. The
-      // server refuses (not_empty) while anyone queues; a contender racing
-      // with this creates the directory again.
-      std::optional<std::future<Result<Empty>>> dir_removed;
-      if (lease->remove_directory_on_release) dir_removed = keeper->async_remove(dir_);
-      if (reply.wait_for(keeper->default_timeout()) == std::future_status::ready) {
-        const auto result = reply.get();
-        if (dir_removed) await_directory_removal(*dir_removed, keeper->default_timeout());
+      auto removal = send_removal(*keeper, lease->node_path);
+      if (removal.node.wait_for(keeper->default_timeout()) == std::future_status::ready) {
+        const auto result = removal.node.get();
+        if (removal.directory) await_directory_removal(*removal.directory, keeper->default_timeout());
         if (result.ok() || result.error() == Errc::no_node) return;
         if (!is_connection_error(result.error())) {
           client_.logger().error("lock {}: could not delete {}: {}", dir_, lease->node_path,
@@ -554,6 +580,23 @@ void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
   } catch (const std::exception& e) {
     client_.logger().error("lock {}: release failed: {}", dir_, e.what());
   }
+}
+
+// Pipelined behind our delete: the directory goes too if nobody else is in
+// it, so a million keys locked once leave nothing behind. The server refuses
+// (not_empty) while anyone queues; a contender racing with this creates the
+// directory again.
+LockInternals::Removal LockInternals::send_removal(Keeper& keeper,
+                                                   const std::string& node_path) const {
+  Removal removal{keeper.async_remove(node_path), std::nullopt};
+  removal.directory = send_directory_removal(keeper);
+  return removal;
+}
+
+std::optional<std::future<Result<Empty>>> LockInternals::send_directory_removal(
+    Keeper& keeper) const {
+  if (!options_.remove_directory_on_release) return std::nullopt;
+  return keeper.async_remove(dir_);
 }
 
 void LockInternals::await_directory_removal(std::future<Result<Empty>>& reply,
@@ -576,6 +619,22 @@ std::vector<std::string> LockInternals::participant_nodes() const {
   std::vector<std::string> paths;
   for (const auto& name : sorted_lock_nodes(names)) paths.push_back(join_path(dir_, name));
   return paths;
+}
+
+std::string checked_holder_id(const std::string& holder_id) {
+  if (holder_id.empty()) return default_holder_id();
+  if (holder_id.size() > kMaxHolderIdLength)
+    throw std::invalid_argument("LockOptions::holder_id is " + std::to_string(holder_id.size()) +
+                                " bytes long; " + std::to_string(kMaxHolderIdLength) +
+                                " at most");
+  for (std::size_t i = 0; i < holder_id.size(); ++i) {
+    const auto c = static_cast<unsigned char>(holder_id[i]);
+    if (c < 0x20 || c == 0x7f)
+      throw std::invalid_argument("LockOptions::holder_id has a control character (byte " +
+                                  std::to_string(c) + ") at offset " + std::to_string(i) +
+                                  "; it is text for operators, one line of printable characters");
+  }
+  return holder_id;
 }
 
 std::string default_holder_id() {

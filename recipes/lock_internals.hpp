@@ -9,20 +9,19 @@
 // to back, so an uncontended acquire is one round trip. A release removes the
 // directory with its node when nobody else is in it (it is a container, so the
 // server would too, but only a second or more later and at a bounded rate), so
-// locking a million keys leaves nothing behind. The listing is the only one: nodes before ours can
-// disappear but never appear (sequence numbers only grow while our node keeps
-// the directory alive), so when the node we watch goes, we step down the list
-// we already have instead of listing again. A contender granted the lock
-// after someone was before it marks its node (one data write, not awaited),
-// and a successor that reads the mark drops everything below it at once:
-// handing the lock down a queue of N waiters costs O(1) requests per hand-off.
-// If the marked node is gone before its successor reads it, the successor
-// checks the nodes it still knows in one pipelined round trip.
+// locking a million keys leaves nothing behind.
 //
-// Only our own mark counts: other writers (Curator's revocation) may write to
-// a waiting node. And a contended grant reads our own node first: someone may
-// have deleted it while we waited, and nodes before ours being gone says
-// nothing about it.
+// Who is before us is learned only from the server: a listing, and the
+// existence of the node we watch. Data in a node (the holder's text, Curator's
+// revocation request, anything another client writes) is never read as a sign
+// of anything, so no holder text and no foreign write can skip a holder. When
+// the node we watch goes and nodes below it were in our listing, one listing
+// says which are left: O(1) requests per hand-off however long the queue, at
+// the price of a reply that grows with it.
+//
+// A contender that has to wait watches its own node from then on (the reply
+// comes before any later event of the session), so a delete of it while it
+// waits is known before its turn comes, and the grant sends nothing.
 //
 // Safety rests on two rules: we only conclude "we hold it" from nodes of our
 // current session (a lost session discards the whole view and re-enters), and
@@ -38,6 +37,7 @@
 #include <vector>
 
 #include "lease_state.hpp"
+#include "zkr/keeper.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
 
@@ -66,17 +66,25 @@ class LockInternals {
 
  private:
   friend class Attempt;
+  struct Removal {
+    std::future<Result<Empty>> node;
+    std::optional<std::future<Result<Empty>>> directory;
+  };
+  Removal send_removal(Keeper& keeper, const std::string& node_path) const;
+  std::optional<std::future<Result<Empty>>> send_directory_removal(Keeper& keeper) const;
   void await_directory_removal(std::future<Result<Empty>>& reply,
                                std::chrono::milliseconds timeout) const;
   Client& client_;
   const std::string dir_;
   const LockOptions options_;
+  const std::string holder_;             // what our nodes hold: options_.holder_id, checked
+  const CreateOptions create_options_;   // the ACL of everything a lock creates
 };
 
-// The data a contender writes into its node.
+// The data a contender writes into its node, unless LockOptions says.
 std::string default_holder_id();
-
-// Marks a holder's node once it was granted the lock after waiting.
-inline constexpr std::string_view kHeldMark = "\nheld";
+// holder_id, or the default if empty; std::invalid_argument for a control
+// character or more than kMaxHolderIdLength bytes.
+std::string checked_holder_id(const std::string& holder_id);
 
 }  // namespace zkr::detail

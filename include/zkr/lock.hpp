@@ -12,9 +12,14 @@
 // Children of a lock directory that are not lock nodes are ignored (Curator
 // sorts them in, and one whose name sorts first blocks its waiters).
 //
+// Who holds the lock is decided only by which lock nodes exist, in sequence
+// order, as the server reports them: the data in a lock node (the holder's
+// text, or anything another client writes there) is never interpreted, so no
+// holder text and no foreign write can let a contender skip a holder.
+//
 //   zkr::InterProcessMutex mutex(client, "/locks/orders/42");
 //   if (mutex.try_acquire_for(5s)) {
-//     const zkr::LockLease& lease = mutex.lease();
+//     const zkr::LockLease lease = mutex.lease();   // a handle to this grant
 //     write_with(lease.fencing_token());           // for a fenced resource
 //     if (lease.lost()) return;                     // connection trouble: stop
 //     mutex.release();
@@ -54,6 +59,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -118,9 +124,22 @@ enum class SuspendedPolicy {
   ignore,  // Curator's session policy: only a lost session means lost
 };
 
+// The longest LockOptions::holder_id.
+inline constexpr std::size_t kMaxHolderIdLength = 1024;
+
 struct LockOptions {
-  // Written into the lock node, for operators. Unset: "host=..;pid=..;thread=..".
+  // Written into the lock node, for operators: one line of printable text, at
+  // most kMaxHolderIdLength bytes (else the lock's constructor throws
+  // std::invalid_argument). Unset: "host=..;pid=..;thread=..".
   std::string holder_id;
+  // The ACL of the lock directories, their missing parents and the lock nodes
+  // this lock creates. Unset: world:anyone with every permission, whatever the
+  // Client's default ACL (creator-only when it has auth): every contender, of
+  // any identity (Curator processes too), must be able to create its node in
+  // the directory, read the node before it, and remove the directory once
+  // empty. Nothing in a lock node is trusted, so a foreign write there can
+  // only make a holder see revocation_requested().
+  std::optional<AclList> acl;
   SuspendedPolicy suspended_policy = SuspendedPolicy::lost;
   // A waiter whose session is lost re-enters the queue in the new session if
   // the Client's retry policy allows; false: the acquire fails at once.
@@ -132,23 +151,46 @@ struct LockOptions {
   bool remove_directory_on_release = true;
 };
 
-// The proof of holding a lock: a fencing token and a lost signal. Valid while
-// the lock is held; the lock owns it.
+// The proof of holding a lock: a fencing token and a lost signal. A handle to
+// one grant, cheap to copy: every grant has its own state, never reused, so a
+// LockLease keeps telling the truth about its grant after the hold ends
+// (released() or lost()), whatever the lock object does next.
 class LockLease {
  public:
-  // The lock node's czxid: larger for every later grant of any lock on the
-  // ensemble, across leaders and re-created lock directories.
+  // The lock node's czxid: the zxid at which this contender queued. Within
+  // one lock path it is larger for every later grant (a later holder queued
+  // after an earlier one left), across leaders and re-created lock
+  // directories. Tokens of different locks are not comparable.
   std::int64_t fencing_token() const noexcept;
   const std::string& node_path() const noexcept;
   // The Client's session epoch the lock was granted in.
   std::uint64_t session_epoch() const noexcept;
 
+  // The lock was lost: trust it no more. Turns true as soon as the library
+  // knows (the lost token and callbacks follow on the callback thread).
   bool lost() const noexcept;
   LostReason lost_reason() const noexcept;
-  // Stops once the lock is lost (never stops for a clean release).
+  // This grant was given back by release() (or the lock's destructor).
+  bool released() const noexcept;
+  // Held: neither lost nor released.
+  bool held() const noexcept { return !lost() && !released(); }
+  // Someone wrote Curator's revocation request ("__REVOKE__") into the lock
+  // node: a holder that honours revocation should release. Nothing else
+  // changes: the lock stays held until released or lost.
+  bool revocation_requested() const noexcept;
+  // Runs once when a revocation request is seen (queued at once if one was),
+  // on the callback thread, as on_lost callbacks do.
+  void on_revocation_requested(std::function<void()> callback) const;
+  // Stops once the lock is lost (never stops for a clean release). Stop
+  // callbacks run on the Client's callback thread, like on_lost callbacks.
   std::stop_token lost_token() const noexcept;
-  // Runs once when the lock is lost, on the Client's listener thread or the
-  // keeper's event thread: it must not block. Runs at once if already lost.
+  // Runs once when the lock is lost (or at once, queued, if it already is),
+  // on the Client's callback thread: never on the ZooKeeper client's threads
+  // nor on the listener thread. There a callback may call into the library
+  // (release this or another lock, acquire one, use the Client); callbacks
+  // run one at a time, so one that blocks delays the others, and one that
+  // throws is logged and does not stop the others. Never runs after a clean
+  // release.
   void on_lost(std::function<void(LostReason)> callback) const;
 
   explicit LockLease(std::shared_ptr<detail::LeaseState> state);
@@ -159,6 +201,8 @@ class LockLease {
 
 // A multi that succeeds only while `lease`'s lock node still exists: writes by
 // a holder that has lost its lock fail atomically (with no_node on the check).
+// A lease already released is refused without sending anything (results[0]
+// is no_node).
 MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
                           OptionalTimeout timeout = {});
 
@@ -186,7 +230,7 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
   bool is_acquired_in_this_process() const;
   bool is_owned_by_current_thread() const;
   // The calling thread's lease; throws std::logic_error if it does not hold.
-  const LockLease& lease() const;
+  LockLease lease() const;
   // Lock nodes of every contender, holder first.
   std::vector<std::string> participant_nodes() const;
   const std::string& path() const noexcept;
@@ -199,6 +243,14 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
 
 // Fair, not reentrant: a second acquire while held waits like anyone else.
 // Any thread of the process may release it.
+//
+// Several threads may share one object. A grant never overwrites another:
+// if a hold is lost without a release (its node deleted, its session ended)
+// and another thread is granted next, both grants stay on the object until
+// released, and release() gives back the oldest first (the lost one, which
+// deletes nothing), so the thread whose hold was lost cannot release the new
+// holder's lock by releasing its own. lease() is the newest grant's; take it
+// right after the acquire to keep your own.
 class InterProcessSemaphoreMutex
     : public detail::StandardLockable<InterProcessSemaphoreMutex> {
  public:
@@ -211,11 +263,13 @@ class InterProcessSemaphoreMutex
   [[nodiscard]] bool try_acquire();
   [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
   [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
-  // False (and nothing changes) if not held.
+  // Gives back the oldest grant not yet released. False (and nothing
+  // changes) if there is none.
   bool release() noexcept;
 
   bool is_acquired_in_this_process() const;
-  const LockLease& lease() const;
+  // The newest grant's lease; throws std::logic_error if none is held.
+  LockLease lease() const;
   std::vector<std::string> participant_nodes() const;
   const std::string& path() const noexcept;
 

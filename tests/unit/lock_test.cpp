@@ -8,11 +8,7 @@
 #include <regex>
 #include <thread>
 
-#include "support/fake_keeper.hpp"
-#include "support/fault_keeper.hpp"
-#include "lock_driver.hpp"
-#include "support/waits.hpp"
-#include "zkr/lock.hpp"
+#include "lock_fixture.hpp"
 
 namespace zkr {
 namespace {
@@ -22,62 +18,6 @@ using test::FakeEnsemble;
 using test::Faults;
 using test::OpKind;
 
-constexpr auto kWait = 10s;  // bound on every wait; a healthy run takes milliseconds
-const std::string kDir = "/locks/key";
-
-struct Contender {
-  std::shared_ptr<Faults> faults = std::make_shared<Faults>();
-  std::shared_ptr<RecordingSleeper> sleeper = std::make_shared<RecordingSleeper>();
-  std::unique_ptr<Client> client;
-};
-
-template <class Lock>
-class LockUnitTest : public ::testing::Test {
- protected:
-  // A client on the fake ensemble; its own faults and a sleeper that takes no time.
-  Contender& contender() {
-    auto c = std::make_unique<Contender>();
-    ClientOptions options;
-    options.connect_string = "127.0.0.1:2181";  // not dialled: the factory is the fake's
-    options.session_timeout = 4s;
-    options.keeper_factory = test::with_faults(ensemble_.factory(), c->faults);
-    options.retry_policy = std::make_shared<RetryNTimes>(5, 10ms);
-    options.sleeper = c->sleeper;
-    c->client = std::make_unique<Client>(options);
-    EXPECT_TRUE(c->client->block_until_connected(kWait));
-    contenders_.push_back(std::move(c));
-    return *contenders_.back();
-  }
-
-  std::unique_ptr<Lock> lock_for(Contender& c, LockOptions options = {}) {
-    return std::make_unique<Lock>(*c.client, kDir, options);
-  }
-
-  // A raw session to look at and tamper with the tree.
-  Keeper& raw() {
-    if (!raw_) raw_ = ensemble_.connect();
-    return *raw_;
-  }
-
-  // The children of the lock directory (in name order).
-  std::vector<std::string> lock_nodes() { return ensemble_.children_now(kDir); }
-  // The lock nodes in queue order: holder first.
-  std::vector<std::string> queue() { return detail::sorted_lock_nodes(lock_nodes()); }
-
-  // Waits until n lock nodes queue in the directory.
-  bool wait_queue_length(std::size_t n) {
-    return test::wait_children(raw(), kDir, [n](const auto& names) { return names.size() == n; },
-                               kWait);
-  }
-
-  std::int64_t session_of(Contender& c) { return c.client->keeper()->session_id(); }
-
-  FakeEnsemble ensemble_;
-  std::vector<std::unique_ptr<Contender>> contenders_;
-  std::shared_ptr<Keeper> raw_;
-};
-
-using LockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex>;
 TYPED_TEST_SUITE(LockUnitTest, LockTypes);
 
 TYPED_TEST(LockUnitTest, UncontendedAcquireUsesCuratorsNamesAndLeavesNothing) {
@@ -432,7 +372,7 @@ TYPED_TEST(LockUnitTest, BadLockPathsAreRejectedBeforeAnythingIsSent) {
   EXPECT_EQ(this->ensemble_.node_count(), 0u);
 }
 
-TYPED_TEST(LockUnitTest, HandOffDownALongQueueDoesNotListAgain) {
+TYPED_TEST(LockUnitTest, HandOffDownALongQueueCostsAFewRequestsPerWaiter) {
   auto& holder = this->contender();
   auto first = this->lock_for(holder);
   ASSERT_TRUE(first->try_acquire());
@@ -457,11 +397,12 @@ TYPED_TEST(LockUnitTest, HandOffDownALongQueueDoesNotListAgain) {
   first->release();
   for (auto& t : threads) t.join();
   for (int i = 0; i < kWaiters; ++i) {
-    // One listing when it queued, however long the queue before it was.
-    EXPECT_EQ(listings[i]->fired(), 1) << "waiter " << i;
-    // Watching the node before ours, reading its mark, checking our own node:
-    // a few reads, not one per node ahead.
-    EXPECT_LE(reads[i]->fired(), 4) << "waiter " << i;
+    // One listing when it queued, one when the node before it went, however
+    // long the queue before it was.
+    EXPECT_LE(listings[i]->fired(), 2) << "waiter " << i;
+    // Watching the node before ours and our own: a few reads, not one per
+    // node ahead.
+    EXPECT_LE(reads[i]->fired(), 3) << "waiter " << i;
   }
 }
 
