@@ -38,10 +38,12 @@ class LockIntegrationTest : public ::testing::Test {
     clients_.clear();
   }
 
-  Client& client(std::chrono::milliseconds session_timeout = 6s) {
+  Client& client(std::chrono::milliseconds session_timeout = 6s,
+                 std::optional<DigestAuth> auth = std::nullopt) {
     ClientOptions options;
     options.connect_string = test::connect_string();
     options.session_timeout = session_timeout;
+    options.auth = std::move(auth);
     options.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 10, 1s);
     clients_.push_back(std::make_unique<Client>(options));
     EXPECT_TRUE(clients_.back()->block_until_connected(kWait));
@@ -217,6 +219,34 @@ TYPED_TEST(LockIntegrationTest, TimeoutsAndDestructionLeaveNoNodes) {
   EXPECT_TRUE(test::wait_children(*c.keeper(), this->dir_ + "-forgotten",
                                   [](const auto& n) { return n.empty(); }, kWait));
   holder.release();
+}
+
+// With digest auth the Client's default ACL is creator-only: lock nodes made
+// with it shut every other identity out (no_auth instead of waiting, and a
+// waiter could not read the node before it). Lock nodes get the open ACL.
+TYPED_TEST(LockIntegrationTest, ContendersWithDifferentIdentitiesQueueOnOneLock) {
+  auto& alice = this->lock(this->client(6s, DigestAuth{"alice", "a-secret"}));
+  auto& bob = this->lock(this->client(6s, DigestAuth{"bob", "b-secret"}));
+  auto& anonymous = this->lock(this->client());
+  ASSERT_TRUE(alice.try_acquire());
+  std::atomic<int> granted{0};
+  std::thread bob_waits([&] {
+    ASSERT_TRUE(bob.try_acquire_for(kWait));
+    EXPECT_EQ(granted.fetch_add(1), 0) << "bob comes first";
+    bob.release();
+  });
+  ASSERT_TRUE(this->wait_queue_length(2));
+  std::thread anonymous_waits([&] {
+    ASSERT_TRUE(anonymous.try_acquire_for(kWait));
+    EXPECT_EQ(granted.fetch_add(1), 1) << "then the anonymous client";
+    anonymous.release();
+  });
+  ASSERT_TRUE(this->wait_queue_length(3));
+  EXPECT_EQ(granted, 0);
+  alice.release();
+  bob_waits.join();
+  anonymous_waits.join();
+  EXPECT_EQ(granted, 2);
 }
 
 }  // namespace
