@@ -311,16 +311,23 @@ class Checker {
       // its leases belong to, and reached the worker after: the leases were
       // void from the start. The client cannot know before it hears of the
       // expiry; what it must not do is write, which the fence checks.
+      // Such a hold never held: it takes no part in the overlap rule.
+      std::set<std::string> void_keys;
       if (const auto cut = session_ended_before(op, enter)) {
         end = enter;
         fence = std::min(fence, cut->to);
+        void_keys.insert(op.keys.begin(), op.keys.end());
       }
       // The nemesis deleted the node of one key: that key's hold ends at the
-      // deletion (at entry if it came before), and no write may pass after.
+      // deletion, and no write may pass after. A deletion before the grant
+      // reached the worker voids that key's hold from the start, as above:
+      // the lease learns of it a watch event later (lost_unnoticed checks it
+      // does), and its writes must be refused meanwhile.
       std::map<std::string, std::int64_t> key_cut;
       std::optional<std::int64_t> node_gone;  // when a node of op was surely gone
       for (const auto& [key, cut] : node_cuts(op)) {
-        key_cut[key] = std::max(enter, cut.from);
+        key_cut[key] = cut.from;
+        if (cut.from <= enter) void_keys.insert(key);
         fence = std::min(fence, cut.to);
         node_gone = std::min(node_gone.value_or(kNever), cut.to);
       }
@@ -354,6 +361,7 @@ class Checker {
       }
       fences_[id] = fence;
       for (const auto& key : op.keys) {
+        if (void_keys.count(key)) continue;
         std::int64_t key_end = end;
         if (const auto it = op.first_lost.find(key); it != op.first_lost.end())
           key_end = std::min(key_end, it->second.first);
