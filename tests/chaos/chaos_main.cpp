@@ -5,7 +5,8 @@
 // independent checker. See tests/chaos/README.md.
 //
 //   zkr-chaos [--seconds 75] [--seed S] [--workers 4] [--threads 2] [--keys 3]
-//             [--session-timeout-ms 4000] [--faults all|none|kind,kind...]
+//             [--session-timeout-ms 4000]
+//             [--faults all|none|classic|adversarial|kind,kind...]
 //             [--out DIR] [--keep] [--broken nolock|unguarded --expect-violations]
 //   zkr-chaos --check RUN_DIR     judge a finished run's records again
 //
@@ -93,7 +94,7 @@ Options parse(int argc, char** argv) {
     if (flag == "-h" || flag == "--help")
       throw std::invalid_argument("usage: zkr-chaos [--seconds N] [--seed S] [--workers N] "
                                   "[--threads N] [--keys N] [--session-timeout-ms N] "
-                                  "[--faults all|none|k1,k2] [--out DIR] [--keep] "
+                                  "[--faults all|none|classic|adversarial|k1,k2] [--out DIR] [--keep] "
                                   "[--broken nolock|unguarded] [--expect-violations] "
                                   "| --check RUN_DIR");
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
@@ -110,6 +111,8 @@ Options parse(int argc, char** argv) {
     else if (flag == "--faults") {
       o.faults.clear();
       if (value == "all") o.faults = chaos::kFaultKinds;
+      else if (value == "classic") o.faults = chaos::kClassicFaultKinds;
+      else if (value == "adversarial") o.faults = chaos::kAdversarialFaultKinds;
       else if (value != "none") {
         for (std::size_t at = 0; at <= value.size();) {
           const auto end = std::min(value.find(',', at), value.size());

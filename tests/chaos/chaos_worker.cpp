@@ -6,7 +6,10 @@
 //
 // One Client (one session at a time) shared by THREADS threads. Each thread
 // loops: pick a lock (InterProcessMutex or InterProcessSemaphoreMutex on one
-// key, or a MultiLock on two keys), acquire it with a random deadline, and in
+// key, made for this one acquire; or one of the worker's InterProcessMutex
+// and InterProcessSemaphoreMutex objects, one of each per key, which every
+// thread of the process uses; or a MultiLock on two keys), acquire it with a
+// random deadline, and in
 // the critical section do one to three guarded writes: read each key's
 // counter (a plain get), then in one guarded_write set counter+1 and the
 // key's "token" node to the lease's fencing token. Everything is recorded in
@@ -14,7 +17,15 @@
 //
 // A holder stops writing when its lease says lost, as a correct client does;
 // but once per hold whose session is gone or whose node was deleted it makes
-// one more "late" write on purpose: fencing must reject it.
+// one more "late" write on purpose: fencing must reject it. After a refused
+// write (its lock node is gone) it waits, bounded, for its lease to say lost.
+//
+// Holder texts (LockOptions::holder_id) are random: valid ones, adversarial
+// content included ("held", "__REVOKE__", 1024 printable bytes), and, before
+// one in four of the locks made per acquire, an invalid one (a newline or
+// another control byte, or longer than 1024 bytes, up to 1 MiB): the lock's
+// constructor must throw std::invalid_argument, and the worker records what
+// it did ("holder" records), then makes the lock with a valid text.
 //
 // --broken makes the worker a deliberately broken lock user, for the test of
 // the checker: `nolock` takes no lock at all; `unguarded` locks but writes
@@ -29,9 +40,11 @@
 
 #include <atomic>
 #include <charconv>
+#include <condition_variable>
 #include <cstdio>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -40,6 +53,7 @@
 #include <thread>
 #include <vector>
 
+#include "checker.hpp"
 #include "event_log.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
@@ -121,11 +135,14 @@ std::string token_path(const Config& c, const std::string& key) {
   return c.root + "/data/" + key + "/token";
 }
 
-// One hold, whatever the lock: its leases (none for nolock) and release.
+// One hold, whatever the lock: its leases (none for nolock) and release. The
+// lock is made for this hold (own_*) or is one of the worker's shared ones.
 struct Hold {
-  std::unique_ptr<zkr::InterProcessMutex> mutex;
-  std::unique_ptr<zkr::InterProcessSemaphoreMutex> semaphore;
+  std::unique_ptr<zkr::InterProcessMutex> own_mutex;
+  std::unique_ptr<zkr::InterProcessSemaphoreMutex> own_semaphore;
   std::unique_ptr<zkr::MultiLock> multi;
+  zkr::InterProcessMutex* mutex = nullptr;
+  zkr::InterProcessSemaphoreMutex* semaphore = nullptr;
 
   bool acquire(milliseconds timeout) {
     if (mutex) return mutex->try_acquire_for(timeout);
@@ -133,17 +150,78 @@ struct Hold {
     if (multi) return multi->try_acquire_for(timeout);
     return true;  // nolock: "granted" at once
   }
+  // Called right after the acquire returned: a copy of the calling thread's
+  // lease, which stays this hold's even if the object is granted again to
+  // another thread. (Written so that it compiles whether lease() returns a
+  // reference or, as after issue 10, a LockLease by value.)
   std::vector<zkr::LockLease> leases() const {
-    if (mutex) return {mutex->lease()};
-    if (semaphore) return {semaphore->lease()};
+    if (mutex) {
+      const zkr::LockLease lease = mutex->lease();
+      return {lease};
+    }
+    if (semaphore) {
+      const zkr::LockLease lease = semaphore->lease();
+      return {lease};
+    }
     if (multi) return multi->leases();
     return {};
   }
-  void release() {
-    if (mutex) mutex->release();
-    if (semaphore) semaphore->release();
-    if (multi) multi->release();
+  // nullopt for nolock (nothing to release).
+  std::optional<bool> release() {
+    if (mutex) return mutex->release();
+    if (semaphore) return semaphore->release();
+    if (multi) return multi->release();
+    return std::nullopt;
   }
+};
+
+// A holder text for LockOptions::holder_id, and a name for it in the log (the
+// text itself may be a megabyte of anything).
+struct HolderText {
+  std::string label;
+  std::string text;
+  bool valid = true;
+};
+
+std::string printable(std::mt19937_64& rng, std::size_t n) {
+  std::string text(n, ' ');
+  for (auto& c : text) c = static_cast<char>(0x20 + rng() % 95);
+  return text;
+}
+
+// Printable, at most kMaxHolderText bytes, yet as awkward as allowed: the
+// words of the library's former hand-off mark, Curator's revocation data.
+HolderText valid_holder(std::mt19937_64& rng) {
+  switch (rng() % 8) {
+    case 0: return {"default", ""};
+    case 1: return {"held", "held"};
+    case 2: return {"x_held", "x held"};
+    case 3: return {"revoke", "__REVOKE__"};
+    case 4: return {"printable1000", printable(rng, 1000)};
+    case 5: return {"printable1024", printable(rng, zkr::chaos::kMaxHolderText)};
+    case 6: return {"pid", "pid=" + std::to_string(::getpid())};
+    default: return {"short", printable(rng, 1 + rng() % 40)};
+  }
+}
+
+// A byte < 0x20 or 0x7f, or too long: the lock's constructor must refuse it.
+HolderText invalid_holder(std::mt19937_64& rng) {
+  switch (rng() % 7) {
+    case 0: return {"newline_held", "x\nheld", false};  // would forge the former hand-off mark
+    case 1: return {"ctl01", "a\x01" "b", false};
+    case 2: return {"del7f", "a\x7f", false};
+    case 3: return {"tab", "a\tb", false};
+    case 4: return {"nul", std::string("a\0b", 3), false};
+    case 5: return {"len1025", printable(rng, zkr::chaos::kMaxHolderText + 1), false};
+    default: return {"len1MiB", printable(rng, std::size_t{1} << 20), false};
+  }
+}
+
+// Set once a lease of the hold says lost; the worker waits on it, bounded.
+struct LostFlag {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool lost = false;  // guarded by mutex
 };
 
 std::string hex_id(std::int64_t id) {
@@ -156,11 +234,18 @@ class Worker {
  public:
   Worker(const Config& config, zkr::Client& client, EventLog& log)
       : config_(config), client_(client), log_(log) {
-    zkr::LockOptions options;
-    options.holder_id = "pid=" + std::to_string(::getpid()) + ";slot=" + std::to_string(config.slot);
-    options.suspended_policy = zkr::SuspendedPolicy::lost;
+    options_.suspended_policy = zkr::SuspendedPolicy::lost;
     factory_ = std::make_unique<zkr::LockFactory>(client, config.root + "/locks",
-                                                  zkr::LockLayout::flat(), options);
+                                                  zkr::LockLayout::flat(), options_);
+    // The objects every thread shares: one InterProcessMutex and one
+    // InterProcessSemaphoreMutex per key, each with a holder text of its own.
+    std::mt19937_64 rng(config.seed * 7919 + static_cast<std::uint64_t>(config.slot) * 31 +
+                        static_cast<std::uint64_t>(config.gen));
+    for (const auto& key : config.keys) {
+      const std::string op = std::to_string(config.slot) + "." + std::to_string(config.gen) + ".shared." + key;
+      shared_mutex_[key] = make_shared_lock<zkr::InterProcessMutex>(key, valid_holder(rng), op + ".m");
+      shared_semaphore_[key] = make_shared_lock<zkr::InterProcessSemaphoreMutex>(key, valid_holder(rng), op + ".s");
+    }
   }
 
   void run_thread(int thread, std::chrono::steady_clock::time_point end) {
@@ -174,24 +259,103 @@ class Worker {
   }
 
  private:
+  // A shared lock with a valid holder text. A constructor that refuses it is
+  // on record ("holder ... outcome=refused"), and the library's default text
+  // is used then, so that the run goes on.
+  template <class Lock>
+  std::unique_ptr<Lock> make_shared_lock(const std::string& key, const HolderText& holder, const std::string& op) {
+    zkr::LockOptions options = options_;
+    options.holder_id = holder.text;
+    try {
+      return std::make_unique<Lock>(client_, factory_->path_for(key), options);
+    } catch (const std::exception& e) {
+      log_.write("holder", {{"op", op}, {"label", holder.label}, {"valid", "1"},
+                            {"bytes", std::to_string(holder.text.size())}, {"outcome", "refused"},
+                            {"msg", std::string(e.what()).substr(0, 200)}});
+    }
+    options.holder_id.clear();
+    return std::make_unique<Lock>(client_, factory_->path_for(key), options);
+  }
+
+  // Makes the lock of `kind` on `keys` with `options` into hold.
+  void make(Hold& hold, const std::string& kind, const std::vector<std::string>& keys,
+            const zkr::LockOptions& options) {
+    if (kind == "mutex") {
+      hold.own_mutex = std::make_unique<zkr::InterProcessMutex>(client_, factory_->path_for(keys[0]), options);
+      hold.mutex = hold.own_mutex.get();
+    } else if (kind == "semaphore") {
+      hold.own_semaphore =
+          std::make_unique<zkr::InterProcessSemaphoreMutex>(client_, factory_->path_for(keys[0]), options);
+      hold.semaphore = hold.own_semaphore.get();
+    } else {
+      std::vector<std::string> paths;
+      for (const auto& k : keys) paths.push_back(factory_->path_for(k));
+      hold.multi = std::make_unique<zkr::MultiLock>(client_, paths, options);
+    }
+  }
+
+  // The constructor must refuse an invalid holder text with
+  // std::invalid_argument, before anything is sent.
+  void try_invalid_holder(const std::string& op, const std::string& kind,
+                          const std::vector<std::string>& keys, std::mt19937_64& rng) {
+    const auto holder = invalid_holder(rng);
+    zkr::LockOptions options = options_;
+    options.holder_id = holder.text;
+    std::string outcome;
+    std::string message;
+    try {
+      Hold hold;
+      make(hold, kind, keys, options);
+      outcome = "accepted";
+    } catch (const std::invalid_argument&) {
+      outcome = "threw";
+    } catch (const std::exception& e) {
+      outcome = "other";
+      message = e.what();
+    }
+    log_.write("holder", {{"op", op}, {"label", holder.label}, {"valid", "0"},
+                          {"bytes", std::to_string(holder.text.size())}, {"outcome", outcome},
+                          {"msg", message.substr(0, 200)}});
+  }
+
   void one_op(const std::string& op, std::mt19937_64& rng) {
     const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
     std::vector<std::string> keys{config_.keys[pick(config_.keys.size())]};
     std::string kind;
+    std::string holder_label = "-";
     Hold hold;
     if (config_.broken == "nolock") {
       kind = "nolock";
     } else {
-      switch (pick(3)) {
-        case 0: kind = "mutex"; hold.mutex = factory_->mutex(keys[0]); break;
-        case 1: kind = "semaphore"; hold.semaphore = factory_->semaphore_mutex(keys[0]); break;
-        default: {
-          kind = "multi";
+      static const std::vector<std::string> kKinds = {"mutex", "semaphore", "multi", "shared_mutex",
+                                                      "shared_semaphore"};
+      kind = kKinds[pick(kKinds.size())];
+      if (kind == "shared_mutex") {
+        hold.mutex = shared_mutex_.at(keys[0]).get();
+      } else if (kind == "shared_semaphore") {
+        hold.semaphore = shared_semaphore_.at(keys[0]).get();
+      } else {
+        if (kind == "multi") {
           std::string other;
           do other = config_.keys[pick(config_.keys.size())]; while (other == keys[0]);
           keys.push_back(other);
-          hold.multi = factory_->multi_lock(keys);
-          keys = hold.multi->paths();  // canonical order; back to keys below
+        }
+        if (pick(4) == 0) try_invalid_holder(op, kind, keys, rng);
+        const auto holder = valid_holder(rng);
+        holder_label = holder.label;
+        zkr::LockOptions options = options_;
+        options.holder_id = holder.text;
+        try {
+          make(hold, kind, keys, options);
+        } catch (const std::exception& e) {
+          // A valid text refused: on record for the checker; no acquire.
+          log_.write("holder", {{"op", op}, {"label", holder.label}, {"valid", "1"},
+                                {"bytes", std::to_string(holder.text.size())}, {"outcome", "refused"},
+                                {"msg", std::string(e.what()).substr(0, 200)}});
+          return;
+        }
+        if (hold.multi) {
+          keys = hold.multi->paths();  // canonical order; back to keys
           for (auto& k : keys) k = k.substr(k.rfind('/') + 1);
         }
       }
@@ -200,7 +364,7 @@ class Worker {
     for (const auto& k : keys) key_list += (key_list.empty() ? "" : ",") + k;
     const auto timeout = milliseconds(300 + static_cast<std::int64_t>(pick(5700)));
     const auto start = monotonic_ns();
-    log_.write("acq", {{"op", op}, {"kind", kind}, {"keys", key_list},
+    log_.write("acq", {{"op", op}, {"kind", kind}, {"keys", key_list}, {"holder", holder_label},
                        {"deadline", std::to_string(start + timeout.count() * 1'000'000)}}, start);
     bool granted = false;
     try {
@@ -213,7 +377,19 @@ class Worker {
       log_.write("noacq", {{"op", op}, {"why", "timeout"}});
       return;
     }
-    const auto leases = hold.leases();
+    std::vector<zkr::LockLease> leases;
+    try {
+      leases = hold.leases();
+    } catch (const std::exception& e) {
+      // Granted, yet no lease for this thread (a shared object whose grant
+      // another thread's call took): on record, and given back.
+      log_.write("noacq", {{"op", op}, {"why", "no_lease"}, {"msg", e.what()}});
+      if (const auto released = hold.release())
+        log_.write("release", {{"op", op}, {"ok", *released ? "1" : "0"}});
+      return;
+    }
+    std::string nodes;
+    for (const auto& lease : leases) nodes += (nodes.empty() ? "" : ",") + lease.node_path();
     std::vector<std::pair<std::string, std::int64_t>> tokens;
     for (std::size_t i = 0; i < keys.size(); ++i)
       tokens.emplace_back(keys[i], leases.empty() ? 0 : leases[i].fencing_token());
@@ -229,10 +405,17 @@ class Worker {
         sid = hex_id(keeper->session_id());
     } catch (const std::exception&) {
     }
-    log_.write("enter", {{"op", op}, {"tokens", zkr::chaos::format_key_ints(tokens)}, {"sid", sid}});
+    log_.write("enter", {{"op", op}, {"tokens", zkr::chaos::format_key_ints(tokens)}, {"sid", sid},
+                         {"nodes", nodes.empty() ? "-" : nodes}});
+    auto lost_flag = std::make_shared<LostFlag>();
     for (std::size_t i = 0; i < leases.size(); ++i) {
-      leases[i].on_lost([this, op, key = keys[i]](zkr::LostReason why) {
+      leases[i].on_lost([this, op, key = keys[i], lost_flag](zkr::LostReason why) {
         log_.write("lost", {{"op", op}, {"key", key}, {"why", std::string(zkr::to_string(why))}});
+        {
+          std::lock_guard lock(lost_flag->mutex);
+          lost_flag->lost = true;
+        }
+        lost_flag->cv.notify_all();
       });
     }
 
@@ -257,16 +440,25 @@ class Worker {
           late = true;
         }
       }
-      if (!write(op, w, keys, tokens, leases, late) || late) break;
+      const auto outcome = write(op, w, keys, tokens, leases, late);
+      if (outcome == "rejected" && !leases.empty()) {
+        // Refused: the lock node is gone (the check is all that can fail),
+        // so the lease must say lost, a watch event away. Wait for it, past
+        // the checker's grace, so that a lease never told shows in the record.
+        std::unique_lock lock(lost_flag->mutex);
+        lost_flag->cv.wait_for(lock, zkr::chaos::kLostNoticeGrace + 1s, [&] { return lost_flag->lost; });
+      }
+      if (outcome != "ok" || late) break;
       // The "work" of the critical section: faults get a chance to land mid-hold.
       std::this_thread::sleep_for(milliseconds(pick(60)));
     }
     log_.write("exit", {{"op", op}});
-    hold.release();
+    if (const auto released = hold.release())
+      log_.write("release", {{"op", op}, {"ok", *released ? "1" : "0"}});
   }
 
-  // Returns true if the write was accepted.
-  bool write(const std::string& op, int n, const std::vector<std::string>& keys,
+  // Returns the outcome: ok, rejected, unknown, or "" if nothing was sent.
+  std::string write(const std::string& op, int n, const std::vector<std::string>& keys,
              const std::vector<std::pair<std::string, std::int64_t>>& tokens,
              const std::vector<zkr::LockLease>& leases, bool late) {
     std::shared_ptr<zkr::Keeper> keeper;
@@ -279,7 +471,7 @@ class Worker {
         if (!read.ok()) {
           log_.write("readfail", {{"op", op}, {"key", keys[i]},
                                   {"err", std::string(zkr::errc_name(read.error()))}});
-          return false;
+          return "";
         }
         const auto value = integer(read.value().data, "counter") + 1;
         values.emplace_back(keys[i], value);
@@ -288,7 +480,7 @@ class Worker {
       }
     } catch (const std::exception& e) {
       log_.write("readfail", {{"op", op}, {"msg", e.what()}});
-      return false;
+      return "";
     }
     const auto sent = monotonic_ns();
     // The intent first: if this process is killed before the reply, the
@@ -310,13 +502,18 @@ class Worker {
                          {"result", outcome}, {"err", std::string(zkr::errc_name(result.error))},
                          {"values", zkr::chaos::format_key_ints(values)},
                          {"tokens", zkr::chaos::format_key_ints(tokens)}, {"late", late ? "1" : "0"}});
-    return result.ok();
+    return outcome;
   }
 
   const Config& config_;
   zkr::Client& client_;
   EventLog& log_;
+  zkr::LockOptions options_;  // everything but the holder text
   std::unique_ptr<zkr::LockFactory> factory_;
+  // Shared by every thread, by key; made before the threads start, destroyed
+  // after they are joined.
+  std::map<std::string, std::unique_ptr<zkr::InterProcessMutex>> shared_mutex_;
+  std::map<std::string, std::unique_ptr<zkr::InterProcessSemaphoreMutex>> shared_semaphore_;
 };
 
 int run(const Config& config) {

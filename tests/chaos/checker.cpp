@@ -17,6 +17,7 @@ constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 struct Write {
   int n = 0;
   std::int64_t sent = 0;
+  std::int64_t at = 0;  // when the outcome was recorded
   std::string result;  // ok, rejected, unknown
   std::string err;
   std::map<std::string, std::int64_t> values;
@@ -39,6 +40,18 @@ struct Op {
   std::optional<std::int64_t> exit_at;
   std::vector<Write> writes;
   std::string sid;  // the session the leases were granted in ("0"/"": unknown)
+  std::vector<std::string> nodes;  // the lock nodes held, in keys order ("" if not recorded)
+  bool release_refused = false;    // its release returned false
+};
+
+// A lock constructor given a holder text, and what it did with it.
+struct HolderTry {
+  std::string source;
+  std::string op;
+  std::string label;
+  bool valid = false;
+  std::string outcome;  // threw (std::invalid_argument), accepted, refused (valid, threw), other
+  std::int64_t at = 0;
 };
 
 struct Cut {
@@ -47,6 +60,7 @@ struct Cut {
   std::int64_t from = 0;
   std::int64_t to = 0;
   std::string session;  // expire_session: the session ended
+  std::string node;     // delete_holder_node: the lock node deleted (only its hold ends)
 };
 
 struct Process {
@@ -103,6 +117,7 @@ class Checker {
     check_counters();
     finish_counts();
     check_acquires();
+    check_holder_texts();
     check_orphans();
     find_stall();
     return std::move(result_);
@@ -119,7 +134,11 @@ class Checker {
       try {
         if (e.name == "cut") {
           cuts_.push_back({e.integer("pid"), e.get("why"), e.integer("from"), e.integer("to"),
-                           e.get("session")});
+                           e.get("session"), e.get("node")});
+        } else if (e.name == "foreign") {
+          // A node the nemesis made from a session of its own.
+          if (!e.get("path").empty()) foreign_paths_.insert(e.get("path"));
+          if (!e.get("session").empty()) foreign_sessions_.insert(parse_hex_session(e.get("session")));
         } else if (e.name == "paused") {
           paused_[e.integer("pid")].emplace_back(e.integer("from"), e.integer("to"));
         } else if (e.name == "fault") {
@@ -158,6 +177,11 @@ class Checker {
         }
         const auto& id = e.get("op");
         if (id.empty()) continue;  // readfail without op cannot happen; ignore other lines
+        if (e.name == "holder") {
+          // Before the acquire, and not always followed by one: not an op record.
+          holder_tries_.push_back({source, id, e.get("label"), e.get("valid") == "1", e.get("outcome"), e.at});
+          continue;
+        }
         Op& op = ops_[id];
         if (e.name == "acq") {
           op.id = id;
@@ -178,6 +202,7 @@ class Checker {
           op.enter_at = e.at;
           op.sid = e.get("sid");
           for (const auto& [k, t] : parse_key_ints(e.get("tokens"))) op.tokens[k] = t;
+          op.nodes = split(e.get("nodes"), ',');
           ++result_.acquisitions;
         } else if (e.name == "lost") {
           ++result_.lost_notices[e.get("why")];
@@ -185,6 +210,8 @@ class Checker {
           if (!op.first_lost.count(key)) op.first_lost[key] = {e.at, e.get("why")};
         } else if (e.name == "exit") {
           op.exit_at = e.at;
+        } else if (e.name == "release") {
+          op.release_refused = e.get("ok") == "0";
         } else if (e.name == "wsend" || e.name == "write") {
           // wsend: the intent, before the request; write: the outcome. A
           // wsend with no write (the process was killed) stays unknown.
@@ -192,6 +219,7 @@ class Checker {
           w.op = id;
           w.n = static_cast<int>(e.integer("n"));
           w.sent = e.integer("sent");
+          w.at = e.at;
           w.result = e.name == "write" ? e.get("result") : "unknown";
           w.err = e.name == "write" ? e.get("err") : "no_outcome_recorded";
           w.late = e.get("late") == "1";
@@ -212,11 +240,11 @@ class Checker {
     processes_[process.pid] = process;
   }
 
-  // Cuts of this process that fall inside [from, until).
+  // Cuts of this whole process that fall inside [from, until).
   std::optional<Cut> first_cut(std::int64_t pid, std::int64_t from, std::int64_t until) const {
     std::optional<Cut> best;
     for (const auto& c : cuts_)
-      if (c.pid == pid && c.from >= from && c.from < until && (!best || c.from < best->from)) best = c;
+      if (c.pid == pid && c.node.empty() && c.from >= from && c.from < until && (!best || c.from < best->from)) best = c;
     return best;
   }
 
@@ -228,6 +256,21 @@ class Checker {
           c.from >= op.acq_at)
         return c;
     return std::nullopt;
+  }
+
+  // The keys of op whose node the nemesis deleted while op was at it (from
+  // its acquire to its exit), each with that deletion. Lock node paths come
+  // back when a directory is removed and made again, never while one lives:
+  // a deletion inside op's time with op's node path was of op's node.
+  std::map<std::string, Cut> node_cuts(const Op& op) const {
+    std::map<std::string, Cut> out;
+    for (const auto& c : cuts_) {
+      if (c.node.empty() || c.from < op.acq_at || (op.exit_at && c.from >= *op.exit_at)) continue;
+      for (std::size_t i = 0; i < op.nodes.size() && i < op.keys.size(); ++i)
+        if (op.nodes[i] == c.node && (!out.count(op.keys[i]) || c.from < out.at(op.keys[i]).from))
+          out[op.keys[i]] = c;
+    }
+    return out;
   }
 
   std::string describe(const Op& op) const {
@@ -268,9 +311,25 @@ class Checker {
       // its leases belong to, and reached the worker after: the leases were
       // void from the start. The client cannot know before it hears of the
       // expiry; what it must not do is write, which the fence checks.
+      // Such a hold never held: it takes no part in the overlap rule.
+      std::set<std::string> void_keys;
       if (const auto cut = session_ended_before(op, enter)) {
         end = enter;
         fence = std::min(fence, cut->to);
+        void_keys.insert(op.keys.begin(), op.keys.end());
+      }
+      // The nemesis deleted the node of one key: that key's hold ends at the
+      // deletion, and no write may pass after. A deletion before the grant
+      // reached the worker voids that key's hold from the start, as above:
+      // the lease learns of it a watch event later (lost_unnoticed checks it
+      // does), and its writes must be refused meanwhile.
+      std::map<std::string, std::int64_t> key_cut;
+      std::optional<std::int64_t> node_gone;  // when a node of op was surely gone
+      for (const auto& [key, cut] : node_cuts(op)) {
+        key_cut[key] = cut.from;
+        if (cut.from <= enter) void_keys.insert(key);
+        fence = std::min(fence, cut.to);
+        node_gone = std::min(node_gone.value_or(kNever), cut.to);
       }
       if (end == kNever) {
         // No exit and no nemesis action: the process ended mid-hold by itself.
@@ -285,18 +344,28 @@ class Checker {
         if (w.result == "ok") last_ok = w.sent;
         if (w.result == "rejected") {
           end = std::min(end, last_ok.value_or(enter));
+          // The check on the lock node failed: the node was gone by the reply.
+          node_gone = std::min(node_gone.value_or(kNever), w.at);
           break;
         }
       }
+      check_lost_noticed(op, node_gone);
+      if (op.exit_at && op.release_refused)
+        violation("release_refused", describe(op) + " was granted at " + ms(enter, origin_) +
+                                         " and its release at " + ms(*op.exit_at, origin_) +
+                                         " returned false: the lock object lost track of the grant");
+      if (op.kind.starts_with("shared_")) ++result_.shared_holds;
       for (const auto& [key, lost] : op.first_lost) {
         if (lost.second == "session_lost" || lost.second == "node_deleted")
           fence = std::min(fence, lost.first);
       }
       fences_[id] = fence;
       for (const auto& key : op.keys) {
+        if (void_keys.count(key)) continue;
         std::int64_t key_end = end;
         if (const auto it = op.first_lost.find(key); it != op.first_lost.end())
           key_end = std::min(key_end, it->second.first);
+        if (const auto it = key_cut.find(key); it != key_cut.end()) key_end = std::min(key_end, it->second);
         intervals_[key].push_back({enter, std::max(enter, key_end), &op});
       }
     }
@@ -314,6 +383,18 @@ class Checker {
         if (!latest || i.end > latest->end) latest = &i;
       }
     }
+  }
+
+  // A lease whose node is gone must say lost: a holder that is never told
+  // goes on trusting the lock. Judged only where the worker stayed long
+  // enough to hear (workers wait for the signal after a refused write).
+  void check_lost_noticed(const Op& op, std::optional<std::int64_t> node_gone) {
+    if (!node_gone || !op.exit_at || *op.exit_at - *node_gone < kLostNoticeGrace.count() * 1'000'000) return;
+    for (const auto& [key, lost] : op.first_lost)
+      if (lost.first <= *op.exit_at) return;
+    violation("lost_unnoticed", describe(op) + ": its lock node was gone at " + ms(*node_gone, origin_) +
+                                    ", and its lease never said lost before it let go at " +
+                                    ms(*op.exit_at, origin_));
   }
 
   void check_counters() {
@@ -419,9 +500,36 @@ class Checker {
     }
   }
 
+  // A holder text with a byte < 0x20 or 0x7f, or too long, must be refused by
+  // the lock's constructor (std::invalid_argument); a valid one accepted.
+  void check_holder_texts() {
+    for (const auto& h : holder_tries_) {
+      const std::string where = "op " + h.op + " (" + h.source + ") at " + ms(h.at, origin_);
+      if (!h.valid) {
+        ++result_.invalid_holders_tried;
+        if (h.outcome == "threw") ++result_.invalid_holders_refused;
+        else
+          violation("invalid_holder_accepted", where + ": a lock constructor given the invalid holder text '" +
+                                                   h.label + "' " +
+                                                   (h.outcome == "accepted" ? "accepted it"
+                                                                            : "threw something else than std::invalid_argument"));
+      } else if (h.outcome != "accepted") {
+        violation("valid_holder_refused",
+                  where + ": a lock constructor refused the valid holder text '" + h.label + "'");
+      }
+    }
+  }
+
   void check_orphans() {
     const auto& state = input_.final_state;
     for (const auto& node : state.lock_root_nodes) {
+      if (foreign_paths_.count(node.path) || (node.owner != 0 && foreign_sessions_.count(node.owner))) {
+        // The nemesis's own node (a foreign contender, a non-lock child): its
+        // move failed to remove it. The run is not clean, but the library is
+        // not to blame.
+        result_.problems.push_back(node.path + " was left by the nemesis's own session, not by a worker");
+        continue;
+      }
       const auto name = node.path.substr(node.path.rfind('/') + 1);
       const bool lock_node = name.find("-lock-") != std::string::npos;
       const bool dead_owner = node.owner != 0 && !state.live_sessions.count(node.owner);
@@ -469,6 +577,9 @@ class Checker {
   std::map<std::string, Op> ops_;
   std::map<std::int64_t, Process> processes_;
   std::vector<Cut> cuts_;
+  std::vector<HolderTry> holder_tries_;
+  std::set<std::string> foreign_paths_;
+  std::set<std::int64_t> foreign_sessions_;
   std::vector<Fault> faults_;
   std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> paused_;
   std::map<std::string, std::vector<Interval>> intervals_;

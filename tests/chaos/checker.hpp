@@ -19,6 +19,22 @@
 //   final_token      the token node does not hold the last write's token
 //   acquire_overrun  an acquire returned later than its deadline plus one
 //                    session timeout (plus any time its process was paused)
+//   lost_unnoticed   a hold whose lock node was surely gone (the nemesis
+//                    deleted it, or a guarded write was refused) stayed
+//                    kLostNoticeGrace or longer without its lease saying lost
+//   release_refused  a thread's release of a lock it was granted returned
+//                    false: the object lost track of the grant (two threads
+//                    sharing one lock object, one grant overwriting another)
+//   invalid_holder_accepted  a lock constructor took a holder text with a
+//                    byte < 0x20 or 0x7f, or longer than kMaxHolderText,
+//                    instead of throwing std::invalid_argument
+//   valid_holder_refused     a lock constructor refused a valid holder text
+//
+// A `cut` with a node (delete_holder_node) ends only the hold of that node:
+// its interval on that key ends when the deletion was sent, and its writes
+// sent after the deletion's reply must be refused. Nodes the nemesis made
+// from a session of its own (`foreign` records) are not the library's: one
+// left at the end is a problem of the run, not an orphan.
 //
 // Writes whose outcome is unknown (the link failed) count as applied exactly
 // when the final counter needs them: counters only ever take the values
@@ -29,6 +45,8 @@
 //   if (!result.ok()) ...
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -38,6 +56,14 @@
 #include "event_log.hpp"
 
 namespace zkr::chaos {
+
+// How long a lease may take to say lost once its node is surely gone: a watch
+// event or a state change away, on a loaded machine. Workers wait this long
+// (and a second more) for the signal after a refused write before they let go.
+inline constexpr std::chrono::milliseconds kLostNoticeGrace{3000};
+
+// Holder texts (LockOptions::holder_id) longer than this are invalid.
+inline constexpr std::size_t kMaxHolderText = 1024;
 
 struct FinalState {
   std::map<std::string, std::int64_t> counters;  // key -> final counter
@@ -68,6 +94,9 @@ struct CheckResult {
   std::int64_t unknown_applied = 0;
   std::int64_t late_writes = 0;
   std::int64_t late_rejected = 0;
+  std::int64_t invalid_holders_tried = 0;    // lock constructors given an invalid holder text
+  std::int64_t invalid_holders_refused = 0;  // ...that threw std::invalid_argument, as they must
+  std::int64_t shared_holds = 0;             // holds on a lock object two threads share
   std::map<std::string, std::int64_t> lost_notices;   // by reason
   std::map<std::string, std::int64_t> client_states;  // suspended, lost, ...
   std::map<std::string, std::int64_t> faults;         // by kind

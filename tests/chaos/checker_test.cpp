@@ -99,6 +99,20 @@ TEST(ChaosChecker, GrantInASessionAlreadyEndedIsVoidNotAnOverlap) {
   EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
 }
 
+TEST(ChaosChecker, GrantInASessionAlreadyEndedIsNoOverlapInsideAnotherHold) {
+  // As above, but b entered first and holds across a's (void) entry.
+  auto a = hold("a", 10, 100, 1);
+  a[1] = ev(15, "enter op=a tokens=k0:100 sid=abc");
+  a[2] = ev(16, "write op=a n=0 sent=" + sent(15) +
+                    " result=rejected err=no_node values=k0:1 tokens=k0:100 late=0");
+  a[3] = ev(17, "exit op=a");
+  auto in = input({worker(1, a), worker(2, hold("b", 12, 200, 1))}, 1, 200);  // b holds [13, 16]
+  in.nemesis.push_back(ev(12, "cut pid=1 why=expire_session from=" + sent(11) + " to=" + sent(12) +
+                                  " session=abc"));
+  const auto r = check(in);
+  EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
+}
+
 TEST(ChaosChecker, GrantInAnotherSessionThanTheEndedOneStillOverlaps) {
   auto a = hold("a", 10, 100, 1);
   a[1] = ev(13, "enter op=a tokens=k0:100 sid=def");  // a new session: the cut is not about it
@@ -199,6 +213,149 @@ TEST(ChaosChecker, HoldWithNoEndIsAProblem) {
   std::vector<Event> events{ev(10, "acq op=a kind=mutex keys=k0 deadline=" + deadline(1010)),
                             ev(11, "enter op=a tokens=k0:100")};
   EXPECT_FALSE(check(input({worker(1, events)}, 0, 0)).ok());
+}
+
+// ---- Issue 10: the adversarial moves and worker behaviours.
+
+// a holds k0 through node N from 11 to 40; the nemesis deletes N at 15.
+std::vector<Event> hold_of_node(const std::string& op, const std::string& node, std::int64_t exit_at,
+                                std::vector<Event> middle = {}) {
+  std::vector<Event> out{ev(10, "acq op=" + op + " kind=mutex keys=k0 deadline=" + deadline(1010)),
+                         ev(11, "enter op=" + op + " tokens=k0:100 nodes=" + node)};
+  out.insert(out.end(), middle.begin(), middle.end());
+  out.push_back(ev(exit_at, "exit op=" + op));
+  return out;
+}
+
+const std::string kNode = "/chaos/locks/k0/_c_g-lock-0000000003";
+
+Event node_cut(const std::string& node, std::int64_t from_ms, std::int64_t to_ms) {
+  return ev(to_ms, "cut pid=1 why=delete_holder_node from=" + sent(from_ms) + " to=" + sent(to_ms) +
+                       " node=" + node);
+}
+
+TEST(ChaosChecker, DeletedHolderNodeEndsThatHold) {
+  // b enters at 21, after the deletion at 15 and before a hears of it at 25:
+  // legal, since the node is what the lock is.
+  auto a = hold_of_node("a", kNode, 40, {ev(25, "lost op=a key=k0 why=node_deleted")});
+  auto in = input({worker(1, a), worker(2, hold("b", 20, 200, 1))}, 1, 200);
+  EXPECT_EQ(check(in).violations.count("overlap"), 1u);  // without the nemesis's record
+  in.nemesis.push_back(node_cut(kNode, 15, 15));
+  const auto r = check(in);
+  EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
+}
+
+TEST(ChaosChecker, GrantOfANodeDeletedBeforeEntryIsNoOverlap) {
+  // a's node went at 10.5, before a entered at 11 (its grant was on the way);
+  // b, next in line, entered at 10.8 and holds across: no overlap, and a
+  // heard of it at 12.
+  auto a = hold_of_node("a", kNode, 40, {ev(12, "lost op=a key=k0 why=node_deleted")});
+  a[1].at = 11 * kMs;
+  std::vector<Event> b{ev(10, "acq op=b kind=mutex keys=k0 deadline=" + deadline(1010)),
+                       ev(10, "enter op=b tokens=k0:200"), ev(30, "exit op=b")};
+  b[1].at = 10 * kMs + 800'000;
+  auto in = input({worker(1, a), worker(2, b)}, 0, 0);
+  in.nemesis.push_back(ev(11, "cut pid=1 why=delete_holder_node from=" + std::to_string(10 * kMs + 500'000) +
+                                  " to=" + std::to_string(10 * kMs + 600'000) + " node=" + kNode));
+  const auto r = check(in);
+  EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
+}
+
+TEST(ChaosChecker, DeletedHolderNodeDoesNotEndOtherHoldsOfTheProcess) {
+  // The cut names another node: a's hold (same pid) goes on, b overlaps it.
+  auto in = input({worker(1, hold_of_node("a", kNode, 40)), worker(2, hold("b", 20, 200, 1))},
+                  1, 200);
+  in.nemesis.push_back(node_cut("/chaos/locks/k0/_c_h-lock-0000000009", 15, 15));
+  EXPECT_EQ(check(in).violations.count("overlap"), 1u);
+}
+
+TEST(ChaosChecker, WriteAfterHolderNodeDeletionMustBeRefused) {
+  auto a = hold_of_node("a", kNode, 40,
+                        {ev(17, "write op=a n=0 sent=" + sent(16) +
+                                    " result=ok err=ok values=k0:1 tokens=k0:100 late=0")});
+  auto in = input({worker(1, a)}, 1, 100);
+  EXPECT_TRUE(check(in).ok());
+  in.nemesis.push_back(node_cut(kNode, 14, 15));  // the write was sent after the deletion
+  EXPECT_EQ(check(in).violations.count("late_write"), 1u);
+}
+
+TEST(ChaosChecker, LeaseMustSayLostOnceItsNodeIsGone) {
+  const std::int64_t grace_ms = kLostNoticeGrace.count();
+  // The node went at 15; a stayed past the grace and never heard.
+  auto in = input({worker(1, hold_of_node("a", kNode, 16 + grace_ms))}, 0, 0);
+  in.nemesis.push_back(node_cut(kNode, 14, 15));
+  EXPECT_EQ(check(in).violations.count("lost_unnoticed"), 1u);
+  // Told in time: fine.
+  auto told = input({worker(1, hold_of_node("a", kNode, 16 + grace_ms,
+                                            {ev(20, "lost op=a key=k0 why=node_deleted")}))},
+                    0, 0);
+  told.nemesis = in.nemesis;
+  EXPECT_TRUE(check(told).ok());
+  // Let go before the grace ran out: nothing to judge.
+  auto early = input({worker(1, hold_of_node("a", kNode, 14 + grace_ms))}, 0, 0);
+  early.nemesis = in.nemesis;
+  EXPECT_TRUE(check(early).ok());
+  // A refused guarded write says the node is gone just as well.
+  auto refused = input({worker(1, hold_of_node("a", kNode, 30 + grace_ms,
+                                               {ev(20, "write op=a n=0 sent=" + sent(19) +
+                                                           " result=rejected err=no_node values=k0:1 "
+                                                           "tokens=k0:100 late=0")}))},
+                       0, 0);
+  EXPECT_EQ(check(refused).violations.count("lost_unnoticed"), 1u);
+}
+
+TEST(ChaosChecker, ReleaseRefusedAfterAGrantIsAViolation) {
+  auto a = hold("a", 10, 100, 1);
+  a.push_back(ev(15, "release op=a ok=0"));
+  EXPECT_EQ(check(input({worker(1, a)}, 1, 100)).violations.count("release_refused"), 1u);
+  a.back() = ev(15, "release op=a ok=1");
+  EXPECT_TRUE(check(input({worker(1, a)}, 1, 100)).ok());
+}
+
+TEST(ChaosChecker, InvalidHolderTextMustBeRefused) {
+  std::vector<Event> refused{ev(5, "holder op=a label=newline valid=0 bytes=6 outcome=threw")};
+  auto r = check(input({worker(1, concat(refused, hold("a", 10, 100, 1)))}, 1, 100));
+  EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
+  EXPECT_EQ(r.invalid_holders_tried, 1);
+  EXPECT_EQ(r.invalid_holders_refused, 1);
+  std::vector<Event> accepted{ev(5, "holder op=a label=len1025 valid=0 bytes=1025 outcome=accepted")};
+  r = check(input({worker(1, concat(accepted, hold("a", 10, 100, 1)))}, 1, 100));
+  EXPECT_EQ(r.violations.count("invalid_holder_accepted"), 1u);
+  std::vector<Event> wrong{ev(5, "holder op=a label=ctl01 valid=0 bytes=3 outcome=other")};
+  r = check(input({worker(1, concat(wrong, hold("a", 10, 100, 1)))}, 1, 100));
+  EXPECT_EQ(r.violations.count("invalid_holder_accepted"), 1u);
+}
+
+TEST(ChaosChecker, ValidHolderTextMustBeAccepted) {
+  std::vector<Event> refused{ev(5, "holder op=a label=x_held valid=1 bytes=6 outcome=refused")};
+  const auto r = check(input({worker(1, refused)}, 0, 0));
+  EXPECT_EQ(r.violations.count("valid_holder_refused"), 1u);
+  EXPECT_EQ(r.acquires, 0);  // a holder record is no acquire
+}
+
+TEST(ChaosChecker, TwoThreadsOfOneSharedObjectAreSeparateHolders) {
+  // Same process, same lock object: still two holders, who must not overlap.
+  auto a = hold("a", 10, 100, 1);
+  auto b = hold("b", 12, 200, 2);
+  for (auto* list : {&a, &b}) (*list)[0].fields["kind"] = "shared_semaphore";
+  const auto r = check(input({worker(1, concat(a, b))}, 2, 200));
+  EXPECT_EQ(r.violations.count("overlap"), 1u);
+  EXPECT_EQ(r.shared_holds, 2);
+}
+
+TEST(ChaosChecker, NodeTheNemesisLeftIsNotTheLibrarysOrphan) {
+  const std::string foreign = "/chaos/locks/k0/_c_0f0f0f0f-0000-4000-8000-000000000000-lock-0000000000";
+  auto in = input({}, 0, 0);
+  in.final_state.lock_root_nodes.push_back({foreign, 0x99});
+  in.final_state.lock_root_nodes.push_back({"/chaos/locks/k1/aaa", 0});
+  auto blamed = check(in);
+  EXPECT_EQ(blamed.orphans.size(), 1u);  // without the nemesis's record: the lock-named one
+  in.nemesis.push_back(ev(1, "foreign session=99 via=direct"));
+  in.nemesis.push_back(ev(2, "foreign path=/chaos/locks/k1/aaa session=99"));
+  const auto r = check(in);
+  EXPECT_TRUE(r.orphans.empty());
+  ASSERT_EQ(r.problems.size(), 2u);
+  EXPECT_NE(r.problems[0].find("nemesis"), std::string::npos);
 }
 
 }  // namespace

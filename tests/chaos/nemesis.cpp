@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace zkr::chaos {
 namespace {
@@ -41,6 +43,50 @@ std::string hex(std::int64_t id) {
   char text[32];
   std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(id));
   return text;
+}
+
+// Opens a session with `config` and waits (up to 10 s) until it is connected
+// or refused. Returns the keeper and the state it reached (nullopt: none).
+std::pair<std::shared_ptr<Keeper>, std::optional<SessionState>> connect_and_wait(const KeeperConfig& config) {
+  struct Joined {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::optional<SessionState> state;
+  };
+  auto joined = std::make_shared<Joined>();
+  auto keeper = connect_keeper(config, [joined](SessionState s) {
+    std::lock_guard lock(joined->mutex);
+    if (!joined->state || s != SessionState::connecting) joined->state = s;
+    joined->cv.notify_all();
+  });
+  std::unique_lock lock(joined->mutex);
+  joined->cv.wait_for(lock, 10s, [&] {
+    return joined->state && *joined->state != SessionState::connecting;
+  });
+  return {keeper, joined->state};
+}
+
+// The text after the last "lock-" of a lock node's name (ten digits, or a
+// minus and ten once a counter has overflowed), which orders the queue as
+// Curator orders it; "" for a child that is not a lock node.
+std::string lock_sequence(const std::string& name) {
+  const auto at = name.rfind("lock-");
+  if (at == std::string::npos) return "";
+  const auto seq = name.substr(at + 5);
+  if (seq.size() != 10 && !(seq.size() == 11 && seq[0] == '-')) return "";
+  for (std::size_t i = seq.size() - 10; i < seq.size(); ++i)
+    if (seq[i] < '0' || seq[i] > '9') return "";
+  return seq;
+}
+
+std::string random_guid(std::mt19937_64& rng) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string guid = "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx";
+  for (auto& c : guid) {
+    if (c == 'x') c = kDigits[rng() % 16];
+    else if (c == 'y') c = kDigits[8 + rng() % 4];
+  }
+  return guid;
 }
 
 }  // namespace
@@ -106,6 +152,14 @@ std::string Nemesis::inject(const std::string& kind) {
   if (kind == "expire_session") return expire_session();
   if (kind == "kill_worker") return kill_worker();
   if (kind == "pause_worker") return pause_worker();
+  if (kind == "write_revoke") return write_revoke();
+  if (kind == "write_held_mark") return write_held_mark();
+  if (kind == "write_random_bytes") return write_random_bytes();
+  if (kind == "write_large_value") return write_large_value();
+  if (kind == "delete_waiter_node") return delete_waiter_node();
+  if (kind == "delete_holder_node") return delete_holder_node();
+  if (kind == "create_non_lock_child") return create_non_lock_child();
+  if (kind == "create_foreign_lock_node") return create_foreign_lock_node();
   throw std::invalid_argument("unknown fault kind " + kind);
 }
 
@@ -184,31 +238,65 @@ std::string Nemesis::proxy_drop_reply() {
   return what.empty() ? std::string(kNotInjected) + "no_request_seen" : what;
 }
 
-std::vector<Nemesis::Holder> Nemesis::holders() {
-  std::vector<Holder> out;
+std::vector<Nemesis::LockDir> Nemesis::lock_dirs() {
+  std::vector<LockDir> out;
   auto keeper = targets_.observer->keeper();
-  auto& k = *keeper;
-  auto dirs = k.try_children(targets_.lock_root);
+  auto dirs = keeper->try_children(targets_.lock_root);
   if (!dirs.ok()) return out;
   for (const auto& dir : dirs.value().names) {
-    const auto path = targets_.lock_root + "/" + dir;
-    auto nodes = k.try_children(path);
-    if (!nodes.ok() || nodes.value().names.empty()) continue;
-    auto names = nodes.value().names;
-    // Holder first: the lowest sequence number (the name's last 10 digits).
-    const auto first = *std::min_element(names.begin(), names.end(), [](const auto& a, const auto& b) {
-      return a.substr(a.size() - std::min<std::size_t>(10, a.size())) <
-             b.substr(b.size() - std::min<std::size_t>(10, b.size()));
+    LockDir d{targets_.lock_root + "/" + dir, {}};
+    auto children = keeper->try_children(d.path);
+    if (!children.ok()) continue;  // removed meanwhile
+    for (const auto& name : children.value().names)
+      if (!lock_sequence(name).empty()) d.nodes.push_back(name);
+    std::sort(d.nodes.begin(), d.nodes.end(), [](const auto& a, const auto& b) {
+      const auto sa = lock_sequence(a), sb = lock_sequence(b);
+      return sa != sb ? sa < sb : a < b;
     });
-    auto node = k.try_get(path + "/" + first);
-    if (!node.ok()) continue;
-    const auto& data = node.value().data;  // "pid=123;slot=2"
-    const auto at = data.find("pid=");
-    if (at == std::string::npos) continue;
-    pid_t pid = 0;
-    std::from_chars(data.data() + at + 4, data.data() + data.size(), pid);
-    if (pid > 0 && targets_.workers->owns(pid))
-      out.push_back({pid, node.value().stat.ephemeral_owner, path + "/" + first});
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::int64_t Nemesis::owner_of(const std::string& path) {
+  try {
+    auto keeper = targets_.observer->keeper();
+    const auto stat = keeper->exists(path);
+    return stat ? stat->ephemeral_owner : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+std::map<std::int64_t, pid_t> Nemesis::worker_sessions() {
+  std::map<std::int64_t, pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator(targets_.run_dir)) {
+    if (!entry.path().filename().string().starts_with("sessions-")) continue;
+    for (const auto& e : read_events(entry.path().string())) {
+      unsigned long long id = 0;
+      const auto& text = e.get("id");
+      std::from_chars(text.data(), text.data() + text.size(), id, 16);
+      pid_t pid = 0;
+      const auto& p = e.get("pid");
+      std::from_chars(p.data(), p.data() + p.size(), pid);
+      if (id != 0 && pid > 0) out[static_cast<std::int64_t>(id)] = pid;
+    }
+  }
+  return out;
+}
+
+// The holder of a lock is the owner of its first lock node. Known by its
+// session, not by what the node says: workers write random holder texts,
+// and the nemesis writes into lock nodes.
+std::vector<Nemesis::Holder> Nemesis::holders() {
+  std::vector<Holder> out;
+  const auto sessions = worker_sessions();
+  for (const auto& dir : lock_dirs()) {
+    if (dir.nodes.empty()) continue;
+    const auto path = dir.path + "/" + dir.nodes.front();
+    const auto owner = owner_of(path);
+    const auto it = sessions.find(owner);
+    if (it != sessions.end() && targets_.workers->owns(it->second)) out.push_back({it->second, owner, path});
   }
   return out;
 }
@@ -255,29 +343,13 @@ std::string Nemesis::expire_session() {
 
   // Join the session from a second handle, then close that handle: the server
   // ends the session for real, as on expiry.
-  struct Joined {
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::optional<SessionState> state;
-  };
-  auto joined = std::make_shared<Joined>();
   KeeperConfig config;
   config.hosts = targets_.direct_connect;
   config.session_timeout = targets_.session_timeout;
   config.session_id = session;
   config.session_password = password;
   const auto from = monotonic_ns();
-  auto intruder = connect_keeper(config, [joined](SessionState s) {
-    std::lock_guard lock(joined->mutex);
-    if (!joined->state || s != SessionState::connecting) joined->state = s;
-    joined->cv.notify_all();
-  });
-  std::unique_lock lock(joined->mutex);
-  joined->cv.wait_for(lock, 10s, [&] {
-    return joined->state && *joined->state != SessionState::connecting;
-  });
-  const auto state = joined->state;
-  lock.unlock();
+  auto [intruder, state] = connect_and_wait(config);
   intruder->close();
   intruder.reset();
   const auto to = monotonic_ns();
@@ -326,8 +398,241 @@ std::string Nemesis::pause_worker() {
          (victim.node.empty() ? ",holder=no" : ",holder=yes");
 }
 
+// ---- Another client's moves (issue 10). Each is legal for any client with
+// access to the lock root: ZooKeeper lets it write, delete and create there,
+// and Curator itself writes "__REVOKE__" into lock nodes. A lock must stay
+// safe through all of them: refuse nothing it need not, grant nobody out of
+// turn, and tell a holder whose node is deleted that its lock is lost.
+
+std::shared_ptr<Keeper> Nemesis::foreign_session(std::string& via) {
+  KeeperConfig config;
+  config.session_timeout = targets_.session_timeout;
+  if (targets_.proxies.empty() || rng_() % 2 == 0) {
+    config.hosts = targets_.direct_connect;
+    via = "direct";
+  } else {
+    const auto i = rng_() % targets_.proxies.size();
+    config.hosts = "127.0.0.1:" + std::to_string(targets_.proxies[i]->port());
+    via = "proxy" + std::to_string(i + 1);
+  }
+  auto [keeper, state] = connect_and_wait(config);
+  if (state != SessionState::connected) {
+    keeper->close();
+    return nullptr;
+  }
+  // On record before it makes anything: whatever it leaves is not a worker's.
+  log_.write("foreign", {{"session", hex(keeper->session_id())}, {"via", via}});
+  return keeper;
+}
+
+void Nemesis::end_foreign_session(const std::shared_ptr<Keeper>& keeper, const std::vector<std::string>& made) {
+  for (const auto& path : made) {
+    const auto removed = keeper->try_remove(path);
+    if (!removed.ok() && removed.error() != Errc::no_node) leftovers_.push_back(path);
+  }
+  keeper->close();  // the server deletes its ephemeral nodes, if any are left
+}
+
+std::string Nemesis::write_into_lock_node(const std::string& data, bool middle, bool then_delete) {
+  struct Target {
+    std::string path;
+    std::string role;
+    std::string before;  // the node before it, "" for a holder
+  };
+  std::vector<Target> waiters, middles, holders;
+  for (const auto& d : lock_dirs()) {
+    for (std::size_t i = 0; i < d.nodes.size(); ++i) {
+      const auto path = d.path + "/" + d.nodes[i];
+      if (i == 0) {
+        holders.push_back({path, "holder", ""});
+        continue;
+      }
+      const auto before = d.path + "/" + d.nodes[i - 1];
+      waiters.push_back({path, "waiter", before});
+      if (i + 1 < d.nodes.size()) middles.push_back({path, "waiter_with_successor", before});
+    }
+  }
+  const std::vector<Target>* from = nullptr;
+  if (middle && !middles.empty()) from = &middles;
+  else if (!waiters.empty() && (holders.empty() || rng_() % 2 == 0)) from = &waiters;
+  else if (!holders.empty()) from = &holders;
+  if (!from) return std::string(kNotInjected) + "no_lock_node";
+  const auto target = (*from)[rng_() % from->size()];
+  std::string via;
+  const auto keeper = foreign_session(via);
+  if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";
+  const auto written = keeper->try_set(target.path, data);
+  std::string deleted;
+  if (written.ok() && then_delete && !target.before.empty()) {
+    // Long enough for its successor to be told of the change and read the
+    // data (a get, a round trip); then the node goes, as when its contender
+    // gives up, while the node before it (perhaps the live holder) stays.
+    pause(between(100ms, 400ms));
+    const auto result = keeper->try_multi({op::Check{target.before, kAnyVersion}, op::Remove{target.path, kAnyVersion}});
+    deleted = result.ok() ? ",then_deleted=1" : ",then_deleted=0";
+  }
+  end_foreign_session(keeper, {});
+  if (!written.ok())
+    return std::string(kNotInjected) + "path=" + target.path + ",err=" + std::string(errc_name(written.error()));
+  return "path=" + target.path + ",target=" + target.role + ",bytes=" + std::to_string(data.size()) + deleted +
+         ",via=" + via;
+}
+
+// Curator's revocation request: a lock that does not support it ignores it.
+std::string Nemesis::write_revoke() { return write_into_lock_node("__REVOKE__", false, false); }
+
+// The library's former hand-off mark, which anyone could write: a successor
+// that trusts it skips the nodes before the marked one, live holder included,
+// and takes the lock as soon as the marked node goes. Half the time the
+// marked waiting node is then deleted (checked atomically to be still behind
+// another), so that it goes while the holder still holds.
+std::string Nemesis::write_held_mark() {
+  const std::string data = rng_() % 2 == 0 ? "\nheld" : "pid=1;slot=0\nheld";
+  const bool middle = rng_() % 4 != 0;
+  return write_into_lock_node(data, middle, rng_() % 2 == 0);
+}
+
+std::string Nemesis::write_random_bytes() {
+  std::string data(1 + rng_() % 256, '\0');
+  for (auto& c : data) c = static_cast<char>(rng_() % 256);
+  return write_into_lock_node(data, false, false);
+}
+
+// Half of ZooKeeper's default 1 MiB limit: every reader of the node gets it.
+std::string Nemesis::write_large_value() {
+  std::string data(512 * 1024, ' ');
+  for (auto& c : data) c = static_cast<char>('a' + rng_() % 26);
+  return write_into_lock_node(data, false, false);
+}
+
+// A waiting node deleted: its contender must requeue or fail, never be
+// granted out of turn. Atomic with a check that the node before it is still
+// there, so the victim cannot have become the holder meanwhile (deleting a
+// holder's node is delete_holder_node, which the checker must know about).
+std::string Nemesis::delete_waiter_node() {
+  std::vector<std::pair<std::string, std::string>> victims;  // (node, the node before it)
+  for (const auto& d : lock_dirs())
+    for (std::size_t i = 1; i < d.nodes.size(); ++i)
+      victims.emplace_back(d.path + "/" + d.nodes[i], d.path + "/" + d.nodes[i - 1]);
+  if (victims.empty()) return std::string(kNotInjected) + "no_waiter";
+  const auto [victim, before] = victims[rng_() % victims.size()];
+  const auto owner = owner_of(victim);
+  const auto sessions = worker_sessions();
+  const auto pid = sessions.count(owner) ? sessions.at(owner) : 0;
+  std::string via;
+  const auto keeper = foreign_session(via);
+  if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";
+  const auto result = keeper->try_multi({op::Check{before, kAnyVersion}, op::Remove{victim, kAnyVersion}});
+  end_foreign_session(keeper, {});
+  if (!result.ok())
+    return std::string(kNotInjected) + "path=" + victim + ",err=" + std::string(errc_name(result.error)) +
+           ",failed_op=" + std::to_string(result.failed_index());
+  return "path=" + victim + ",pid=" + std::to_string(pid) + ",before=" + before + ",via=" + via;
+}
+
+// The holder's node deleted: an "administrator" breaking the lock. Its
+// holder's lease must say lost (node_deleted) and its writes be refused; the
+// lock may go to the next in line at once. Half the time the node gets
+// Curator's revocation data first: a lock that watches its node for data
+// changes and does not watch again would then miss the deletion.
+std::string Nemesis::delete_holder_node() {
+  const auto found = holders();
+  if (found.empty()) return std::string(kNotInjected) + "no_holder";
+  const auto victim = found[rng_() % found.size()];
+  std::string via;
+  const auto keeper = foreign_session(via);
+  if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";
+  const bool revoke_first = rng_() % 2 == 0;
+  if (revoke_first) (void)keeper->try_set(victim.node, "__REVOKE__");
+  const auto from = monotonic_ns();
+  const auto removed = keeper->try_remove(victim.node);
+  // An unknown outcome (the link failed): the node says what happened. (If
+  // even that cannot be learnt, the move failed: inject() heals and goes on.)
+  const bool gone = removed.ok() || (removed.error() != Errc::no_node && !targets_.observer->with_retry([&](Keeper& k) {
+                                       return k.exists(victim.node).has_value();
+                                     }));
+  const auto to = monotonic_ns();
+  end_foreign_session(keeper, {});
+  if (!gone)
+    return std::string(kNotInjected) + "path=" + victim.node + ",err=" + std::string(errc_name(removed.error()));
+  log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "delete_holder_node"},
+                     {"from", std::to_string(from)}, {"to", std::to_string(to)}, {"node", victim.node}});
+  return "path=" + victim.node + ",pid=" + std::to_string(victim.pid) +
+         ",revoke_first=" + (revoke_first ? "1" : "0") + ",via=" + via;
+}
+
+// Children that are not lock nodes: an operator's note, a name that sorts
+// before every lock node (Curator, which sorts by the whole name when there
+// is no "lock-", would let it block the queue), a name with "lock-" but no
+// sequence. Ephemeral or persistent; removed when the move ends.
+std::string Nemesis::create_non_lock_child() {
+  static const std::vector<std::string> kNames = {"zzz-not-a-lock", "aaa", "0-sorts-first",
+                                                  "x-lock-not-a-sequence"};
+  const auto dirs = lock_dirs();
+  if (dirs.empty()) return std::string(kNotInjected) + "no_lock_directory";
+  const auto path = dirs[rng_() % dirs.size()].path + "/" + kNames[rng_() % kNames.size()];
+  const bool ephemeral = rng_() % 2 == 0;
+  std::string via;
+  const auto keeper = foreign_session(via);
+  if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";
+  log_.write("foreign", {{"path", path}, {"session", hex(keeper->session_id())}});
+  const auto created = keeper->try_create(path, "not a lock", ephemeral ? CreateMode::ephemeral : CreateMode::persistent);
+  if (!created.ok()) {
+    end_foreign_session(keeper, {});
+    return std::string(kNotInjected) + "path=" + path + ",err=" + std::string(errc_name(created.error()));
+  }
+  const auto kept = between(500ms, 2500ms);
+  pause(kept);
+  end_foreign_session(keeper, {path});
+  return "path=" + path + ",mode=" + (ephemeral ? "ephemeral" : "persistent") + ",via=" + via +
+         ",kept_ms=" + std::to_string(kept.count());
+}
+
+// A lock node of another client (Curator's name, a session of its own): a
+// contender like any other, which the workers must wait for. Either first in
+// line whatever the directory's counter ("-lock-0000000000", made without
+// the sequential flag) or sequential at the end of the queue. Removed (and
+// its session closed) when the move ends, so that it blocks nobody for good.
+std::string Nemesis::create_foreign_lock_node() {
+  const auto dirs = lock_dirs();
+  if (dirs.empty()) return std::string(kNotInjected) + "no_lock_directory";
+  const auto dir = dirs[rng_() % dirs.size()].path;
+  const bool first = rng_() % 2 == 0;
+  const auto name = "_c_" + random_guid(rng_) + "-lock-" + (first ? "0000000000" : "");
+  std::string via;
+  const auto keeper = foreign_session(via);
+  if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";
+  const auto created = keeper->try_create(dir + "/" + name, "foreign",
+                                          first ? CreateMode::ephemeral : CreateMode::ephemeral_sequential);
+  if (!created.ok()) {
+    end_foreign_session(keeper, {});
+    return std::string(kNotInjected) + "dir=" + dir + ",err=" + std::string(errc_name(created.error()));
+  }
+  const auto path = created.value().path;
+  log_.write("foreign", {{"path", path}, {"session", hex(keeper->session_id())}});
+  const auto kept = between(500ms, 2500ms);
+  pause(kept);
+  end_foreign_session(keeper, {path});
+  return "path=" + path + ",first=" + (first ? "1" : "0") + ",via=" + via + ",kept_ms=" + std::to_string(kept.count());
+}
+
 std::vector<std::string> Nemesis::heal_all() {
   std::vector<std::string> problems;
+  // Nodes of the nemesis's own that a move could not remove.
+  for (auto it = leftovers_.begin(); it != leftovers_.end();) {
+    try {
+      auto keeper = targets_.observer->keeper();
+      const auto removed = keeper->try_remove(*it);
+      if (removed.ok() || removed.error() == Errc::no_node) {
+        it = leftovers_.erase(it);
+        continue;
+      }
+      problems.push_back("removing the nemesis's node " + *it + ": " + std::string(errc_name(removed.error())));
+    } catch (const std::exception& e) {
+      problems.push_back("removing the nemesis's node " + *it + ": " + e.what());
+    }
+    ++it;
+  }
   for (auto* p : targets_.proxies) {
     p->set_mode(ProxyMode::forward);
     p->disarm_drop_reply();

@@ -6,10 +6,21 @@
 //   cut    pid=P why=K from=NS to=NS         P's holds end at `from`; any write
 //                                            of them sent after `to` must fail
 //   paused pid=P from=NS to=NS               P was stopped (SIGSTOP) meanwhile
+//   cut    pid=P why=delete_holder_node from=NS to=NS node=PATH
+//                                            only the hold of lock node PATH
+//                                            ends (deleted between from and to)
+//   foreign session=S via=direct|proxyN      a session of the nemesis's own
+//   foreign path=PATH session=S              a node it made in a lock directory
 //
 // Fault kinds: kill_server, kill_leader, freeze_server, proxy_reset,
 // proxy_blackhole, proxy_delay, proxy_drop_reply, expire_session,
-// kill_worker, pause_worker. The first round injects every kind once, in a
+// kill_worker, pause_worker; and (issue 10) another client's legal moves on
+// the lock directories, each from a session of the nemesis's own, connected
+// directly or through a proxy: write_revoke, write_held_mark,
+// write_random_bytes, write_large_value (data written into a waiting node or
+// the holder's), delete_waiter_node, delete_holder_node,
+// create_non_lock_child, create_foreign_lock_node (removed again before the
+// move ends). The first round injects every kind once, in a
 // seeded order; later ones pick at random. The same seed gives the same
 // choices (what happens in response still depends on timing).
 //
@@ -36,9 +47,19 @@
 
 namespace zkr::chaos {
 
-inline const std::vector<std::string> kFaultKinds = {
+// What fails in real ensembles: servers, links, sessions, client processes.
+inline const std::vector<std::string> kClassicFaultKinds = {
     "kill_server",     "kill_leader",    "freeze_server", "proxy_reset",  "proxy_blackhole",
     "proxy_delay",     "proxy_drop_reply", "expire_session", "kill_worker", "pause_worker"};
+// What another client may legally do to lock directories (issue 10).
+inline const std::vector<std::string> kAdversarialFaultKinds = {
+    "write_revoke",       "write_held_mark",    "write_random_bytes",    "write_large_value",
+    "delete_waiter_node", "delete_holder_node", "create_non_lock_child", "create_foreign_lock_node"};
+inline const std::vector<std::string> kFaultKinds = [] {
+  auto all = kClassicFaultKinds;
+  all.insert(all.end(), kAdversarialFaultKinds.begin(), kAdversarialFaultKinds.end());
+  return all;
+}();
 
 // A fault's detail starts with this when it could not take effect.
 inline constexpr std::string_view kNotInjected = "not_injected:";
@@ -81,13 +102,42 @@ class Nemesis {
   std::string expire_session();
   std::string kill_worker();
   std::string pause_worker();
+  std::string write_revoke();
+  std::string write_held_mark();
+  std::string write_random_bytes();
+  std::string write_large_value();
+  std::string delete_waiter_node();
+  std::string delete_holder_node();
+  std::string create_non_lock_child();
+  std::string create_foreign_lock_node();
 
   struct Holder {
     pid_t pid = 0;
     std::int64_t session = 0;
     std::string node;
   };
+  struct LockDir {
+    std::string path;
+    std::vector<std::string> nodes;  // its lock nodes, in queue order: holder first
+  };
+  // Every lock directory under the lock root, as the observer sees it now.
+  std::vector<LockDir> lock_dirs();
+  // The owner session of a node, 0 if it is gone or not ephemeral.
+  std::int64_t owner_of(const std::string& path);
+  // Worker sessions, from the workers' session files: session -> pid.
+  std::map<std::int64_t, pid_t> worker_sessions();
   std::vector<Holder> holders();
+  // A session of the nemesis's own, direct or through a proxy, connected (on
+  // record as `foreign`); nullptr if it could not connect. `via` says how.
+  std::shared_ptr<Keeper> foreign_session(std::string& via);
+  // Closes it (its ephemeral nodes go with it) after removing `made`; what
+  // is still there is left for heal_all.
+  void end_foreign_session(const std::shared_ptr<Keeper>& keeper, const std::vector<std::string>& made);
+  // Writes data into a lock node from a foreign session: the holder's or a
+  // waiting one, at random, or a waiting one with nodes before and after it
+  // when `middle` (where a forged hand-off mark would let its successor
+  // skip). then_delete: a waiting node written is deleted a moment later.
+  std::string write_into_lock_node(const std::string& data, bool middle, bool then_delete);
   // A lock holder if there is one, else any worker; pid 0 if no worker runs.
   Holder pick_victim();
   // The password of a worker's session, from the workers' session files.
@@ -101,6 +151,7 @@ class Nemesis {
   std::vector<std::string> kinds_;
   EventLog& log_;
   std::map<std::string, int> injected_;
+  std::vector<std::string> leftovers_;  // nemesis nodes a move could not remove
 };
 
 }  // namespace zkr::chaos

@@ -21,6 +21,9 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
       << " rejected, " << r.writes_unknown << " unknown (" << r.unknown_applied
       << " of them applied); late writes " << r.late_writes << " (" << r.late_rejected
       << " rejected)\n";
+  out << "holder texts         " << r.invalid_holders_tried << " invalid ones tried, "
+      << r.invalid_holders_refused << " refused by the constructor as they must be\n";
+  out << "shared lock objects  " << r.shared_holds << " holds on an object two threads share\n";
   out << "counters             ";
   for (const auto& [key, value] : r.counters) out << key << "=" << value << " ";
   out << "\n";
