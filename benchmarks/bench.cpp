@@ -29,9 +29,9 @@ void prepare_root(Client& client, const std::string& root) {
     std::cerr << "bench:   sweeping what an earlier run left: " << p.directories << " directories\n";
   };
   const auto report = clean_lock_root(client, root, options);
-  if (report.empty_directories + report.orphan_nodes > 0)
-    std::cerr << "bench: removed " << report.empty_directories << " empty directories and "
-              << report.orphan_nodes << " orphaned lock nodes left under " << root << " by an earlier run\n";
+  if (report.empty_directories > 0)
+    std::cerr << "bench: removed " << report.empty_directories << " empty lock directories left under "
+              << root << " by an earlier run\n";
   const std::uint64_t left = count_below(*keeper, root);
   if (left > 0)
     throw RunError("--root " + root + " holds " + std::to_string(left) +

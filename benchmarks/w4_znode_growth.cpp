@@ -188,10 +188,10 @@ void clean_root(Context& ctx, Client& client, const Layout& layout, const std::s
   const auto start = Clock::now();
   try {
     const auto report = clean_lock_root(client, root, options);
-    r.ops = report.empty_directories + report.orphan_nodes;
+    r.ops = report.empty_directories;
     r.extra.add("directories_seen", report.directories_seen)
         .add("empty_directories", report.empty_directories)
-        .add("orphan_nodes", report.orphan_nodes)
+        .add("not_ours", report.not_ours)
         .add("live_lock_nodes", report.live_lock_nodes)
         .add("raced", report.raced);
     r.note = std::to_string(report.empty_directories) + " empty directories removed";

@@ -13,6 +13,7 @@ namespace {
 
 using detail::ChildEntry;
 using detail::LockTree;
+using detail::DirectoryRemoval;
 
 std::string too_large_message(const std::string& path, std::uint64_t children,
                               std::uint64_t limit) {
@@ -74,7 +75,8 @@ class Scanner {
 };
 
 // Post-order: a directory is looked at after its children, so one that the
-// sweep empties goes in the same run.
+// sweep empties goes in the same run. Only what lock_directory.hpp proves ours
+// is removed; everything else is walked around.
 class Cleaner {
  public:
   Cleaner(Client& client, const CleanOptions& options)
@@ -86,32 +88,34 @@ class Cleaner {
     ++report_.directories_seen;
     std::uint64_t left = 0;
     tree_.for_each_page(dir, [&](std::vector<ChildEntry>& page) {
-      std::vector<std::string> doomed;
-      std::vector<CleanAction> actions;
+      std::vector<std::string> candidates;
       for (const auto& child : page) {
         const auto path = join_path(dir, child.name);
-        if (child.stat.is_ephemeral()) {
+        if (path == "/zookeeper") {
+          ++left;  // the server's own: never looked into
+        } else if (child.stat.is_ephemeral()) {
           // Held or waited on: a live session owns it. Never ours to touch.
           if (child.lock_node) ++report_.live_lock_nodes;
           ++left;
-        } else if (child.stat.num_children == 0 && (child.lock_node || child.stat.data_length == 0)) {
-          // An orphan lock node, or an empty directory (lock directories hold
-          // no data: a node with data is someone's, not a lock's).
-          doomed.push_back(path);
-          actions.push_back(child.lock_node ? CleanAction::orphan_node
-                                            : CleanAction::empty_directory);
-        } else if (child.stat.num_children > 0 && depth < options_.max_depth &&
-                   clean_below(path, depth + 1)) {
-          doomed.push_back(path);
-          actions.push_back(CleanAction::empty_directory);
+        } else if (child.lock_node) {
+          // No lock of this library makes a persistent lock node: someone
+          // else's. It blocks the queue, and is reported, not removed.
+          ++report_.foreign_lock_nodes;
+          ++left;
+        } else if (child.stat.num_children == 0 ||
+                   (depth < options_.max_depth && clean_below(path, depth + 1))) {
+          candidates.push_back(path);
         } else {
           ++left;
         }
       }
-      left += remove(doomed, actions);
+      left += remove(candidates);
     });
     return left == 0;
   }
+
+  // The root, by the same rules as any directory.
+  void remove_root(const std::string& root) { (void)remove({root}); }
 
   CleanReport report() const { return report_; }
 
@@ -125,31 +129,38 @@ class Cleaner {
     }
   }
 
-  // Removes what a page doomed, all at once; the count of what stayed.
-  std::uint64_t remove(const std::vector<std::string>& paths,
-                       const std::vector<CleanAction>& actions) {
+  // Removes the candidates that are ours; the count of what stayed.
+  std::uint64_t remove(const std::vector<std::string>& paths) {
     if (paths.empty()) return 0;
-    std::vector<Errc> results(paths.size(), Errc::ok);
-    if (!options_.dry_run) results = tree_.remove_all(paths);
+    std::vector<DirectoryRemoval> outcomes;
+    if (options_.dry_run) {
+      // What a real run would remove: ours, and empty once the sweep below
+      // it is done (which is all a candidate can be).
+      for (const bool ours : tree_.marked(paths))
+        outcomes.push_back(ours ? DirectoryRemoval::removed : DirectoryRemoval::not_ours);
+    } else {
+      outcomes = tree_.remove_directories(paths);
+    }
     std::uint64_t stayed = 0;
     for (std::size_t i = 0; i < paths.size(); ++i) {
-      if (results[i] == Errc::ok || results[i] == Errc::no_node) {
-        count(actions[i]);
-        if (options_.on_remove) options_.on_remove(paths[i], actions[i]);
-      } else if (results[i] == Errc::not_empty) {
-        // A contender queued in it since we looked: it is in use again.
-        ++report_.raced;
-        ++stayed;
-      } else {
-        throw KeeperError(results[i], paths[i], "removing during cleanup");
+      switch (outcomes[i]) {
+        case DirectoryRemoval::removed:
+          ++report_.empty_directories;
+          if (options_.on_remove) options_.on_remove(paths[i], CleanAction::empty_directory);
+          break;
+        case DirectoryRemoval::gone: break;
+        case DirectoryRemoval::not_ours:
+          ++report_.not_ours;
+          ++stayed;
+          break;
+        case DirectoryRemoval::in_use:
+          // A contender queued in it since we looked: it is in use again.
+          ++report_.raced;
+          ++stayed;
+          break;
       }
     }
     return stayed;
-  }
-
-  void count(CleanAction action) {
-    if (action == CleanAction::orphan_node) ++report_.orphan_nodes;
-    else ++report_.empty_directories;
   }
 
   LockTree tree_;
@@ -184,17 +195,8 @@ CleanReport clean_lock_root(Client& client, const std::string& root, const Clean
   const auto start = std::chrono::steady_clock::now();
   Cleaner cleaner(client, options);
   const bool empty = cleaner.clean(root, 0);
+  if (empty && options.remove_root) cleaner.remove_root(root);
   auto report = cleaner.report();
-  if (empty && options.remove_root && root != "/" && !options.dry_run) {
-    const auto removed = client.with_retry([&](Keeper& keeper) { return keeper.try_remove(root); },
-                                           {.retry_session_expired = true});
-    if (removed.ok()) {
-      ++report.empty_directories;
-      if (options.on_remove) options.on_remove(root, CleanAction::empty_directory);
-    } else if (removed.error() == Errc::not_empty) {
-      ++report.raced;
-    }
-  }
   report.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start);
   return report;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <spdlog/spdlog.h>
 
+#include "lock_directory.hpp"
 #include "lock_driver.hpp"
 #include "zkr/path.hpp"
 
@@ -205,12 +206,13 @@ class Attempt {
         for (auto slash = lock_.dir_.find('/', 1); slash != std::string::npos;
              slash = lock_.dir_.find('/', slash + 1)) {
           std::string ancestor = lock_.dir_.substr(0, slash);
-          auto reply = keeper_->async_create(ancestor, {}, CreateMode::container, lock_.create_options_);
+          auto reply = keeper_->async_create(ancestor, std::string(kLockDirectoryMark),
+                                             CreateMode::container, lock_.create_options_);
           ancestors.emplace_back(std::move(ancestor), std::move(reply));
         }
       }
-      auto dir_created =
-          keeper_->async_create(lock_.dir_, {}, CreateMode::container, lock_.create_options_);
+      auto dir_created = keeper_->async_create(lock_.dir_, std::string(kLockDirectoryMark),
+                                               CreateMode::container, lock_.create_options_);
       create_sent_ = true;
       auto created = keeper_->async_create(prefix_path(), lock_.holder_, CreateMode::ephemeral_sequential,
                                            lock_.create_options_);
@@ -224,6 +226,7 @@ class Attempt {
       auto dir_result = await(std::move(dir_created), lock_.dir_);
       auto create_result = await(std::move(created), prefix_path());
       auto list_result = await(std::move(listed), lock_.dir_);
+      if (dir_result.ok()) made_directory_ = DirectoryProof{dir_result.value().stat.czxid, 0};
       if (create_result.ok()) {
         node_ = std::string(node_name(create_result.value().path));
         czxid_ = create_result.value().stat.czxid;
@@ -231,8 +234,10 @@ class Attempt {
         // someone, then the directory by a release): as if not listed.
         if (!list_result.ok() && list_result.error() != Errc::no_node)
           throw KeeperError(list_result.error(), lock_.dir_, "listing the lock directory");
-        if (position(list_result.ok() ? list_result.value().names : std::vector<std::string>{}))
+        if (list_result.ok() ? position(list_result.value()) : position(Children{})) {
+          if (!made_directory_) look_at_directory();
           return;
+        }
         continue;  // our node vanished between create and list: start over
       }
       if (create_result.error() != Errc::no_node || races >= kMaxDirectoryRaces)
@@ -278,10 +283,14 @@ class Attempt {
     node_ = *found;
     czxid_ = stat.value().czxid;
     client_.logger().debug("lock {}: adopted {} after a lost reply", lock_.dir_, node_);
-    return position(listed.value().names);
+    if (!position(listed.value())) return false;
+    look_at_directory();
+    return true;
   }
 
-  bool position(const std::vector<std::string>& children) {
+  // Where our node stands in a listing of the directory. False: not there.
+  bool position(const Children& listed) {
+    const auto& children = listed.names;
     remove_ghosts(children);
     auto where = queue_position(sorted_lock_nodes(children), node_);
     if (!where.found) {
@@ -293,6 +302,9 @@ class Attempt {
     }
     lower_ = std::move(where.lower);
     positioned_ = true;
+    // Our node is in this incarnation of the directory (a directory with a
+    // child cannot be deleted), so a proof about it is a proof about ours.
+    directory_czxid_ = listed.stat.czxid;
     // Someone is before us: watch our own node from now on, so that a delete
     // of it while we wait is known before any later event (a session's events
     // come in order), and the grant needs no read of its own.
@@ -356,7 +368,24 @@ class Attempt {
     auto listed = await(keeper_->async_children(lock_.dir_), lock_.dir_);
     if (!listed.ok() && listed.error() != Errc::no_node)
       throw KeeperError(listed.error(), lock_.dir_, "listing the lock directory");
-    return position(listed.ok() ? listed.value().names : std::vector<std::string>{});
+    return listed.ok() ? position(listed.value()) : position(Children{});
+  }
+
+  // A directory we did not create is ours to remove only if it holds our
+  // mark: read it once, without waiting; the release looks at the answer.
+  void look_at_directory() {
+    if (!lock_.options_.remove_directory_on_release || directory_read_) return;
+    if (const auto known = lock_.known_directory(); known && known->czxid == directory_czxid_) return;
+    directory_read_ = keeper_->async_get(lock_.dir_).share();
+  }
+
+  DirectoryKnowledge directory_knowledge() const {
+    DirectoryKnowledge knowledge{.czxid = directory_czxid_, .proof = std::nullopt, .read = std::nullopt};
+    if (made_directory_ && made_directory_->czxid == directory_czxid_) knowledge.proof = made_directory_;
+    else if (const auto known = lock_.known_directory(); known && known->czxid == directory_czxid_)
+      knowledge.proof = known;
+    else knowledge.read = directory_read_;
+    return knowledge;
   }
 
   enum class Change { deleted, look_again, deadline };
@@ -402,6 +431,7 @@ class Attempt {
       lease = new_lease();
       (void)lease->watch_own_node(keeper_);
     }
+    lease->directory = directory_knowledge();
     std::weak_ptr<LeaseState> weak = lease;
     const auto policy = lock_.options_.suspended_policy;
     const auto epoch = epoch_;
@@ -470,10 +500,11 @@ class Attempt {
         if (!remove_now(path)) client_.remove_in_background(path, epoch_);
       } else if (create_sent_) {
         client_.remove_in_background(prefix_path(), epoch_, /*by_name_prefix=*/true);
-        // The directory we may have created with it would otherwise stay: a
+        // The directory we created with it would otherwise stay: a
         // container that never had a child is never reaped by the server.
-        if (keeper_ && client_.session_epoch() == epoch_ && client_.is_connected())
-          (void)lock_.send_directory_removal(*keeper_);
+        if (made_directory_ && lock_.options_.remove_directory_on_release && keeper_ &&
+            client_.session_epoch() == epoch_ && client_.is_connected())
+          (void)remove_lock_directories(*keeper_, {lock_.dir_});
       }
     } catch (const std::exception& e) {
       client_.logger().error("lock {}: abandoning our node failed: {}", lock_.dir_, e.what());
@@ -487,9 +518,9 @@ class Attempt {
     // Cleaning up may take a round trip past the deadline (never more than
     // one session timeout past it, as every wait here): better than leaving
     // a node in the queue for the background to find.
-    auto removal = lock_.send_removal(*keeper_, path);
+    const auto knowledge = directory_knowledge();
+    auto removal = lock_.send_removal(*keeper_, path, knowledge.proof);
     const auto removed = await(std::move(removal.node), path);
-    if (removal.directory) lock_.await_directory_removal(*removal.directory, milliseconds(0));
     return removed.ok() || removed.error() == Errc::no_node;
   }
 
@@ -510,6 +541,9 @@ class Attempt {
   bool positioned_ = false;          // lower_ is known
   std::vector<std::string> lower_;   // nodes before ours that may still exist
   std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
+  std::optional<DirectoryProof> made_directory_;  // our create of the directory succeeded
+  std::int64_t directory_czxid_ = 0;              // of the directory our node is in
+  std::optional<std::shared_future<Result<NodeData>>> directory_read_;  // see look_at_directory
 };
 
 LockInternals::LockInternals(Client& client, std::string dir, LockOptions options)
@@ -564,7 +598,7 @@ void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
     if (client_.session_epoch() != lease->epoch) return;  // the node went with its session
     if (client_.is_connected()) {
       auto keeper = client_.keeper();
-      auto removal = send_removal(*keeper, lease->node_path);
+      auto removal = send_removal(*keeper, lease->node_path, directory_proof(lease->directory));
       if (removal.node.wait_for(keeper->default_timeout()) == std::future_status::ready) {
         const auto result = removal.node.get();
         if (removal.directory) await_directory_removal(*removal.directory, keeper->default_timeout());
@@ -582,32 +616,53 @@ void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
   }
 }
 
-// Pipelined behind our delete: the directory goes too if nobody else is in
-// it, so a million keys locked once leave nothing behind. The server refuses
-// (not_empty) while anyone queues; a contender racing with this creates the
+// The directory goes with our node when nobody else is in it, so that a
+// million keys locked once leave nothing behind; but only a directory proven
+// ours (lock_directory.hpp), and only in one multi with our node, which pins
+// it: the directory removed is the one our node was in. When someone queues
+// the multi fails (not_empty), and the plain delete sent right behind it
+// removes our node; when the multi succeeds that delete finds nothing. Both
+// in one round trip, two writes either way, as a delete of the node and one
+// of the directory would cost. A contender racing the removal creates the
 // directory again.
-LockInternals::Removal LockInternals::send_removal(Keeper& keeper,
-                                                   const std::string& node_path) const {
-  Removal removal{keeper.async_remove(node_path), std::nullopt};
-  removal.directory = send_directory_removal(keeper);
-  return removal;
+LockInternals::Removal LockInternals::send_removal(Keeper& keeper, const std::string& node_path,
+                                                   const std::optional<DirectoryProof>& proof) const {
+  std::optional<std::future<MultiResult>> directory;
+  if (proof && options_.remove_directory_on_release)
+    directory = keeper.async_multi({op::Remove{node_path, kAnyVersion}, op::Remove{dir_, proof->version}});
+  return Removal{keeper.async_remove(node_path), std::move(directory)};
 }
 
-std::optional<std::future<Result<Empty>>> LockInternals::send_directory_removal(
-    Keeper& keeper) const {
-  if (!options_.remove_directory_on_release) return std::nullopt;
-  return keeper.async_remove(dir_);
+std::optional<DirectoryProof> LockInternals::directory_proof(const DirectoryKnowledge& knowledge) {
+  if (knowledge.proof) return knowledge.proof;
+  if (!knowledge.read || knowledge.read->wait_for(client_.options().session_timeout) !=
+                             std::future_status::ready)
+    return std::nullopt;
+  const auto& read = knowledge.read->get();
+  if (!read.ok() || !is_marked(read.value()) || read.value().stat.czxid != knowledge.czxid)
+    return std::nullopt;
+  DirectoryProof proof{read.value().stat.czxid, read.value().stat.version};
+  std::lock_guard lock(known_directory_mutex_);
+  known_directory_ = proof;
+  return proof;
 }
 
-void LockInternals::await_directory_removal(std::future<Result<Empty>>& reply,
+std::optional<DirectoryProof> LockInternals::known_directory() const {
+  std::lock_guard lock(known_directory_mutex_);
+  return known_directory_;
+}
+
+void LockInternals::await_directory_removal(std::future<MultiResult>& reply,
                                            std::chrono::milliseconds timeout) const {
   if (reply.wait_for(timeout) != std::future_status::ready) return;
   const auto result = reply.get();
-  // not_empty: someone queues; no_node: someone else removed it. Anything
-  // else leaves it to the server's container reaper or to the cleaner.
-  if (!result.ok() && result.error() != Errc::not_empty && result.error() != Errc::no_node)
+  // not_empty: someone queues; no_node: our node or the directory went
+  // already; bad_version: someone wrote to it. Anything else leaves it to the
+  // server's container reaper or to the cleaner.
+  if (!result.ok() && result.error != Errc::not_empty && result.error != Errc::no_node &&
+      result.error != Errc::bad_version)
     client_.logger().debug("lock {}: directory left for the reaper: {}", dir_,
-                           errc_name(result.error()));
+                           errc_name(result.error));
 }
 
 std::vector<std::string> LockInternals::participant_nodes() const {

@@ -32,6 +32,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,17 +69,23 @@ class LockInternals {
   friend class Attempt;
   struct Removal {
     std::future<Result<Empty>> node;
-    std::optional<std::future<Result<Empty>>> directory;
+    std::optional<std::future<MultiResult>> directory;  // with the node, when proven ours
   };
-  Removal send_removal(Keeper& keeper, const std::string& node_path) const;
-  std::optional<std::future<Result<Empty>>> send_directory_removal(Keeper& keeper) const;
-  void await_directory_removal(std::future<Result<Empty>>& reply,
+  Removal send_removal(Keeper& keeper, const std::string& node_path,
+                       const std::optional<DirectoryProof>& proof) const;
+  void await_directory_removal(std::future<MultiResult>& reply,
                                std::chrono::milliseconds timeout) const;
+  // The proof the knowledge holds or its read gives (waiting for that read
+  // at most a session timeout); remembered for later grants.
+  std::optional<DirectoryProof> directory_proof(const DirectoryKnowledge& knowledge);
+  std::optional<DirectoryProof> known_directory() const;
   Client& client_;
   const std::string dir_;
   const LockOptions options_;
   const std::string holder_;             // what our nodes hold: options_.holder_id, checked
   const CreateOptions create_options_;   // the ACL of everything a lock creates
+  mutable std::mutex known_directory_mutex_;
+  std::optional<DirectoryProof> known_directory_;  // guarded by known_directory_mutex_
 };
 
 // The data a contender writes into its node, unless LockOptions says.

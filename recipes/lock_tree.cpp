@@ -74,7 +74,9 @@ std::vector<ChildEntry> LockTree::look_at(const std::string& dir,
         if (reply.ok()) {
           entry.stat = reply.value().stat;
           entry.data = std::move(reply).value().data;
-          entry.lock_node = true;
+          // Named like one, but with children: a directory (encode_key leaves
+          // a key like "job-lock-0000000042" as it is), not a lock node.
+          entry.lock_node = entry.stat.num_children == 0;
         }
       } else {
         auto reply = await(std::get<1>(replies[i]), keeper, path);
@@ -89,22 +91,16 @@ std::vector<ChildEntry> LockTree::look_at(const std::string& dir,
   }, kAnySession);
 }
 
-std::vector<Errc> LockTree::remove_all(const std::vector<std::string>& paths) {
-  // A remove repeated after a lost reply answers no_node: callers take that
-  // as gone, which is what they wanted.
-  return client_.with_retry([&](Keeper& keeper) {
-    std::vector<std::future<Result<Empty>>> replies;
-    replies.reserve(paths.size());
-    for (const auto& path : paths) replies.push_back(keeper.async_remove(path));
-    std::vector<Errc> results;
-    results.reserve(paths.size());
-    for (std::size_t i = 0; i < paths.size(); ++i) {
-      const auto error = await(replies[i], keeper, paths[i]).error();
-      if (is_connection_error(error)) throw KeeperError(error, paths[i], "removing");
-      results.push_back(error);
-    }
-    return results;
-  }, kAnySession);
+std::vector<DirectoryRemoval> LockTree::remove_directories(const std::vector<std::string>& paths) {
+  // Each try reads everything again, so a try cut short by a lost link is
+  // simply made again.
+  return client_.with_retry([&](Keeper& keeper) { return remove_lock_directories(keeper, paths); },
+                            kAnySession);
+}
+
+std::vector<bool> LockTree::marked(const std::vector<std::string>& paths) {
+  return client_.with_retry([&](Keeper& keeper) { return marked_lock_directories(keeper, paths); },
+                            kAnySession);
 }
 
 }  // namespace zkr::detail

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "lock_directory.hpp"
 #include "zkr/cleanup.hpp"
 
 namespace zkr::detail {
@@ -40,8 +41,11 @@ class LockTree {
   void for_each_page(const std::string& dir,
                      const std::function<void(std::vector<ChildEntry>&)>& on_page);
 
-  // Sends every remove of a page at once; one result per path, in order.
-  std::vector<Errc> remove_all(const std::vector<std::string>& paths);
+  // Removes the directories of a page that are provably ours and empty
+  // (lock_directory.hpp); one outcome per path, in order.
+  std::vector<DirectoryRemoval> remove_directories(const std::vector<std::string>& paths);
+  // Which of them hold our mark: what a dry run may list.
+  std::vector<bool> marked(const std::vector<std::string>& paths);
 
   Client& client() const noexcept { return client_; }
 

@@ -2,17 +2,21 @@
 //
 // Locks clean up after themselves: lock directories are container znodes, and
 // a release removes its directory at once when it is empty. What is left to a
-// sweep is what no lock of this library leaves, but others (older libraries,
-// crashed tools, hand-made paths) do:
-//   - empty directories: a container that never had a child is never reaped
-//     by the server, and a persistent one never is;
-//   - orphaned lock nodes: nodes named like lock nodes that no session owns
-//     (ephemeral owner 0), so nothing will ever delete them, and they block
-//     every contender queued behind them.
-// An ephemeral lock node always has a live owner: ZooKeeper deletes a
-// session's ephemeral nodes when the session ends. So a held or waited-on lock
-// is never touched; a directory is removed only by a plain delete, which the
-// server refuses while it has a child.
+// sweep is what a lock could not remove: a directory whose last contender's
+// session died, a hashed bucket, a lock root.
+//
+// Lock roots are often shared with other applications, so a sweep removes
+// only what it can prove this library made: a directory holding the
+// library's mark (every directory it creates does), empty, checked at the
+// moment of the delete (recipes/lock_directory.hpp). It never removes a node
+// with other data, a node it did not mark (an empty persistent node of another
+// application, a container made by Curator or by an older version of this
+// library), an ephemeral node (a held or waited-on lock: its session owns
+// it), anything under /zookeeper, nor a lock-named node that no session owns
+// (no lock of this library makes one: it is reported, since it blocks every
+// contender queued behind it, and left for a person to remove). A root that
+// mixes lock directories with other data is swept around that data; the root
+// itself goes only with remove_root, and by the same rules.
 //
 // Huge directories are listed once and then worked through page by page, a
 // page of requests in flight at a time. Before any listing, a stat says how
@@ -94,14 +98,14 @@ struct ScanOptions {
 void scan_locks(Client& client, const std::string& root, const ScanOptions& options,
                 const std::function<void(const LockInfo&)>& on_lock);
 
-enum class CleanAction { empty_directory, orphan_node };
+enum class CleanAction { empty_directory };
 
 struct CleanOptions {
   bool dry_run = false;                       // report, remove nothing
   std::uint64_t max_children = 10'000'000;    // per directory listed
   std::size_t page_size = 1000;               // requests in flight at a time
   unsigned max_depth = 4;                     // levels below root
-  bool remove_root = false;                   // also remove root if it ends up empty
+  bool remove_root = false;                   // also remove root if it ends up empty and is ours
   std::function<void(const WalkProgress&)> on_progress;  // after each page
   // Each path removed (dry run: that would be), as it goes.
   std::function<void(const std::string& path, CleanAction action)> on_remove;
@@ -109,8 +113,9 @@ struct CleanOptions {
 
 struct CleanReport {
   std::uint64_t directories_seen = 0;
-  std::uint64_t empty_directories = 0;  // removed (or, dry run: would be)
-  std::uint64_t orphan_nodes = 0;       // removed (or, dry run: would be)
+  std::uint64_t empty_directories = 0;  // ours, removed (or, dry run: would be)
+  std::uint64_t not_ours = 0;           // empty, but not provably ours: kept
+  std::uint64_t foreign_lock_nodes = 0; // lock-named, no session owns them: kept, reported
   std::uint64_t live_lock_nodes = 0;    // held or waiting: kept
   std::uint64_t raced = 0;              // not removed: something appeared under it meanwhile
   std::chrono::milliseconds elapsed{0};

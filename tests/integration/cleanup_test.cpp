@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "lock_directory.hpp"
 #include "support/ensemble.hpp"
 #include "support/waits.hpp"
 #include "zkr/lock.hpp"
@@ -99,15 +100,28 @@ TEST_F(CleanupIntegrationTest, ContendersRacingTheDirectoryRemovalNeverHang) {
   EXPECT_FALSE(sessions[0]->keeper()->exists(dir)) << "the last release left " << dir;
 }
 
-TEST_F(CleanupIntegrationTest, CleanerSweepsLeftoversAndLeavesHeldLocksAlone) {
+TEST_F(CleanupIntegrationTest, CleanerSweepsItsLeftoversAndNothingElse) {
   auto& c = client();
   auto keeper = c.keeper();
-  // What other libraries leave: empty directories (persistent, and containers
-  // that never had a child, which the server never reaps), and a lock-named
-  // node no session owns.
+  const std::string mark(detail::kLockDirectoryMark);
+  // What locks leave when their last contender's session died: empty marked
+  // directories (containers that never had a child are never reaped by the
+  // server), under marked buckets.
+  for (int b = 0; b < 4; ++b) {
+    keeper->create_parents(root_ + "/b0/x");
+    (void)keeper->try_create(root_ + "/b" + std::to_string(b), mark, CreateMode::container);
+  }
   for (int i = 0; i < 40; ++i)
-    keeper->create_parents(root_ + "/b" + std::to_string(i % 4) + "/k" + std::to_string(i) + "/x",
-                           i % 2 ? CreateMode::container : CreateMode::persistent);
+    keeper->create(root_ + "/b" + std::to_string(i % 4) + "/k" + std::to_string(i), mark,
+                   i % 2 ? CreateMode::container : CreateMode::persistent);
+  // Another application's tree under the same root, as Kafka keeps it: empty
+  // persistent nodes, and one with data. Never ours to remove.
+  const std::vector<std::string> foreign = {"/kafka/admin/delete_topics", "/kafka/brokers/ids",
+                                            "/kafka/config/changes", "/kafka/isr_change_notification"};
+  for (const auto& path : foreign) keeper->create_parents(root_ + path + "/x");
+  for (const auto& path : foreign) keeper->create(root_ + path);
+  keeper->create(root_ + "/kafka/controller_epoch", "7");
+  // A lock-named node no session owns: not ours either (reported).
   const auto orphan = keeper->create(root_ + "/b0/k0/_c_6f0e2b1a-0d8c-4a7e-9b3f-1c2d3e4f5a6b-lock-",
                                      "host=gone", CreateMode::persistent_sequential).path;
   InterProcessMutex held(client(), root_ + "/b1/held");
@@ -118,26 +132,31 @@ TEST_F(CleanupIntegrationTest, CleanerSweepsLeftoversAndLeavesHeldLocksAlone) {
   std::vector<std::string> would;
   dry.on_remove = [&](const std::string& path, CleanAction) { would.push_back(path); };
   const auto dry_report = clean_lock_root(c, root_, dry);
-  EXPECT_EQ(dry_report.orphan_nodes, 1u);
+  EXPECT_EQ(dry_report.foreign_lock_nodes, 1u);
   EXPECT_EQ(dry_report.live_lock_nodes, 1u);
-  EXPECT_TRUE(keeper->exists(orphan)) << "a dry run removed something";
-  EXPECT_EQ(keeper->children(root_).names.size(), 4u);
+  EXPECT_EQ(keeper->children(root_).names.size(), 5u) << "a dry run removed something";
 
   std::vector<std::string> removed;
   CleanOptions real;
   real.page_size = 7;
+  real.remove_root = true;  // the root is not ours: it stays whatever is asked
   real.on_remove = [&](const std::string& path, CleanAction) { removed.push_back(path); };
   const auto report = clean_lock_root(c, root_, real);
   std::sort(would.begin(), would.end());
   std::sort(removed.begin(), removed.end());
   EXPECT_EQ(removed, would);
-  EXPECT_EQ(report.orphan_nodes, 1u);
-  EXPECT_EQ(report.empty_directories, 40u + 3u);  // every k, and the buckets but b1
-  EXPECT_FALSE(keeper->exists(orphan));
-  EXPECT_EQ(keeper->children(root_).names, std::vector<std::string>{"b1"});
+  EXPECT_EQ(report.foreign_lock_nodes, 1u);
+  EXPECT_EQ(report.empty_directories, 39u + 2u);  // every k but k0, and b2, b3
+  EXPECT_TRUE(keeper->exists(orphan));
+  for (const auto& path : foreign) EXPECT_TRUE(keeper->exists(root_ + path)) << path;
+  EXPECT_EQ(keeper->get(root_ + "/kafka/controller_epoch").data, "7");
+  EXPECT_TRUE(keeper->exists(root_));
+  EXPECT_EQ(keeper->children(root_).names, (std::vector<std::string>{"b0", "b1", "kafka"}));
   EXPECT_FALSE(held.lease().lost());
   EXPECT_EQ(keeper->children(root_ + "/b1/held").names.size(), 1u);
   EXPECT_TRUE(held.release());
+  // The test's own: the orphan and the foreign tree.
+  keeper->remove(orphan);
 }
 
 TEST_F(CleanupIntegrationTest, ListingGuardNamesThePathAndTheCount) {
@@ -155,10 +174,8 @@ TEST_F(CleanupIntegrationTest, ListingGuardNamesThePathAndTheCount) {
     EXPECT_NE(std::string(e.what()).find(root_), std::string::npos) << e.what();
   }
   EXPECT_EQ(list_children(*keeper, root_, 50).names.size(), 50u);
-  CleanOptions options;
-  options.remove_root = true;
-  EXPECT_EQ(clean_lock_root(*clients_.front(), root_, options).empty_directories, 51u);
-  EXPECT_FALSE(keeper->exists(root_));
+  for (int i = 0; i < 50; ++i) keeper->remove(root_ + "/k" + std::to_string(i));
+  keeper->remove(root_);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <regex>
 #include <thread>
 
+#include "lock_directory.hpp"
 #include "support/fake_keeper.hpp"
 #include "support/fault_keeper.hpp"
 #include "support/waits.hpp"
@@ -44,9 +45,21 @@ class CleanupTest : public ::testing::Test {
     raw_->create(kRoot);
   }
 
-  // A leftover as other libraries leave them: an empty directory.
+  // A leftover as locks leave them when their last contender's session died:
+  // an empty directory holding the library's mark, as its missing parents do.
   void leftover_dir(const std::string& path) {
-    raw_->create_parents(path + "/x");
+    for (auto slash = path.find('/', kRoot.size() + 1);; slash = path.find('/', slash + 1)) {
+      const auto ancestor = path.substr(0, slash);
+      if (!ensemble_.exists_now(ancestor))
+        raw_->create(ancestor, std::string(detail::kLockDirectoryMark), CreateMode::container);
+      if (slash == std::string::npos) return;
+    }
+  }
+  // Another application's empty nodes, as Kafka keeps them.
+  void foreign_tree() {
+    for (const char* path : {"/admin/delete_topics", "/brokers/ids", "/config/changes",
+                             "/isr_change_notification"})
+      raw_->create_parents(kRoot + path + "/x");
   }
   // A node named like a lock node that no session owns.
   std::string orphan_node(const std::string& dir) {
@@ -62,6 +75,13 @@ class CleanupTest : public ::testing::Test {
     auto r = clean_lock_root(*client_, kRoot, options);
     if (report) *report = r;
     std::sort(removed.begin(), removed.end());
+    return removed;
+  }
+
+  std::vector<std::string> removed_by_root(const std::string& root, CleanOptions options) {
+    std::vector<std::string> removed;
+    options.on_remove = [&](const std::string& path, CleanAction) { removed.push_back(path); };
+    (void)clean_lock_root(*client_, root, options);
     return removed;
   }
 
@@ -105,13 +125,18 @@ TEST_F(CleanupTest, ListingAMissingDirectoryNamesIt) {
   }
 }
 
-TEST_F(CleanupTest, RemovesEmptyDirectoriesAndOrphansButNoLiveLock) {
+// What the library made and nobody uses goes; nothing else does: another
+// application's empty nodes, a node with data, a lock-named node no session
+// owns (no lock of ours makes one), a live lock.
+TEST_F(CleanupTest, RemovesOnlyItsOwnEmptyDirectoriesAndNoLiveLock) {
   LockFactory locks(*client_, kRoot, LockLayout::hashed(4));
   leftover_dir(locks.path_for("left-1"));
   leftover_dir(locks.path_for("left-2"));
   leftover_dir(kRoot + "/plain");
+  foreign_tree();
   const auto orphan = orphan_node(locks.path_for("orphaned"));
-  raw_->create(kRoot + "/config", "someone's data");  // not a lock directory: kept
+  raw_->create(kRoot + "/settings", "someone's data");  // not a lock directory: kept
+  raw_->create(kRoot + "/unmarked");                  // empty, but not ours: kept
 
   auto held = locks.semaphore_mutex("held");
   ASSERT_TRUE(held->try_acquire());
@@ -122,14 +147,20 @@ TEST_F(CleanupTest, RemovesEmptyDirectoriesAndOrphansButNoLiveLock) {
 
   CleanReport report;
   const auto removed = removed_by({}, &report);
-  EXPECT_EQ(report.orphan_nodes, 1u);
+  EXPECT_EQ(report.foreign_lock_nodes, 1u);
   EXPECT_EQ(report.live_lock_nodes, 2u);
-  EXPECT_TRUE(std::binary_search(removed.begin(), removed.end(), orphan));
+  EXPECT_EQ(report.not_ours, 6u);  // the four foreign leaves, /settings and /unmarked
+  EXPECT_FALSE(std::binary_search(removed.begin(), removed.end(), orphan));
   EXPECT_TRUE(std::binary_search(removed.begin(), removed.end(), locks.path_for("left-1")));
   EXPECT_TRUE(std::binary_search(removed.begin(), removed.end(), kRoot + "/plain"));
   EXPECT_FALSE(ensemble_.exists_now(locks.path_for("left-1")));
-  EXPECT_FALSE(ensemble_.exists_now(locks.path_for("orphaned")));
-  EXPECT_TRUE(ensemble_.exists_now(kRoot + "/config"));
+  EXPECT_TRUE(ensemble_.exists_now(orphan));
+  EXPECT_TRUE(ensemble_.exists_now(kRoot + "/settings"));
+  EXPECT_EQ(ensemble_.data_now(kRoot + "/settings"), "someone's data");
+  EXPECT_TRUE(ensemble_.exists_now(kRoot + "/unmarked"));
+  for (const char* path : {"/admin/delete_topics", "/brokers/ids", "/config/changes",
+                           "/isr_change_notification"})
+    EXPECT_TRUE(ensemble_.exists_now(kRoot + path)) << path;
   EXPECT_TRUE(ensemble_.exists_now(kRoot));  // the root is the caller's
   ASSERT_EQ(ensemble_.children_now(locks.path_for("held")).size(), 2u);
 
@@ -142,7 +173,9 @@ TEST_F(CleanupTest, RemovesEmptyDirectoriesAndOrphansButNoLiveLock) {
 
 TEST_F(CleanupTest, DryRunReportsTheSamePathsAndRemovesNothing) {
   for (int i = 0; i < 7; ++i) leftover_dir(kRoot + "/a/k" + std::to_string(i));
-  (void)orphan_node(kRoot + "/b");
+  leftover_dir(kRoot + "/b");
+  foreign_tree();
+  (void)orphan_node(kRoot + "/c");
   const auto before = ensemble_.node_count();
 
   CleanReport dry;
@@ -156,8 +189,10 @@ TEST_F(CleanupTest, DryRunReportsTheSamePathsAndRemovesNothing) {
   const auto removed = removed_by({}, &real);
   EXPECT_EQ(removed, would);
   EXPECT_EQ(real.empty_directories, dry.empty_directories);
-  EXPECT_EQ(real.orphan_nodes, 1u);
-  EXPECT_TRUE(ensemble_.children_now(kRoot).empty());
+  EXPECT_EQ(real.empty_directories, 9u);
+  EXPECT_EQ(real.foreign_lock_nodes, 1u);
+  EXPECT_EQ(ensemble_.children_now(kRoot),
+            (std::vector<std::string>{"admin", "brokers", "c", "config", "isr_change_notification"}));
 }
 
 TEST_F(CleanupTest, WorksPageByPageOnABigDirectory) {
@@ -181,21 +216,32 @@ TEST_F(CleanupTest, RefusesARootAboveItsListingLimit) {
   EXPECT_EQ(ensemble_.children_now(kRoot).size(), 6u);
 }
 
-TEST_F(CleanupTest, RemovesTheRootOnlyWhenAsked) {
-  leftover_dir(kRoot + "/k");
-  (void)clean_lock_root(*client_, kRoot);
-  EXPECT_TRUE(ensemble_.exists_now(kRoot));
+TEST_F(CleanupTest, RemovesTheRootOnlyWhenAskedAndOnlyIfOurs) {
+  leftover_dir(kRoot + "/k/made-by-a-lock");
+  (void)clean_lock_root(*client_, kRoot + "/k");
+  EXPECT_TRUE(ensemble_.exists_now(kRoot + "/k"));
   CleanOptions options;
   options.remove_root = true;
-  (void)clean_lock_root(*client_, kRoot, options);
-  EXPECT_FALSE(ensemble_.exists_now(kRoot));
+  (void)clean_lock_root(*client_, kRoot + "/k", options);
+  EXPECT_FALSE(ensemble_.exists_now(kRoot + "/k"));
+  // kRoot was made by someone else: emptied, but kept.
+  CleanReport report;
+  report = clean_lock_root(*client_, kRoot, options);
+  EXPECT_TRUE(ensemble_.exists_now(kRoot));
+  EXPECT_EQ(report.not_ours, 1u);
+  // And never anything under /zookeeper, whatever is asked.
+  EXPECT_THROW((void)clean_lock_root(*client_, "/zookeeper", options), std::invalid_argument);
+  CleanOptions everything = dry_run();
+  everything.remove_root = true;
+  for (const auto& path : removed_by_root("/", everything))
+    EXPECT_FALSE(path.starts_with("/zookeeper")) << path;
 }
 
 TEST_F(CleanupTest, ADirectoryInUseAgainIsLeftAlone) {
   leftover_dir(kRoot + "/k");
   // Between the sweep's look at the directory and its remove, a contender queues in it.
   auto contender = ensemble_.connect();
-  faults_->on(OpKind::exists, kRoot + "/k").after([&](auto&) {
+  faults_->on(OpKind::get, kRoot + "/k").after([&](auto&) {
     contender->create(kRoot + "/k/_c_0b7c1a62-6f4a-4d1e-9a6c-2a8d1c0e4f55-lock-", "",
                       CreateMode::ephemeral_sequential);
   });
@@ -204,6 +250,24 @@ TEST_F(CleanupTest, ADirectoryInUseAgainIsLeftAlone) {
   EXPECT_TRUE(removed.empty());
   EXPECT_EQ(report.raced, 1u);
   EXPECT_EQ(ensemble_.children_now(kRoot + "/k").size(), 1u);
+}
+
+// Between the sweep's read of a directory of ours and its delete, someone
+// deletes it and puts a node of their own, with data, at the same path. A
+// delete by version alone would take it (a new node has version 0 too); the
+// probe pins the directory, so the node is read again and kept.
+TEST_F(CleanupTest, ANodePutInPlaceOfADirectoryOfOursIsKept) {
+  leftover_dir(kRoot + "/k");
+  auto other = ensemble_.connect();
+  faults_->on(OpKind::get, kRoot + "/k").after([&](auto&) {
+    other->remove(kRoot + "/k");
+    other->create(kRoot + "/k", "precious");
+  });
+  CleanReport report;
+  const auto removed = removed_by({}, &report);
+  EXPECT_TRUE(removed.empty());
+  EXPECT_EQ(ensemble_.data_now(kRoot + "/k"), "precious");
+  EXPECT_TRUE(ensemble_.children_now(kRoot + "/k").empty()) << "the probe was left behind";
 }
 
 TEST_F(CleanupTest, ScanShowsHolderWaitersAndKey) {

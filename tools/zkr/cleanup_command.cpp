@@ -30,15 +30,22 @@ std::vector<OptionSpec> cleanup_specs() {
 
 std::string summary(const CleanReport& r, bool dry_run) {
   std::string s = dry_run ? "dry run: would remove " : "removed ";
-  s += std::to_string(r.empty_directories) + " empty director" +
-       (r.empty_directories == 1 ? "y" : "ies") + " and " + std::to_string(r.orphan_nodes) +
-       " orphaned lock node" + (r.orphan_nodes == 1 ? "" : "s") + "; kept " +
+  s += std::to_string(r.empty_directories) + " empty lock director" +
+       (r.empty_directories == 1 ? "y" : "ies") + "; kept " +
        std::to_string(r.live_lock_nodes) + " live lock node" +
        (r.live_lock_nodes == 1 ? "" : "s") + "; " + std::to_string(r.directories_seen) +
        " director" + (r.directories_seen == 1 ? "y" : "ies") + " looked at in " +
        format_duration(r.elapsed);
   if (r.raced > 0)
     s += "; " + std::to_string(r.raced) + " left alone because something appeared under them";
+  if (r.not_ours > 0)
+    s += "; " + std::to_string(r.not_ours) + " empty node" + (r.not_ours == 1 ? "" : "s") +
+         " left alone: not made by zkrecipes";
+  if (r.foreign_lock_nodes > 0)
+    s += "; " + std::to_string(r.foreign_lock_nodes) + " lock-named node" +
+         (r.foreign_lock_nodes == 1 ? "" : "s") +
+         " that no session owns left alone (not made by zkrecipes; they block their locks: remove "
+         "them by hand)";
   return s;
 }
 
