@@ -544,7 +544,7 @@ TEST_F(ZkrCliTest, LostLockTerminatesTheCommandAndExitsWithItsOwnCode) {
   const auto ev = quoted(events.path());
   // The command reports SIGTERM and exits 0: zkr must still say "lost".
   auto holder = start_lock(path,
-                           "trap 'kill $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
+                           "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
                            "echo started > " + ev + "; sleep 300 & wait",
                            {"--kill-after", "20s"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
@@ -571,7 +571,7 @@ TEST_F(ZkrCliTest, LinkToTheEnsembleLostCountsAsLockLost) {
       dir_, std::vector<std::string>{
                 "lock", path, "--connect", server, "--connect-timeout", kConnectTimeout,
                 "--session-timeout", "4s", "--kill-after", "20s", "--", "/bin/sh", "-c",
-                "trap 'kill $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
+                "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
                 "echo started > " + ev + "; sleep 300 & wait"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
   test::Repair thaw("thaw 1");
@@ -628,11 +628,14 @@ TEST_F(ZkrCliTest, CommandThatCannotRunExitsLikeAShellAndLeavesNoNode) {
 
 TEST_F(ZkrCliTest, SignalsToZkrArePassedOnToTheCommand) {
   const std::string path = root_ + "/signals";
+  // zkr waits for the whole group, so the trap must end the background sleep
+  // for sure: it may not have exec'd yet, and still catch a TERM with the
+  // shell's handler (and a background job ignores SIGINT).
   for (const int signo : {SIGTERM, SIGHUP, SIGINT}) {
     Fifo events(dir_ / ("events-" + std::to_string(signo)));
     const auto ev = quoted(events.path());
     const std::string name = signo == SIGTERM ? "TERM" : signo == SIGHUP ? "HUP" : "INT";
-    auto holder = start_lock(path, "trap 'kill $! 2>/dev/null; echo got-" + name + " > " + ev +
+    auto holder = start_lock(path, "trap 'kill -KILL $! 2>/dev/null; echo got-" + name + " > " + ev +
                                        "; exit 7' " + name + "; echo started > " + ev +
                                        "; sleep 300 & wait");
     ASSERT_EQ(events.read_line(), "started") << holder->err();
@@ -875,12 +878,12 @@ TEST_F(ZkrCliTest, KillAfterReachesAGrandchildThatIgnoresSigterm) {
 
 TEST_F(ZkrCliTest, CommandInheritsNoDescriptorOfZkr) {
   const std::string path = root_ + "/fds";
-  const auto listing = dir_ / "fds";
-  // ls runs in a child of the shell, so it lists the shell's descriptors:
-  // those the command was started with.
-  auto zkr = start_lock(path, "ls /proc/$$/fd > " + quoted(listing));
+  // ls runs in a child of the shell (it is not the last command, which the
+  // shell would exec), so it lists the shell's descriptors: those the command
+  // was started with. No redirection: the shell would keep a copy of stdout.
+  auto zkr = start_lock(path, "ls /proc/$$/fd; true");
   EXPECT_EQ(zkr->wait(), 0) << zkr->err();
-  EXPECT_EQ(lines_of(read_file(listing)), (std::vector<std::string>{"0", "1", "2"}))
+  EXPECT_EQ(lines_of(zkr->out()), (std::vector<std::string>{"0", "1", "2"}))
       << "zkr's descriptors (its ZooKeeper socket, pipes) leaked into the command";
 }
 
@@ -960,7 +963,7 @@ TEST_F(ZkrCliTest, RevokedThenDeletedHolderNodeIsALostLock) {
   Fifo events(dir_ / "events");
   const auto ev = quoted(events.path());
   auto holder = start_lock(path,
-                           "trap 'kill $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
+                           "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
                            "echo started > " + ev + "; sleep 12 & wait",
                            {"--kill-after", "20s"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
