@@ -68,6 +68,31 @@ struct LockSettings {
   std::optional<std::string> status_file;
 };
 
+// The holder text ends up in the lock node, one line of `zkr ls`, and a log
+// line of whoever reads it: a control character would forge or break lines
+// there, and the library caps what it writes in a node.
+inline constexpr std::size_t kMaxHolderBytes = 1024;
+
+void check_holder(const std::string& text) {
+  if (text.empty()) throw UsageError("--holder needs a non-empty TEXT");
+  if (text.size() > kMaxHolderBytes)
+    throw UsageError("--holder: TEXT is " + std::to_string(text.size()) +
+                     " bytes long, more than " + std::to_string(kMaxHolderBytes));
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    // C0 controls and DEL; and C1 controls, which UTF-8 writes as C2 80..9F.
+    const bool c1 = byte == 0xc2 && i + 1 < text.size() &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9f;
+    if (byte < 0x20 || byte == 0x7f || c1) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", c1 ? static_cast<unsigned char>(text[i + 1]) : byte);
+      throw UsageError("--holder: TEXT has a control character (" + std::string(hex) +
+                       ") at byte " + std::to_string(i) + "; use printable text");
+    }
+  }
+}
+
 LockSettings lock_settings(const ParsedArgs& parsed) {
   LockSettings s;
   const auto& operands = parsed.operands();
@@ -82,7 +107,7 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
   if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
   if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
   if (auto v = parsed.value("holder")) {
-    if (v->empty()) throw UsageError("--holder needs a non-empty TEXT");
+    check_holder(*v);
     s.lock_options.holder_id = *v;
   }
   if (auto v = parsed.value("status-file")) {
@@ -240,7 +265,7 @@ std::string lock_help() {
          "Exit status:\n"
          "  CMD's own      CMD ran, and the server confirmed after it ended that the\n"
          "                 lock was held throughout (128+S: CMD killed by signal S)\n"
-         "  64             bad usage: options, PATH, durations\n"
+         "  64             bad usage: options, PATH, durations, --holder\n"
          "  69             ZooKeeper unreachable within --connect-timeout, or the link failed\n"
          "  75             the lock was not acquired within --timeout\n"
          "  76             ZooKeeper refused an operation (e.g. no permission on PATH)\n"
