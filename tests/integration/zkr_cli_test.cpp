@@ -985,16 +985,25 @@ TEST_F(ZkrCliTest, LsShowsALockDirectoryNamedLikeALockNodeWithItsHolder) {
   Fifo gate(dir_ / "gate");
   auto holder = start_lock(path, "read go < " + quoted(gate.path()), {"--holder", "holder-A"});
   ASSERT_TRUE(queue_reaches(path, 1)) << holder->err();
+  // A real orphan (a persistent lock node: no children) is still shown as one.
+  const std::string stale = root_ + "/stale";
+  keeper().create(stale);
+  keeper().create(stale + "/_c_00000000-0000-0000-0000-000000000000-lock-0000000001", "gone-host");
   const auto table = run_zkr(dir_, {"ls", root_, "--connect", test::connect_string(),
                                     "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(table.code, 0) << table.err;
   const auto lines = lines_of(table.out);
-  ASSERT_EQ(lines.size(), 2u) << table.out;
+  ASSERT_EQ(lines.size(), 3u) << table.out;
   const auto row = words_of(lines[1]);
   ASSERT_EQ(row.size(), 4u) << lines[1];
   EXPECT_EQ(row[0], path) << "the directory was taken for a lock node of " << root_;
   EXPECT_EQ(row[1], "holder-A");
   EXPECT_EQ(row[2], "0");
+  const auto orphan = words_of(lines[2]);
+  ASSERT_GE(orphan.size(), 3u) << lines[2];
+  EXPECT_EQ(orphan[0], stale);
+  EXPECT_EQ(orphan[1], "(orphan)");
+  EXPECT_EQ(orphan[2], "gone-host");
   gate.write_line("go");
   EXPECT_EQ(holder->wait(), 0) << holder->err();
 }
