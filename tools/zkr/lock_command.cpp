@@ -132,8 +132,8 @@ class StatusFile {
   StatusFile& operator=(const StatusFile&) = delete;
 
   // {"outcome":"...","exit":N[,"command_status":N]}: the command's status
-  // as a shell reports it, if it ran and ended. Once; async-signal-safe
-  // enough for the path that ends zkr with _Exit.
+  // as a shell reports it, if it ran and ended. Once, with one write(2) and
+  // no stdio buffer: the path that ends zkr with _Exit flushes nothing.
   void write(const char* outcome, int exit, std::optional<int> command_status) noexcept {
     if (written_) return;
     written_ = true;
