@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -236,6 +237,36 @@ class Zkr {
   }
   std::string out() const { return read_file(out_); }
   std::string err() const { return read_file(err_); }
+
+  // True once zkr's stderr contains `text`; false after timeout. Waits on
+  // inotify for the file to be written to.
+  bool err_says(const std::string& text, milliseconds timeout = kWait) const {
+    const int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd < 0 || ::inotify_add_watch(fd, err_.c_str(), IN_MODIFY) < 0) {
+      if (fd >= 0) ::close(fd);
+      ADD_FAILURE() << "inotify on " << err_;
+      return false;
+    }
+    const auto deadline = Clock::now() + timeout;
+    bool found = false;
+    for (;;) {
+      // Read after the watch is set, so that no write can come in between.
+      if (err().find(text) != std::string::npos) {
+        found = true;
+        break;
+      }
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+      if (left <= 0ms) break;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) > 0) {
+        char events[4096];
+        while (::read(fd, events, sizeof events) > 0) {
+        }
+      }
+    }
+    ::close(fd);
+    return found;
+  }
 
  private:
   std::filesystem::path out_, err_;
@@ -975,6 +1006,22 @@ TEST_F(ZkrCliTest, RevokedThenDeletedHolderNodeIsALostLock) {
   EXPECT_EQ(events.read_line(10s), "got-term") << "the command was not signalled";
   EXPECT_EQ(holder->wait(), 79) << holder->err();
   EXPECT_NE(holder->err().find("lost (node_deleted)"), std::string::npos) << holder->err();
+}
+
+TEST_F(ZkrCliTest, CommandStoppedOnTheTerminalIsReportedAndStillTakesSignals) {
+  // Outside the terminal's foreground group, a command that reads the
+  // terminal gets SIGTTIN and stops; here it stops itself the same way.
+  const std::string path = root_ + "/ttin";
+  Fifo events(dir_ / "events");
+  auto holder = start_lock(path, "echo started > " + quoted(events.path()) + "; kill -TTIN $$");
+  ASSERT_EQ(events.read_line(), "started") << holder->err();
+  EXPECT_TRUE(holder->err_says("stopped on")) << holder->err();
+  EXPECT_NE(holder->err().find("cannot use the terminal"), std::string::npos) << holder->err();
+  // A stopped process takes only SIGKILL and SIGCONT: zkr wakes it, so that
+  // the SIGTERM passed on ends it now.
+  holder->signal(SIGTERM);
+  EXPECT_EQ(holder->wait(), 128 + SIGTERM) << holder->err();
+  EXPECT_TRUE(queue_reaches(path, 0));
 }
 
 // ---- zkr ls

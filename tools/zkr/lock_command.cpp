@@ -251,7 +251,7 @@ std::string lock_help() {
          "released (its node deleted), however CMD ended. If zkr dies, even of\n"
          "SIGKILL, the whole group is killed. Being outside the terminal's\n"
          "foreground group, CMD cannot read from the terminal (give it input from a\n"
-         "file or pipe); ^Z stops zkr, not CMD.\n"
+         "file or pipe; if it tries, it stops, and zkr says so); ^Z stops zkr, not CMD.\n"
          "\n"
          "If the lock is lost while the group runs (the session expired, the node was\n"
          "deleted, or the link to ZooKeeper dropped, unless --ignore-suspended), the\n"

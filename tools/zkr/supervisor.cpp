@@ -21,21 +21,45 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+struct Reaped {
+  std::optional<int> leader_code;  // the command's exit code, if it was reaped
+  bool stopped_on_terminal = false;  // one of them stopped on SIGTTIN/SIGTTOU
+};
+
 // Reaps every process of the group that is ours to reap (the command, and
-// the orphans handed to us as subreaper); the command's exit code, if it was
-// among them. Zombies left unreaped would keep the group from looking empty.
-std::optional<int> reap_group(pid_t pgid) {
-  std::optional<int> leader_code;
+// the orphans handed to us as subreaper). Zombies left unreaped would keep
+// the group from looking empty. Stops are reported too: the group is not in
+// the terminal's foreground, so using the terminal stops it, for good.
+Reaped reap_group(pid_t pgid) {
+  Reaped out;
   for (;;) {
     siginfo_t info{};
-    if (::waitid(P_PGID, static_cast<id_t>(pgid), &info, WEXITED | WNOHANG) != 0) {
+    if (::waitid(P_PGID, static_cast<id_t>(pgid), &info, WEXITED | WSTOPPED | WNOHANG) != 0) {
       if (errno == EINTR) continue;
-      if (errno == ECHILD) return leader_code;  // none of ours in the group now
+      if (errno == ECHILD) return out;  // none of ours in the group now
       throw std::system_error(errno, std::generic_category(), "waitid");
     }
-    if (info.si_pid == 0) return leader_code;  // some run on
-    if (info.si_pid == pgid) leader_code = exit_code_of(info);
+    if (info.si_pid == 0) return out;  // some run on
+    if (info.si_code == CLD_STOPPED) {
+      if (info.si_status == SIGTTIN || info.si_status == SIGTTOU) {
+        print_error("the command's process " + std::to_string(info.si_pid) + " stopped on " +
+                    ::strsignal(info.si_status) +
+                    ": it runs in a process group of its own, outside the terminal's "
+                    "foreground, and cannot use the terminal (give it input from a file or "
+                    "pipe); it stays stopped, holding the lock, until zkr is signalled");
+        out.stopped_on_terminal = true;
+      }
+      continue;
+    }
+    if (info.si_pid == pgid) out.leader_code = exit_code_of(info);
   }
+}
+
+// Signals the group, and wakes it if stopped, so that it acts on the signal
+// now (a stopped process only takes SIGKILL and SIGCONT).
+void signal_group(pid_t pgid, int signo, bool stopped) {
+  ::kill(-pgid, signo);
+  if (stopped && signo != SIGKILL) ::kill(-pgid, SIGCONT);
 }
 
 // No process, running or zombie, has the group id any more.
@@ -49,11 +73,14 @@ SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<
   SupervisionResult result;
   std::optional<int> leader_code;
   std::optional<Clock::time_point> kill_at;
+  bool stopped = false;  // some of the group stopped on the terminal
   for (;;) {
     // Reap first, every time round: SIGCHLDs can merge, a wake-up cannot hide an exit.
-    if (auto code = reap_group(pgid)) {
-      leader_code = code;
-      log.info("the command (pid {}) exited ({})", pgid, *code);
+    const auto reaped = reap_group(pgid);
+    stopped = stopped || reaped.stopped_on_terminal;
+    if (reaped.leader_code) {
+      leader_code = reaped.leader_code;
+      log.info("the command (pid {}) exited ({})", pgid, *leader_code);
     }
     if (leader_code && group_is_empty(pgid)) {
       result.exit_code = *leader_code;
@@ -63,7 +90,7 @@ SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<
     if (!result.terminated_for_loss && lost()) {
       result.terminated_for_loss = true;
       on_loss();
-      ::kill(-pgid, SIGTERM);
+      signal_group(pgid, SIGTERM, stopped);
       kill_at = Clock::now() + kill_after;
     }
 
@@ -86,7 +113,7 @@ SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<
         else
           log.info("passing signal {} on to the command's group ({})", ::strsignal(event.signo),
                    pgid);
-        ::kill(-pgid, event.signo);
+        signal_group(pgid, event.signo, stopped);
         break;
       case SignalInbox::Event::Kind::deadline:
         if (kill_at && Clock::now() >= *kill_at) {

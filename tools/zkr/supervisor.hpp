@@ -15,6 +15,11 @@
 //
 // When `lost()` turns true (woken through the inbox), the group gets SIGTERM,
 // and SIGKILL if anything of it is still there `kill_after` later.
+//
+// Outside the terminal's foreground group, a command that reads the terminal
+// gets SIGTTIN and stops for good, still holding the lock. zkr says so on
+// stderr, and from then on follows every signal it sends with SIGCONT, since
+// a stopped process acts on no other signal but SIGKILL.
 #pragma once
 
 #include <sys/types.h>
