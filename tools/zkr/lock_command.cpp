@@ -70,7 +70,9 @@ struct LockSettings {
 
 // The holder text ends up in the lock node, one line of `zkr ls`, and a log
 // line of whoever reads it: a control character would forge or break lines
-// there, and the library caps what it writes in a node.
+// there. It is a label: 1024 bytes is plenty, and keeps listings of many
+// locks small. Checked here, before anything is sent, whatever the library
+// checks of LockOptions::holder_id.
 inline constexpr std::size_t kMaxHolderBytes = 1024;
 
 void check_holder(const std::string& text) {
