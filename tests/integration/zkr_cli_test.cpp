@@ -12,7 +12,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -150,6 +153,54 @@ class Fifo {
   std::string buffer_;
 };
 
+// A process that is not the test's child (the command zkr runs, or one it
+// started): its pidfd becomes readable once it has exited, whoever its
+// parent is, so the test can wait for it with a deadline. Open it while the
+// process surely runs (it has just reported itself and waits), so that the
+// pid cannot have been reused.
+class Pidfd {
+ public:
+  // A system call rather than glibc 2.36's pidfd_open(), whose header lacks
+  // extern "C" and so cannot be linked from C++.
+  explicit Pidfd(pid_t pid) : pid_(pid), fd_(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))) {}
+  // Kills the process if it still runs (a test that failed leaves nothing
+  // behind); through the pidfd, so never another process that got its pid.
+  ~Pidfd() {
+    if (fd_ < 0) return;
+    if (!exited_within(0ms)) ::syscall(SYS_pidfd_send_signal, fd_, SIGKILL, nullptr, 0);
+    ::close(fd_);
+  }
+  Pidfd(const Pidfd&) = delete;
+  Pidfd& operator=(const Pidfd&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool valid() const { return fd_ >= 0; }
+  // True once the process has exited; false if it still runs after timeout.
+  bool exited_within(milliseconds timeout) const {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      pollfd fd{fd_, POLLIN, 0};
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+      const int ready = ::poll(&fd, 1, static_cast<int>(std::max<milliseconds::rep>(0, left.count())));
+      if (ready > 0) return true;
+      if (ready == 0 || left <= 0ms) return false;  // else EINTR: poll again
+    }
+  }
+
+ private:
+  pid_t pid_;
+  int fd_;
+};
+
+// "started 123 456" -> {123, 456}: pids a command reported after a word.
+std::vector<pid_t> pids_after_word(const std::optional<std::string>& line) {
+  std::vector<pid_t> pids;
+  if (!line) return pids;
+  const auto words = words_of(*line);
+  for (std::size_t i = 1; i < words.size(); ++i) pids.push_back(std::stoi(words[i]));
+  return pids;
+}
+
 // One run of zkr, stdout and stderr into files.
 class Zkr {
  public:
@@ -186,6 +237,36 @@ class Zkr {
   }
   std::string out() const { return read_file(out_); }
   std::string err() const { return read_file(err_); }
+
+  // True once zkr's stderr contains `text`; false after timeout. Waits on
+  // inotify for the file to be written to.
+  bool err_says(const std::string& text, milliseconds timeout = kWait) const {
+    const int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd < 0 || ::inotify_add_watch(fd, err_.c_str(), IN_MODIFY) < 0) {
+      if (fd >= 0) ::close(fd);
+      ADD_FAILURE() << "inotify on " << err_;
+      return false;
+    }
+    const auto deadline = Clock::now() + timeout;
+    bool found = false;
+    for (;;) {
+      // Read after the watch is set, so that no write can come in between.
+      if (err().find(text) != std::string::npos) {
+        found = true;
+        break;
+      }
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+      if (left <= 0ms) break;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) > 0) {
+        char events[4096];
+        while (::read(fd, events, sizeof events) > 0) {
+        }
+      }
+    }
+    ::close(fd);
+    return found;
+  }
 
  private:
   std::filesystem::path out_, err_;
@@ -266,8 +347,14 @@ TEST(ZkrCliUsage, BadInputIsRefusedWithAClearMessage) {
       {{"lock", "/a", "--", "true"}, "no ensemble given", true},
       {{"ls"}, "missing ROOT"},
       {{"ls", "/a", "/b"}, "one ROOT"},
-      {{"ls", "/a", "--max-children", "0"}, "--max-children: expected a positive whole number"},
+      {{"ls", "/a", "--max-children", "0"}, "--max-children: expected a whole number from 1 to"},
       {{"ls", "bad"}, "invalid znode path \"bad\""},
+      // Numbers out of range are refused, not wrapped (2^32 once became 0).
+      {{"ls", "/a", "--max-depth", "4294967296"}, "--max-depth: expected a whole number from 0 to"},
+      {{"ls", "/a", "--max-depth", "-1"}, "--max-depth: expected a whole number from 0 to"},
+      {{"cleanup", "/a", "--max-depth", "4294967297"}, "--max-depth: expected a whole number from 0 to"},
+      {{"ls", "/a", "--max-children", "18446744073709551616"}, "--max-children: expected a whole number from 1 to"},
+      {{"lock", "/a", "--session-timeout", "30d", "--", "true"}, "--session-timeout: at most"},
       {{"cleanup", "/a", "--dry-run=yes"}, "--dry-run takes no value"},
   };
   for (const auto& c : cases) {
@@ -488,7 +575,7 @@ TEST_F(ZkrCliTest, LostLockTerminatesTheCommandAndExitsWithItsOwnCode) {
   const auto ev = quoted(events.path());
   // The command reports SIGTERM and exits 0: zkr must still say "lost".
   auto holder = start_lock(path,
-                           "trap 'kill $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
+                           "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
                            "echo started > " + ev + "; sleep 300 & wait",
                            {"--kill-after", "20s"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
@@ -515,7 +602,7 @@ TEST_F(ZkrCliTest, LinkToTheEnsembleLostCountsAsLockLost) {
       dir_, std::vector<std::string>{
                 "lock", path, "--connect", server, "--connect-timeout", kConnectTimeout,
                 "--session-timeout", "4s", "--kill-after", "20s", "--", "/bin/sh", "-c",
-                "trap 'kill $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
+                "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
                 "echo started > " + ev + "; sleep 300 & wait"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
   test::Repair thaw("thaw 1");
@@ -572,11 +659,14 @@ TEST_F(ZkrCliTest, CommandThatCannotRunExitsLikeAShellAndLeavesNoNode) {
 
 TEST_F(ZkrCliTest, SignalsToZkrArePassedOnToTheCommand) {
   const std::string path = root_ + "/signals";
+  // zkr waits for the whole group, so the trap must end the background sleep
+  // for sure: it may not have exec'd yet, and still catch a TERM with the
+  // shell's handler (and a background job ignores SIGINT).
   for (const int signo : {SIGTERM, SIGHUP, SIGINT}) {
     Fifo events(dir_ / ("events-" + std::to_string(signo)));
     const auto ev = quoted(events.path());
     const std::string name = signo == SIGTERM ? "TERM" : signo == SIGHUP ? "HUP" : "INT";
-    auto holder = start_lock(path, "trap 'kill $! 2>/dev/null; echo got-" + name + " > " + ev +
+    auto holder = start_lock(path, "trap 'kill -KILL $! 2>/dev/null; echo got-" + name + " > " + ev +
                                        "; exit 7' " + name + "; echo started > " + ev +
                                        "; sleep 300 & wait");
     ASSERT_EQ(events.read_line(), "started") << holder->err();
@@ -702,6 +792,302 @@ TEST_F(ZkrCliTest, CleanupDryRunListsThenCleanupRemovesOnlyWhatIsUnused) {
   EXPECT_TRUE(exists(join_path(held, held_node))) << "the held lock's node was removed";
   EXPECT_TRUE(exists(root_)) << "the root was removed without --remove-root";
 
+  gate.write_line("go");
+  EXPECT_EQ(holder->wait(), 0) << holder->err();
+}
+
+// ---- zkr lock holds the lock for the whole command and everything it starts.
+
+// The script of a command that starts a background job and reports
+// "started SHELL_PID JOB_PID" on `ev` (a quoted FIFO path).
+std::string shell_with_background_job(const std::string& ev) {
+  return "sleep 300 & echo started $$ $! > " + ev + "; wait";
+}
+
+TEST_F(ZkrCliTest, SigkillOfZkrKillsTheCommandAndItsChildren) {
+  const std::string path = root_ + "/zkr-killed";
+  Fifo events(dir_ / "events");
+  auto holder = start_lock(path, shell_with_background_job(quoted(events.path())),
+                           {"--session-timeout", "4s"});
+  const auto pids = pids_after_word(events.read_line());
+  ASSERT_EQ(pids.size(), 2u) << holder->err();
+  const Pidfd shell(pids[0]), job(pids[1]);
+  ASSERT_TRUE(shell.valid() && job.valid());
+  holder->signal(SIGKILL);
+  EXPECT_EQ(holder->wait(), 128 + SIGKILL);
+  // Nobody is left to signal them but the kernel or a process zkr set up.
+  EXPECT_TRUE(shell.exited_within(kWait)) << "the command outlived zkr";
+  EXPECT_TRUE(job.exited_within(kWait)) << "the command's background job outlived zkr";
+}
+
+TEST_F(ZkrCliTest, SignalZkrDoesNotPassOnStillLeavesNoCommandRunning) {
+  // zkr handles neither: each kills it, as it would kill any program.
+  for (const int signo : {SIGALRM, SIGPIPE}) {
+    const std::string path = root_ + "/unhandled-" + std::to_string(signo);
+    Fifo events(dir_ / ("events-" + std::to_string(signo)));
+    auto holder = start_lock(path, shell_with_background_job(quoted(events.path())),
+                             {"--session-timeout", "4s"});
+    const auto pids = pids_after_word(events.read_line());
+    ASSERT_EQ(pids.size(), 2u) << holder->err();
+    const Pidfd shell(pids[0]), job(pids[1]);
+    ASSERT_TRUE(shell.valid() && job.valid());
+    holder->signal(signo);
+    EXPECT_EQ(holder->wait(), 128 + signo) << holder->err();
+    EXPECT_TRUE(shell.exited_within(kWait)) << "signal " << signo << ": the command outlived zkr";
+    EXPECT_TRUE(job.exited_within(kWait)) << "signal " << signo << ": its job outlived zkr";
+  }
+}
+
+TEST_F(ZkrCliTest, LostLockEndsTheWholeGroupBeforeTheNextWaiterRuns) {
+  ZKR_REQUIRE_SERVER_FAULTS();
+  const std::string path = root_ + "/group-lost";
+  Fifo events(dir_ / "events");
+  // The holder talks to server 1 only, which the test freezes: its lease
+  // turns lost (suspended), and its session expires on the other servers a
+  // few seconds later, which grants the lock to the waiter. The shell dies of
+  // SIGTERM at once; its background job must not outlive it.
+  const std::string server1 = "127.0.0.1:" + test::ensemble("port 1");
+  const std::string others =
+      "127.0.0.1:" + test::ensemble("port 2") + ",127.0.0.1:" + test::ensemble("port 3");
+  auto holder = std::make_unique<Zkr>(
+      dir_, std::vector<std::string>{"lock", path, "--connect", server1, "--connect-timeout",
+                                     kConnectTimeout, "--session-timeout", "4s", "--kill-after",
+                                     "20s", "--", "/bin/sh", "-c",
+                                     shell_with_background_job(quoted(events.path()))});
+  const auto pids = pids_after_word(events.read_line());
+  ASSERT_EQ(pids.size(), 2u) << holder->err();
+  const Pidfd shell(pids[0]), job(pids[1]);
+  ASSERT_TRUE(shell.valid() && job.valid());
+  Fifo granted(dir_ / "granted");
+  Fifo go(dir_ / "go");
+  auto waiter = std::make_unique<Zkr>(
+      dir_, std::vector<std::string>{"lock", path, "--connect", others, "--connect-timeout",
+                                     kConnectTimeout, "--", "/bin/sh", "-c",
+                                     "echo granted > " + quoted(granted.path()) + "; read x < " +
+                                         quoted(go.path())});
+  ASSERT_TRUE(queue_reaches(path, 2)) << waiter->err();
+
+  test::Repair thaw("thaw 1");
+  test::ensemble("freeze 1");
+  ASSERT_EQ(granted.read_line(), "granted") << holder->err() << waiter->err();
+  // The waiter runs now: nothing of the holder's group may run beside it.
+  EXPECT_TRUE(shell.exited_within(0ms)) << "the holder's shell runs beside the next holder";
+  EXPECT_TRUE(job.exited_within(0ms)) << "the holder's background job runs beside the next holder";
+  go.write_line("go");
+  EXPECT_EQ(waiter->wait(), 0) << waiter->err();
+  EXPECT_EQ(holder->wait(), 79) << holder->err();
+  thaw.now();
+  ClientOptions options;
+  options.connect_string = server1;
+  Client again(options);
+  EXPECT_TRUE(again.block_until_connected(kWait)) << "server 1 did not come back";
+}
+
+TEST_F(ZkrCliTest, KillAfterReachesAGrandchildThatIgnoresSigterm) {
+  const std::string path = root_ + "/stubborn-grandchild";
+  Fifo events(dir_ / "events");
+  // The grandchild ignores SIGTERM (an ignored signal stays ignored across
+  // exec) and says so; its parent, the shell, dies of SIGTERM.
+  const std::string script = "sh -c 'trap \"\" TERM; echo ready $$ > " + events.path() +
+                             "; exec sleep 300' & wait";
+  auto holder = start_lock(path, script, {"--kill-after", "500ms"});
+  const auto pids = pids_after_word(events.read_line());
+  ASSERT_EQ(pids.size(), 1u) << holder->err();
+  const Pidfd grandchild(pids[0]);
+  ASSERT_TRUE(grandchild.valid());
+  ASSERT_TRUE(queue_reaches(path, 1));  // our server has seen the node too
+  const auto nodes = nodes_of(path);
+  ASSERT_EQ(nodes.size(), 1u);
+  const auto deleted_at = Clock::now();
+  keeper().remove(join_path(path, nodes[0]));
+  EXPECT_EQ(holder->wait(), 79) << holder->err();
+  EXPECT_GE(Clock::now() - deleted_at, 500ms) << "zkr ended before the grace period";
+  EXPECT_NE(holder->err().find("sending SIGKILL"), std::string::npos) << holder->err();
+  // zkr waits for the whole group before it releases and exits.
+  EXPECT_TRUE(grandchild.exited_within(0ms)) << "the grandchild outlived zkr";
+}
+
+TEST_F(ZkrCliTest, CommandInheritsNoDescriptorOfZkr) {
+  const std::string path = root_ + "/fds";
+  // ls runs in a child of the shell (it is not the last command, which the
+  // shell would exec), so it lists the shell's descriptors: those the command
+  // was started with. No redirection: the shell would keep a copy of stdout.
+  auto zkr = start_lock(path, "ls /proc/$$/fd; true");
+  EXPECT_EQ(zkr->wait(), 0) << zkr->err();
+  EXPECT_EQ(lines_of(zkr->out()), (std::vector<std::string>{"0", "1", "2"}))
+      << "zkr's descriptors (its ZooKeeper socket, pipes) leaked into the command";
+}
+
+TEST_F(ZkrCliTest, StatusFileTellsZkrsOutcomeApartFromTheCommandsCode) {
+  const std::string path = root_ + "/status";
+  const auto status = dir_ / "status.json";
+  // The command's own 79 and 75 look like zkr's "lost" and "timeout"...
+  for (const int code : {79, 75}) {
+    auto zkr = start_lock(path, "exit " + std::to_string(code), {"--status-file", status.string()});
+    EXPECT_EQ(zkr->wait(), code) << zkr->err();
+    // ...and the status file tells them apart.
+    EXPECT_EQ(read_file(status), "{\"outcome\":\"held_throughout\",\"exit\":" +
+                                     std::to_string(code) + ",\"command_status\":" +
+                                     std::to_string(code) + "}\n");
+  }
+
+  Fifo events(dir_ / "events");
+  auto holder = start_lock(path, "echo started > " + quoted(events.path()) + "; exec sleep 300",
+                           {"--status-file", status.string()});
+  ASSERT_EQ(events.read_line(), "started") << holder->err();
+  ASSERT_TRUE(queue_reaches(path, 1));
+  // The file is emptied at the start: a stale line cannot pass for this run's.
+  EXPECT_EQ(read_file(status), "");
+  const auto timeout_status = dir_ / "timeout.json";
+  const auto timed_out = run_zkr(
+      dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout",
+             kConnectTimeout, "--timeout", "0", "--status-file", timeout_status.string(), "--",
+             "true"});
+  EXPECT_EQ(timed_out.code, 75) << timed_out.err;
+  EXPECT_EQ(read_file(timeout_status), "{\"outcome\":\"timeout\",\"exit\":75}\n");
+
+  keeper().remove(join_path(path, nodes_of(path).at(0)));
+  EXPECT_EQ(holder->wait(), 79) << holder->err();
+  EXPECT_EQ(read_file(status),
+            "{\"outcome\":\"lock_lost\",\"exit\":79,\"command_status\":" +
+                std::to_string(128 + SIGTERM) + "}\n");
+
+  const auto missing = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(),
+                                      "--connect-timeout", kConnectTimeout, "--status-file",
+                                      status.string(), "--", "zkr-cli-test-no-such-command"});
+  EXPECT_EQ(missing.code, 127) << missing.err;
+  EXPECT_EQ(read_file(status), "{\"outcome\":\"command_not_run\",\"exit\":127}\n");
+
+  const auto unreachable =
+      run_zkr(dir_, {"lock", path, "--connect", "127.0.0.1:1", "--connect-timeout", "1s",
+                     "--status-file", status.string(), "--", "true"});
+  EXPECT_EQ(unreachable.code, 69) << unreachable.err;
+  EXPECT_EQ(read_file(status), "{\"outcome\":\"error\",\"exit\":69}\n");
+
+  const auto help = run_zkr(dir_, {"lock", "--help"});
+  EXPECT_NE(help.out.find("--status-file"), std::string::npos) << help.out;
+}
+
+TEST_F(ZkrCliTest, CommandsCodeComesBackOnlyIfTheLockIsConfirmedAfterItEnds) {
+  // The holder's node is deleted while the command runs, in a way the
+  // library does not notice today (a data change first: see the test below).
+  // Whether zkr hears of it (and ends the command) or only finds out when it
+  // checks after the command, it must not pass the command's 3 off as "held
+  // throughout".
+  const std::string path = root_ + "/unnoticed";
+  const auto status = dir_ / "status.json";
+  Fifo events(dir_ / "events");
+  Fifo gate(dir_ / "gate");
+  auto holder = start_lock(path,
+                           "echo started > " + quoted(events.path()) + "; read x < " +
+                               quoted(gate.path()) + "; exit 3",
+                           {"--status-file", status.string()});
+  ASSERT_EQ(events.read_line(), "started") << holder->err();
+  ASSERT_TRUE(queue_reaches(path, 1));
+  const auto node = join_path(path, nodes_of(path).at(0));
+  keeper().set(node, "__REVOKE__");
+  keeper().remove(node);
+  gate.write_line("go");
+  EXPECT_EQ(holder->wait(), 79) << holder->err();
+  EXPECT_TRUE(read_file(status).starts_with("{\"outcome\":\"lock_lost\",\"exit\":79,"))
+      << read_file(status);
+}
+
+TEST_F(ZkrCliTest, HolderTextWithControlCharactersOrTooLongIsRefusedBeforeAnythingIsSent) {
+  const std::string path = root_ + "/holder-text";
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"two\nlines", "--holder: TEXT has a control character (0x0a) at byte 3"},
+      {"tab\there", "--holder: TEXT has a control character (0x09) at byte 3"},
+      {"del\x7f", "--holder: TEXT has a control character (0x7f) at byte 3"},
+      {std::string(1025, 'h'), "--holder: TEXT is 1025 bytes long, more than 1024"},
+  };
+  const auto marker = dir_ / "ran";
+  for (const auto& [holder, says] : cases) {
+    const auto ran = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(),
+                                    "--connect-timeout", kConnectTimeout, "--holder", holder,
+                                    "--", "/bin/sh", "-c", "touch " + quoted(marker)});
+    EXPECT_EQ(ran.code, 64) << says << "\n" << ran.err;
+    EXPECT_NE(ran.err.find(says), std::string::npos) << ran.err;
+    EXPECT_FALSE(std::filesystem::exists(marker)) << says << ": the command ran";
+    EXPECT_FALSE(exists(path)) << says << ": the lock directory was created";
+  }
+  // The longest holder allowed is taken, and shown by zkr ls.
+  Fifo gate(dir_ / "gate");
+  auto longest = start_lock(path, "read go < " + quoted(gate.path()),
+                            {"--holder", std::string(1024, 'h')});
+  ASSERT_TRUE(queue_reaches(path, 1)) << longest->err();
+  const auto listed = run_zkr(dir_, {"ls", path, "--connect", test::connect_string(),
+                                     "--connect-timeout", kConnectTimeout});
+  EXPECT_NE(listed.out.find(std::string(1024, 'h')), std::string::npos) << listed.out;
+  gate.write_line("go");
+  EXPECT_EQ(longest->wait(), 0) << longest->err();
+}
+
+TEST_F(ZkrCliTest, RevokedThenDeletedHolderNodeIsALostLock) {
+  // Curator's revocation writes "__REVOKE__" into the holder's node; here
+  // the node is then deleted too. The data change must not blind zkr to the
+  // deletion (the library's watch on our own node must be set again).
+  const std::string path = root_ + "/revoked";
+  Fifo events(dir_ / "events");
+  const auto ev = quoted(events.path());
+  auto holder = start_lock(path,
+                           "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
+                           "echo started > " + ev + "; sleep 12 & wait",
+                           {"--kill-after", "20s"});
+  ASSERT_EQ(events.read_line(), "started") << holder->err();
+  ASSERT_TRUE(queue_reaches(path, 1));
+  const auto node = join_path(path, nodes_of(path).at(0));
+  keeper().set(node, "__REVOKE__");
+  keeper().remove(node);
+  // Read before the wait: the command would end by itself after 12 s.
+  EXPECT_EQ(events.read_line(10s), "got-term") << "the command was not signalled";
+  EXPECT_EQ(holder->wait(), 79) << holder->err();
+  EXPECT_NE(holder->err().find("lost (node_deleted)"), std::string::npos) << holder->err();
+}
+
+TEST_F(ZkrCliTest, CommandStoppedOnTheTerminalIsReportedAndStillTakesSignals) {
+  // Outside the terminal's foreground group, a command that reads the
+  // terminal gets SIGTTIN and stops; here it stops itself the same way.
+  const std::string path = root_ + "/ttin";
+  Fifo events(dir_ / "events");
+  auto holder = start_lock(path, "echo started > " + quoted(events.path()) + "; kill -TTIN $$");
+  ASSERT_EQ(events.read_line(), "started") << holder->err();
+  EXPECT_TRUE(holder->err_says("stopped on")) << holder->err();
+  EXPECT_NE(holder->err().find("cannot use the terminal"), std::string::npos) << holder->err();
+  // A stopped process takes only SIGKILL and SIGCONT: zkr wakes it, so that
+  // the SIGTERM passed on ends it now.
+  holder->signal(SIGTERM);
+  EXPECT_EQ(holder->wait(), 128 + SIGTERM) << holder->err();
+  EXPECT_TRUE(queue_reaches(path, 0));
+}
+
+// ---- zkr ls
+
+TEST_F(ZkrCliTest, LsShowsALockDirectoryNamedLikeALockNodeWithItsHolder) {
+  // A key that encode_key leaves as it is, and that looks like a lock node.
+  const std::string path = root_ + "/job-lock-0000000042";
+  Fifo gate(dir_ / "gate");
+  auto holder = start_lock(path, "read go < " + quoted(gate.path()), {"--holder", "holder-A"});
+  ASSERT_TRUE(queue_reaches(path, 1)) << holder->err();
+  // A real orphan (a persistent lock node: no children) is still shown as one.
+  const std::string stale = root_ + "/stale";
+  keeper().create(stale);
+  keeper().create(stale + "/_c_00000000-0000-0000-0000-000000000000-lock-0000000001", "gone-host");
+  const auto table = run_zkr(dir_, {"ls", root_, "--connect", test::connect_string(),
+                                    "--connect-timeout", kConnectTimeout});
+  EXPECT_EQ(table.code, 0) << table.err;
+  const auto lines = lines_of(table.out);
+  ASSERT_EQ(lines.size(), 3u) << table.out;
+  const auto row = words_of(lines[1]);
+  ASSERT_EQ(row.size(), 4u) << lines[1];
+  EXPECT_EQ(row[0], path) << "the directory was taken for a lock node of " << root_;
+  EXPECT_EQ(row[1], "holder-A");
+  EXPECT_EQ(row[2], "0");
+  const auto orphan = words_of(lines[2]);
+  ASSERT_GE(orphan.size(), 3u) << lines[2];
+  EXPECT_EQ(orphan[0], stale);
+  EXPECT_EQ(orphan[1], "(orphan)");
+  EXPECT_EQ(orphan[2], "gone-host");
   gate.write_line("go");
   EXPECT_EQ(holder->wait(), 0) << holder->err();
 }

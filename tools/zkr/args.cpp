@@ -137,12 +137,15 @@ std::chrono::milliseconds parse_duration(std::string_view text, std::string_view
   return std::chrono::milliseconds(static_cast<std::int64_t>(ms + 0.5));
 }
 
-std::uint64_t parse_count(std::string_view text, std::string_view what) {
+std::uint64_t parse_count(std::string_view text, std::string_view what, std::uint64_t min,
+                          std::uint64_t max) {
   std::uint64_t value = 0;
+  // from_chars refuses a sign and reports a value beyond uint64 as out of range.
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc{} || end != text.data() + text.size() || value == 0)
-    throw UsageError(std::string(what) + ": expected a positive whole number, got '" +
-                     std::string(text) + "'");
+  if (text.empty() || error != std::errc{} || end != text.data() + text.size() || value < min ||
+      value > max)
+    throw UsageError(std::string(what) + ": expected a whole number from " + std::to_string(min) +
+                     " to " + std::to_string(max) + ", got '" + std::string(text) + "'");
   return value;
 }
 

@@ -74,8 +74,15 @@ std::string format_options(const std::vector<OptionSpec>& specs);
 // anything else, for a negative value, or for more than a year.
 std::chrono::milliseconds parse_duration(std::string_view text, std::string_view what);
 
-// A positive whole number (e.g. --max-children); throws UsageError naming `what`.
-std::uint64_t parse_count(std::string_view text, std::string_view what);
+// A whole number from `min` to `max` (e.g. --max-children), never wrapped
+// into range: throws UsageError naming `what` and the range for anything else.
+std::uint64_t parse_count(std::string_view text, std::string_view what, std::uint64_t min = 1,
+                          std::uint64_t max = std::numeric_limits<std::uint64_t>::max());
+
+// The most --max-depth may say: far deeper than any lock layout (the hashed
+// one uses 2), and the walk recurses once per level, so a bound keeps a typo
+// from meaning "unlimited".
+inline constexpr std::uint64_t kMaxScanDepth = 1000;
 
 // "850ms", "12s", "3m05s", "2h07m", "3d04h": short and readable, for ages.
 std::string format_duration(std::chrono::milliseconds d);

@@ -21,7 +21,7 @@ std::vector<OptionSpec> cleanup_specs() {
       {"dry-run", 'n', false, "", "remove nothing; list what would be removed"},
       {"remove-root", 0, false, "", "also remove ROOT if it ends up empty"},
       {"max-children", 0, true, "N", "refuse to list a directory with more than N children (default 10000000)"},
-      {"max-depth", 0, true, "N", "look N levels below ROOT (default 4)"},
+      {"max-depth", 0, true, "N", "look N levels below ROOT, 0 to 1000 (default 4)"},
       {"progress", 0, false, "", "report progress on stderr even when it is not a terminal"},
   };
   specs.insert(specs.begin(), own.begin(), own.end());
@@ -95,7 +95,7 @@ int cleanup_main(const std::vector<std::string>& args) {
     options.remove_root = parsed.has("remove-root");
     if (auto v = parsed.value("max-children")) options.max_children = parse_count(*v, "--max-children");
     if (auto v = parsed.value("max-depth"))
-      options.max_depth = static_cast<unsigned>(parse_count(*v, "--max-depth"));
+      options.max_depth = static_cast<unsigned>(parse_count(*v, "--max-depth", 0, kMaxScanDepth));
     const auto connection = connection_settings(parsed);
 
     auto client = open_client(connection);

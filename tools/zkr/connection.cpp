@@ -59,6 +59,10 @@ ConnectionSettings connection_settings(const ParsedArgs& parsed) {
   if (auto v = parsed.value("connect-timeout"))
     s.connect_timeout = parse_duration(*v, "--connect-timeout");
   if (s.session_timeout.count() <= 0) throw UsageError("--session-timeout must be more than 0");
+  // The C client takes it in int milliseconds (24.8 days at most); servers
+  // cap it far lower anyway (maxSessionTimeout, 40 s by default).
+  if (s.session_timeout > std::chrono::hours(24 * 24))
+    throw UsageError("--session-timeout: at most 24d, got " + *parsed.value("session-timeout"));
   if (s.connect_timeout.count() <= 0) throw UsageError("--connect-timeout must be more than 0");
   return s;
 }

@@ -4,11 +4,18 @@
 //   1. queue for the lock (on a thread of its own, so that this thread can
 //      watch for signals meanwhile): a signal closes the session, which
 //      deletes our queue node, and zkr exits 128+S; a timeout exits 75;
-//   2. run the command (supervisor.hpp): signals passed on, and if the lease
-//      says lost, the command is terminated and zkr exits 79;
-//   3. release the lock (delete our node) whatever happened, including when
+//   2. run the command in a process group of its own (command.hpp) and
+//      supervise it until the whole group is gone (supervisor.hpp): signals
+//      passed on, and if the lease says lost, the group is terminated and zkr
+//      exits 79; a guard process kills the group if zkr dies (group_guard.hpp);
+//   3. check with the server that the lock is still ours, so that the
+//      command's own code is returned only if the lock was held throughout;
+//   4. release the lock (delete our node) whatever happened, including when
 //      the command could not be started (127, 126).
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -27,6 +34,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
+#include "group_guard.hpp"
 #include "signal_inbox.hpp"
 #include "supervisor.hpp"
 #include "verbs.hpp"
@@ -45,6 +53,7 @@ std::vector<OptionSpec> lock_specs() {
       {"kill-after", 'k', true, "D", "if the lock is lost: SIGKILL the command D after SIGTERM (default 10s)"},
       {"holder", 0, true, "TEXT", "who holds the lock, for `zkr ls` (default host=..;pid=..;thread=..)"},
       {"ignore-suspended", 0, false, "", "count the lock lost only when the session is, not when the link drops"},
+      {"status-file", 0, true, "PATH", "write zkr's own outcome to PATH as one JSON line (see Exit status)"},
   };
   specs.insert(specs.begin(), own.begin(), own.end());
   return specs;
@@ -56,7 +65,35 @@ struct LockSettings {
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds kill_after = 10s;
   LockOptions lock_options;
+  std::optional<std::string> status_file;
 };
+
+// The holder text ends up in the lock node, one line of `zkr ls`, and a log
+// line of whoever reads it: a control character would forge or break lines
+// there. It is a label: 1024 bytes is plenty, and keeps listings of many
+// locks small. Checked here, before anything is sent, whatever the library
+// checks of LockOptions::holder_id.
+inline constexpr std::size_t kMaxHolderBytes = 1024;
+
+void check_holder(const std::string& text) {
+  if (text.empty()) throw UsageError("--holder needs a non-empty TEXT");
+  if (text.size() > kMaxHolderBytes)
+    throw UsageError("--holder: TEXT is " + std::to_string(text.size()) +
+                     " bytes long, more than " + std::to_string(kMaxHolderBytes));
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    // C0 controls and DEL; and C1 controls, which UTF-8 writes as C2 80..9F.
+    const bool c1 = byte == 0xc2 && i + 1 < text.size() &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9f;
+    if (byte < 0x20 || byte == 0x7f || c1) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", c1 ? static_cast<unsigned char>(text[i + 1]) : byte);
+      throw UsageError("--holder: TEXT has a control character (" + std::string(hex) +
+                       ") at byte " + std::to_string(i) + "; use printable text");
+    }
+  }
+}
 
 LockSettings lock_settings(const ParsedArgs& parsed) {
   LockSettings s;
@@ -72,11 +109,75 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
   if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
   if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
   if (auto v = parsed.value("holder")) {
-    if (v->empty()) throw UsageError("--holder needs a non-empty TEXT");
+    check_holder(*v);
     s.lock_options.holder_id = *v;
+  }
+  if (auto v = parsed.value("status-file")) {
+    if (v->empty()) throw UsageError("--status-file needs a PATH");
+    s.status_file = *v;
   }
   if (parsed.has("ignore-suspended")) s.lock_options.suspended_policy = SuspendedPolicy::ignore;
   return s;
+}
+
+// --status-file: zkr's own outcome, apart from the exit code it shares with
+// the command. The file is emptied when zkr starts, so that a line left by an
+// earlier run cannot pass for this one's: no line means zkr died.
+class StatusFile {
+ public:
+  explicit StatusFile(const std::string& path)
+      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) {
+    if (fd_ < 0) throw UsageError("--status-file: cannot open " + path + ": " + std::strerror(errno));
+  }
+  ~StatusFile() { ::close(fd_); }
+  StatusFile(const StatusFile&) = delete;
+  StatusFile& operator=(const StatusFile&) = delete;
+
+  // {"outcome":"...","exit":N[,"command_status":N]}: the command's status
+  // as a shell reports it, if it ran and ended. Once, with one write(2) and
+  // no stdio buffer: the path that ends zkr with _Exit flushes nothing.
+  void write(const char* outcome, int exit, std::optional<int> command_status) noexcept {
+    if (written_) return;
+    written_ = true;
+    std::string line = std::string("{\"outcome\":\"") + outcome + "\",\"exit\":" + std::to_string(exit);
+    if (command_status) line += ",\"command_status\":" + std::to_string(*command_status);
+    line += "}\n";
+    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+      print_error(std::string("--status-file: write failed: ") + std::strerror(errno));
+  }
+  bool written() const noexcept { return written_; }
+
+ private:
+  int fd_;
+  bool written_ = false;
+};
+
+// Whether the lock is still ours, asked of the server after the command's
+// group is gone: a loss the library has not heard of yet (a deletion on its
+// way, a race with the command's exit) must not pass for "held throughout".
+// The sync makes our server catch up with the leader first; a lock node
+// cannot come back once deleted (its name is unique), so if it exists now,
+// owned by our session, it existed all along.
+bool still_held(Client& client, const LockLease& lease, const std::atomic<bool>& lost,
+                std::chrono::milliseconds timeout, std::string& why) {
+  if (lost) return false;
+  try {
+    const auto keeper = client.keeper();
+    keeper->sync(lease.node_path(), timeout);
+    const auto stat = keeper->exists(lease.node_path(), {}, timeout);
+    if (!stat) {
+      why = "our lock node " + lease.node_path() + " is gone";
+      return false;
+    }
+    if (stat->ephemeral_owner != keeper->session_id()) {
+      why = "our lock node belongs to another session";
+      return false;
+    }
+  } catch (const KeeperError& e) {
+    why = e.what();
+    return false;
+  }
+  return !lost;
 }
 
 // The outcome of step 1 (a signal meanwhile ends zkr at once).
@@ -87,7 +188,7 @@ struct Queued {
 
 Queued queue_for_lock(Client& client, InterProcessSemaphoreMutex& mutex,
                       const ConnectionSettings& connection, const LockSettings& settings,
-                      SignalInbox& inbox, spdlog::logger& log) {
+                      SignalInbox& inbox, StatusFile* status, spdlog::logger& log) {
   Queued out;
   std::atomic<bool> done{false};
   bool acquired = false;
@@ -125,6 +226,7 @@ Queued queue_for_lock(Client& client, InterProcessSemaphoreMutex& mutex,
     client.keeper()->close();
     print_error("interrupted by signal " + std::to_string(event.signo) + " while waiting for " +
                 settings.path);
+    if (status) status->write("interrupted", exit_code::signal_base + event.signo, std::nullopt);
     std::fflush(nullptr);
     std::_Exit(exit_code::signal_base + event.signo);
   }
@@ -141,36 +243,57 @@ std::string lock_help() {
          "\n"
          "Runs CMD while holding the ZooKeeper lock PATH, like flock(1) across machines.\n"
          "Waiters queue first come, first served, in one queue with every zkrecipes\n"
-         "lock and Apache Curator InterProcessMutex on the same PATH. The lock is\n"
-         "released (its node deleted) when CMD ends, however it ends. Options after\n"
+         "lock and Apache Curator InterProcessMutex on the same PATH. Options after\n"
          "CMD belong to CMD. CMD gets ZKR_LOCK_PATH, ZKR_LOCK_NODE and\n"
          "ZKR_FENCING_TOKEN (the lock node's czxid: larger for every later holder) in\n"
-         "its environment.\n"
+         "its environment, and no open file of zkr's but stdin, stdout and stderr.\n"
          "\n"
-         "If the lock is lost while CMD runs (the session expired, the node was\n"
-         "deleted, or the link to ZooKeeper dropped, unless --ignore-suspended), CMD\n"
-         "gets SIGTERM, then SIGKILL after --kill-after. SIGINT, SIGTERM, SIGHUP,\n"
-         "SIGQUIT, SIGUSR1 and SIGUSR2 sent to zkr are passed on to CMD.\n"
+         "CMD runs in a process group of its own, and the lock is held until every\n"
+         "process of that group has exited, background jobs included; then it is\n"
+         "released (its node deleted), however CMD ended. If zkr dies, even of\n"
+         "SIGKILL, the whole group is killed. A process that leaves the group (a\n"
+         "daemon calling setsid) is on its own: neither waited for nor signalled.\n"
+         "Outside the terminal's foreground group, CMD cannot read from the terminal\n"
+         "(give it input from a file or pipe; if it tries, it stops, and zkr says\n"
+         "so); ^Z stops zkr, not CMD.\n"
+         "\n"
+         "If the lock is lost while the group runs (the session expired, the node was\n"
+         "deleted, or the link to ZooKeeper dropped, unless --ignore-suspended), the\n"
+         "group gets SIGTERM, then SIGKILL after --kill-after. SIGINT, SIGTERM,\n"
+         "SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zkr, by a process or the\n"
+         "terminal, are passed on to the group.\n"
          "\n"
          "Options:\n" +
          format_options(lock_specs()) + "\n" + connection_help_footer() +
          "\n"
          "Exit status:\n"
-         "  CMD's own      CMD ran with the lock held throughout (128+S: CMD killed by signal S)\n"
-         "  64             bad usage: options, PATH, durations\n"
+         "  CMD's own      CMD ran, and the server confirmed after it ended that the\n"
+         "                 lock was held throughout (128+S: CMD killed by signal S)\n"
+         "  64             bad usage: options, PATH, durations, --holder\n"
          "  69             ZooKeeper unreachable within --connect-timeout, or the link failed\n"
          "  75             the lock was not acquired within --timeout\n"
          "  76             ZooKeeper refused an operation (e.g. no permission on PATH)\n"
-         "  79             the lock was lost while CMD ran; CMD was terminated\n"
+         "  79             the lock was lost (or could not be confirmed) while CMD ran;\n"
+         "                 its group was terminated\n"
          "  126, 127       CMD could not be run, or was not found\n"
          "  128+S          zkr got signal S while waiting for the lock\n"
+         "A CMD that itself exits 64..79 or 126..255 cannot be told from zkr by the\n"
+         "code alone. --status-file PATH tells them apart: zkr empties PATH when it\n"
+         "starts and writes one JSON line as it ends, e.g.\n"
+         "  {\"outcome\":\"held_throughout\",\"exit\":79,\"command_status\":79}\n"
+         "outcome: held_throughout, lock_lost, timeout, command_not_run, interrupted\n"
+         "or error; command_status (CMD's code, as a shell reports it) only if CMD ran\n"
+         "and ended. An empty file means zkr itself was killed.\n"
          "\n"
          "Example:\n"
          "  zkr lock /app/locks/nightly --timeout 10s -- ./nightly-job.sh --full\n";
 }
 
 int lock_main(const std::vector<std::string>& args) {
-  return run_reporting_errors("lock", [&]() -> int {
+  // Outside the body, so that an error reported by run_reporting_errors is
+  // written too.
+  std::optional<StatusFile> status;
+  const int zkr_exit = run_reporting_errors("lock", [&]() -> int {
     const auto specs = lock_specs();
     // Options end at CMD's first word: what follows is CMD's.
     const auto parsed = parse_args(args, specs, 1);
@@ -180,21 +303,30 @@ int lock_main(const std::vector<std::string>& args) {
     }
     const auto settings = lock_settings(parsed);
     const auto connection = connection_settings(parsed);
+    if (settings.status_file) status.emplace(*settings.status_file);
     auto log = cli_logger(connection.verbosity);
 
     // Before any thread exists, so that every thread inherits the blocked mask.
     SignalInbox inbox({SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD});
+    // Processes of the command's group whose parent exits are handed to zkr
+    // rather than to init: zkr sees them exit, and reaps them, so it can tell
+    // when the group is empty. Without it (it cannot fail on Linux 3.4 and
+    // later) the supervisor's once-a-second look still notices.
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+      log->warn("cannot become the subreaper of the command: {}", std::strerror(errno));
     // Declared before the lock, so it outlives the lease callback that sets it.
     std::atomic<bool> lost{false};
     std::atomic<LostReason> lost_reason{LostReason::none};
 
     auto client = open_client(connection);
     InterProcessSemaphoreMutex mutex(*client, settings.path, settings.lock_options);
-    const auto queued = queue_for_lock(*client, mutex, connection, settings, inbox, *log);
+    StatusFile* status_file = status ? &*status : nullptr;
+    const auto queued = queue_for_lock(*client, mutex, connection, settings, inbox, status_file, *log);
     if (queued.error) std::rethrow_exception(queued.error);
     if (!queued.acquired) {
       print_error("timed out after " + format_duration(*settings.timeout) + " waiting for " +
                   settings.path);
+      if (status) status->write("timeout", exit_code::timeout, std::nullopt);
       return exit_code::timeout;
     }
 
@@ -213,35 +345,62 @@ int lock_main(const std::vector<std::string>& args) {
       print_error("lock " + settings.path + " was lost (" +
                   std::string(to_string(lost_reason.load())) + ") before the command started");
       code = exit_code::lock_lost;
+      if (status) status->write("lock_lost", code, std::nullopt);
     } else {
+      std::optional<GroupGuard> guard;
       const auto spawned = spawn_command(
           settings.command,
           {"ZKR_LOCK_PATH=" + settings.path, "ZKR_LOCK_NODE=" + lease.node_path(),
            "ZKR_FENCING_TOKEN=" + std::to_string(lease.fencing_token())},
-          inbox.original_mask());
+          inbox.original_mask(), [&](pid_t pgid) { guard.emplace(pgid); });
       if (!spawned.pid) {
         print_error(settings.command[0] + ": " +
                     (spawned.error == ENOENT ? std::string("command not found")
                                              : std::string(std::strerror(spawned.error))));
         code = exit_code_for_spawn_error(spawned.error);
+        if (status) status->write("command_not_run", code, std::nullopt);
       } else {
-        log->info("running {} as pid {}", settings.command[0], *spawned.pid);
-        const auto result = supervise(
-            *spawned.pid, inbox, [&] { return lost.load(); },
-            [&] {
-              print_error("lock " + settings.path + " lost (" +
-                          std::string(to_string(lost_reason.load())) +
-                          "): terminating the command (pid " + std::to_string(*spawned.pid) + ")");
-            },
-            settings.kill_after, *log);
-        code = result.terminated_for_loss ? exit_code::lock_lost : exit_code_of(result.wait_status);
-        log->info("command exited ({}); releasing {}", exit_code_of(result.wait_status),
+        const pid_t pgid = *spawned.pid;
+        log->info("running {} as pid {}, in a process group of its own", settings.command[0], pgid);
+        SupervisionResult result;
+        try {
+          result = supervise(
+              pgid, inbox, [&] { return lost.load(); },
+              [&] {
+                print_error("lock " + settings.path + " lost (" +
+                            std::string(to_string(lost_reason.load())) +
+                            "): terminating the command's group (" + std::to_string(pgid) + ")");
+              },
+              settings.kill_after, *log);
+        } catch (...) {
+          // We can no longer tell when the group ends: end it before the
+          // lock is released.
+          ::kill(-pgid, SIGKILL);
+          throw;
+        }
+        guard->disarm();  // the group is empty
+        bool held = false;
+        std::string why;
+        if (result.terminated_for_loss) {
+          // said so when it happened
+        } else if (!still_held(*client, lease, lost, connection.session_timeout, why)) {
+          print_error("the command ended (" + std::to_string(result.exit_code) + "), but lock " +
+                      settings.path + " was lost meanwhile (" +
+                      (why.empty() ? std::string(to_string(lost_reason.load())) : why) + ")");
+        } else {
+          held = true;
+        }
+        code = held ? result.exit_code : exit_code::lock_lost;
+        if (status) status->write(held ? "held_throughout" : "lock_lost", code, result.exit_code);
+        log->info("command's group gone (the command exited {}); releasing {}", result.exit_code,
                   settings.path);
       }
     }
     (void)mutex.release();
     return code;
   });
+  if (status && !status->written()) status->write("error", zkr_exit, std::nullopt);
+  return zkr_exit;
 }
 
 }  // namespace zkr::cli

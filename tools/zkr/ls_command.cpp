@@ -25,7 +25,7 @@ std::vector<OptionSpec> ls_specs() {
   const std::vector<OptionSpec> own{
       {"json", 0, false, "", "one JSON object per lock and line, with the whole queue"},
       {"max-children", 0, true, "N", "refuse to list a directory with more than N children (default 100000)"},
-      {"max-depth", 0, true, "N", "look N levels below ROOT (default 4)"},
+      {"max-depth", 0, true, "N", "look N levels below ROOT, 0 to 1000 (default 4)"},
       {"progress", 0, false, "", "report progress on stderr even when it is not a terminal"},
   };
   specs.insert(specs.begin(), own.begin(), own.end());
@@ -93,6 +93,54 @@ void print_table(const std::vector<LockInfo>& locks, std::int64_t now) {
   }
 }
 
+// Levels from root down to path (a path under root, or root itself).
+unsigned depth_below(const std::string& root, const std::string& path) {
+  if (path == root) return 0;
+  const std::string rest = path.substr(root == "/" ? 0 : root.size());
+  return static_cast<unsigned>(std::count(rest.begin(), rest.end(), '/'));
+}
+
+// scan_locks, except for lock directories named like lock nodes.
+//
+// A key such as "job-lock-0000000042" (which encode_key leaves as it is) makes
+// a lock directory whose name looks like a lock node. The library's scan goes
+// by the name, so it lists that directory as a node of its parent's queue,
+// with no session (a directory is persistent): an "(orphan)" hiding the real
+// holder below it. A lock node never has children, so a node without an owner
+// is looked at once more (orphans are rare: this costs nothing in the common
+// case): if it has children, it is a directory, dropped from its parent's
+// queue and scanned in turn, within the same depth.
+void collect_locks(Client& client, const std::string& root, const ScanOptions& options,
+                   std::vector<LockInfo>& locks) {
+  std::vector<std::pair<std::string, unsigned>> directories;  // path, depth below root
+  scan_locks(client, root, options, [&](const LockInfo& lock) {
+    const unsigned depth = depth_below(root, lock.path);
+    LockInfo kept = lock;
+    kept.queue.clear();
+    for (const auto& node : lock.queue) {
+      if (node.ephemeral_owner == 0 && depth < options.max_depth) {
+        const auto path = join_path(lock.path, node.name);
+        const auto stat = client.with_retry([&](Keeper& keeper) { return keeper.exists(path); });
+        if (stat && stat->num_children > 0) {
+          directories.emplace_back(path, depth + 1);
+          continue;
+        }
+      }
+      kept.queue.push_back(node);
+    }
+    if (!kept.queue.empty()) locks.push_back(std::move(kept));
+  });
+  for (const auto& [path, depth] : directories) {
+    ScanOptions below = options;
+    below.max_depth = options.max_depth - depth;
+    try {
+      collect_locks(client, path, below, locks);
+    } catch (const KeeperError& e) {
+      if (e.errc() != Errc::no_node) throw;  // gone meanwhile: a release took it
+    }
+  }
+}
+
 }  // namespace
 
 std::string ls_help() {
@@ -135,7 +183,7 @@ int ls_main(const std::vector<std::string>& args) {
     ScanOptions options;
     if (auto v = parsed.value("max-children")) options.max_children = parse_count(*v, "--max-children");
     if (auto v = parsed.value("max-depth"))
-      options.max_depth = static_cast<unsigned>(parse_count(*v, "--max-depth"));
+      options.max_depth = static_cast<unsigned>(parse_count(*v, "--max-depth", 0, kMaxScanDepth));
     const auto connection = connection_settings(parsed);
 
     auto client = open_client(connection);
@@ -144,9 +192,7 @@ int ls_main(const std::vector<std::string>& args) {
     ProgressLine progress(parsed.has("progress"));
     options.on_progress = progress.callback();
     try {
-      scan_locks(*client, root, options, [&](const LockInfo& lock) {
-        if (!lock.queue.empty()) locks.push_back(lock);
-      });
+      collect_locks(*client, root, options, locks);
     } catch (const KeeperError& e) {
       if (e.errc() != Errc::no_node || e.path() != root) throw;
       progress.finish();

@@ -59,6 +59,7 @@ std::string main_help() {
       "  69 ZooKeeper unreachable   70 internal error   71 operating system error\n"
       "  75 lock timeout   76 ZooKeeper refused   79 lock lost while the command ran\n"
       "  126/127 command not runnable/not found   128+S signal S\n"
+      "A command may return these too: zkr lock --status-file tells them apart.\n"
       "\n"
       "Example:\n"
       "  export ZK_CONNECT=zk1:2181,zk2:2181,zk3:2181\n"

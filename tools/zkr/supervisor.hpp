@@ -1,17 +1,25 @@
-// tools/zkr/supervisor.hpp: watching the command `zkr lock` runs, until it
-// exits.
+// tools/zkr/supervisor.hpp: watching the command `zkr lock` runs, and
+// everything it starts, until all of it is gone.
 //
-// While it runs: signals sent to zkr by another process (kill, a service
-// manager, a job scheduler) are passed on to it; signals the kernel made for
-// the terminal (^C, ^\, a hang-up) are not, because the command is in zkr's
-// process group and has had them already. A signal sent to the whole group
-// with kill(-pgid) reaches the command twice: the price of keeping it in the
-// terminal's foreground group, where it can read the terminal.
+// The command leads a process group of its own (command.hpp), and zkr is the
+// child subreaper of its process tree: a process of the group whose parent
+// exits is handed to zkr, which reaps it when it exits. Supervision ends only
+// when the command's own process has exited and no process is left in its
+// group (background jobs included), so the lock is never released while
+// anything of the command runs.
 //
-// When `lost()` turns true (woken through the inbox), the command gets
-// SIGTERM, and SIGKILL if it is still running `kill_after` later. Only the
-// command's own process is signalled: a command that starts others should
-// pass the signal on (in a shell script, `exec` the last command).
+// While it runs, the signals zkr handles (SIGINT, SIGTERM, ...) are passed on
+// to the whole group, whether another process sent them or the terminal did:
+// the command is not in zkr's process group, so the terminal's ^C reaches
+// zkr alone.
+//
+// When `lost()` turns true (woken through the inbox), the group gets SIGTERM,
+// and SIGKILL if anything of it is still there `kill_after` later.
+//
+// Outside the terminal's foreground group, a command that reads the terminal
+// gets SIGTTIN and stops for good, still holding the lock. zkr says so on
+// stderr, and from then on follows every signal it sends with SIGCONT, since
+// a stopped process acts on no other signal but SIGKILL.
 #pragma once
 
 #include <sys/types.h>
@@ -28,13 +36,15 @@ class logger;
 namespace zkr::cli {
 
 struct SupervisionResult {
-  int wait_status = 0;
-  bool terminated_for_loss = false;  // lost() was seen while it ran
-  bool killed = false;               // it outlived kill_after and got SIGKILL
+  int exit_code = 0;                 // of the command's own process, as a shell reports it
+  bool terminated_for_loss = false;  // lost() was seen while the group ran
+  bool killed = false;               // the group outlived kill_after and got SIGKILL
 };
 
-// `on_loss` runs once, when lost() is first seen true, before the SIGTERM.
-SupervisionResult supervise(pid_t pid, SignalInbox& inbox, const std::function<bool()>& lost,
+// `pgid` is the command's pid and group. `on_loss` runs once, when lost() is
+// first seen true, before the SIGTERM. Throws std::system_error if waiting
+// fails: the group may then still run.
+SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<bool()>& lost,
                             const std::function<void()>& on_loss,
                             std::chrono::milliseconds kill_after, spdlog::logger& log);
 
