@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "support/child_process.hpp"
+#include "lock_directory.hpp"
 #include "support/ensemble.hpp"
 #include "support/waits.hpp"
 #include "zkr/client.hpp"
@@ -758,10 +759,17 @@ TEST_F(ZkrCliTest, MissingRootIsReportedAsSuch) {
 }
 
 TEST_F(ZkrCliTest, CleanupDryRunListsThenCleanupRemovesOnlyWhatIsUnused) {
+  // Leftovers of locks (marked by the library), beside another application's
+  // empty nodes, which are never ours to remove.
+  const std::string mark(detail::kLockDirectoryMark);
   const std::vector<std::string> empties{root_ + "/empty-1", root_ + "/empty-2",
                                          root_ + "/nested/empty-3"};
-  keeper().create(root_ + "/nested");
-  for (const auto& p : empties) keeper().create(p);
+  keeper().create(root_ + "/nested", mark);
+  for (const auto& p : empties) keeper().create(p, mark);
+  const std::vector<std::string> foreign{root_ + "/brokers/ids", root_ + "/admin/delete_topics",
+                                         root_ + "/isr_change_notification"};
+  for (const auto& p : foreign) keeper().create_parents(p + "/x");
+  keeper().create(root_ + "/config", "keep me");
   const std::string held = root_ + "/held";
   Fifo gate(dir_ / "gate");
   auto holder = start_lock(held, "read go < " + quoted(gate.path()));
@@ -791,6 +799,15 @@ TEST_F(ZkrCliTest, CleanupDryRunListsThenCleanupRemovesOnlyWhatIsUnused) {
   EXPECT_NE(swept.err.find("removed "), std::string::npos) << swept.err;
   EXPECT_TRUE(exists(join_path(held, held_node))) << "the held lock's node was removed";
   EXPECT_TRUE(exists(root_)) << "the root was removed without --remove-root";
+  for (const auto& p : foreign) EXPECT_TRUE(exists(p)) << "another application's " << p << " was removed";
+  EXPECT_TRUE(exists(root_ + "/config"));
+
+  // Not even asked to sweep the whole tree does it touch the server's own.
+  const auto everything = run_zkr(dir_, {"cleanup", "/", "--dry-run", "--connect", test::connect_string()});
+  EXPECT_EQ(everything.code, 0) << everything.err;
+  EXPECT_EQ(everything.out.find("/zookeeper"), std::string::npos) << everything.out;
+  for (const auto& p : foreign)
+    EXPECT_EQ(everything.out.find(p + "\n"), std::string::npos) << p << " listed:\n" << everything.out;
 
   gate.write_line("go");
   EXPECT_EQ(holder->wait(), 0) << holder->err();
