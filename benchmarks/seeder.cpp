@@ -1,5 +1,7 @@
 #include "seeder.hpp"
 
+#include "zkr/cleanup.hpp"
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -46,7 +48,8 @@ void seed_one_session(Keeper& keeper, std::uint64_t first, std::uint64_t stride,
         shared.done.fetch_add(1);
       }
       std::string path = path_of(i);
-      auto reply = keeper.async_create(path, {}, options.mode);
+      // As locks leave them: with the mark that lets a sweep remove them.
+      auto reply = keeper.async_create(path, std::string(kLockDirectoryMark), options.mode);
       in_flight.emplace_back(std::move(path), std::move(reply));
     }
     for (auto& [path, reply] : in_flight) {

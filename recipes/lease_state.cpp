@@ -68,14 +68,12 @@ void LeaseState::add_revocation_callback(std::function<void()> callback) {
 
 std::shared_future<Result<NodeData>> LeaseState::watch_own_node(
     const std::shared_ptr<Keeper>& keeper) {
-  arm(keeper);
-  std::lock_guard lock(mutex_);
-  return *pending_;
+  return arm(keeper);
 }
 
 // Runs on the caller's thread the first time, then on the keeper's event
 // thread (from the watch): sending is all it does there, never waiting.
-void LeaseState::arm(const std::shared_ptr<Keeper>& keeper) {
+std::shared_future<Result<NodeData>> LeaseState::arm(const std::shared_ptr<Keeper>& keeper) {
   std::weak_ptr<LeaseState> weak = weak_from_this();
   std::weak_ptr<Keeper> weak_keeper = keeper;
   auto reply = keeper->async_get(node_path, [weak, weak_keeper](const WatchEvent& event) {
@@ -102,6 +100,7 @@ void LeaseState::arm(const std::shared_ptr<Keeper>& keeper) {
     if (reply.wait_for(timeout) != std::future_status::ready) return;
     if (auto self = weak.lock()) self->check_pending_reply();
   });
+  return reply;
 }
 
 void LeaseState::check_pending_reply() {

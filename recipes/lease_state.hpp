@@ -73,7 +73,9 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   std::shared_future<Result<NodeData>> watch_own_node(const std::shared_ptr<Keeper>& keeper);
 
  private:
-  void arm(const std::shared_ptr<Keeper>& keeper);
+  // Sends the read that sets the watch; its reply, also kept in pending_
+  // until someone looks at it.
+  std::shared_future<Result<NodeData>> arm(const std::shared_ptr<Keeper>& keeper);
   void on_reply(const Result<NodeData>& reply);
   void check_pending_reply();
 

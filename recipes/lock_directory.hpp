@@ -25,12 +25,11 @@
 #include <string_view>
 #include <vector>
 
+#include "zkr/cleanup.hpp"
 #include "zkr/keeper.hpp"
 
 namespace zkr::detail {
 
-// The data of every directory this library creates.
-inline constexpr std::string_view kLockDirectoryMark = "zkrecipes lock directory v1";
 
 // A directory proven to be one of ours: its czxid (which incarnation) and the
 // data version at the proof (a write since then makes a delete fail).

@@ -35,11 +35,18 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "zkr/client.hpp"
 
 namespace zkr {
+
+// The data of every directory zkrecipes creates (lock directories, their
+// missing parents, hashed buckets): what tells a sweep, or a release, that a
+// node is the library's to remove. A tool that makes lock directories for
+// zkrecipes to clean up may write it too; nothing else should.
+inline constexpr std::string_view kLockDirectoryMark = "zkrecipes lock directory v1";
 
 // A directory has more children than the caller allowed to list.
 class ListingTooLarge : public std::runtime_error {

@@ -190,7 +190,8 @@ class LockLease {
   // (release this or another lock, acquire one, use the Client); callbacks
   // run one at a time, so one that blocks delays the others, and one that
   // throws is logged and does not stop the others. Never runs after a clean
-  // release.
+  // release. Destroying the Client inside a callback is not allowed (its
+  // destructor joins this thread).
   void on_lost(std::function<void(LostReason)> callback) const;
 
   explicit LockLease(std::shared_ptr<detail::LeaseState> state);

@@ -103,7 +103,7 @@ TEST_F(CleanupIntegrationTest, ContendersRacingTheDirectoryRemovalNeverHang) {
 TEST_F(CleanupIntegrationTest, CleanerSweepsItsLeftoversAndNothingElse) {
   auto& c = client();
   auto keeper = c.keeper();
-  const std::string mark(detail::kLockDirectoryMark);
+  const std::string mark(kLockDirectoryMark);
   // What locks leave when their last contender's session died: empty marked
   // directories (containers that never had a child are never reaped by the
   // server), under marked buckets.

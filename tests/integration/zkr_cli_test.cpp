@@ -761,7 +761,7 @@ TEST_F(ZkrCliTest, MissingRootIsReportedAsSuch) {
 TEST_F(ZkrCliTest, CleanupDryRunListsThenCleanupRemovesOnlyWhatIsUnused) {
   // Leftovers of locks (marked by the library), beside another application's
   // empty nodes, which are never ours to remove.
-  const std::string mark(detail::kLockDirectoryMark);
+  const std::string mark(kLockDirectoryMark);
   const std::vector<std::string> empties{root_ + "/empty-1", root_ + "/empty-2",
                                          root_ + "/nested/empty-3"};
   keeper().create(root_ + "/nested", mark);

@@ -51,7 +51,7 @@ class CleanupTest : public ::testing::Test {
     for (auto slash = path.find('/', kRoot.size() + 1);; slash = path.find('/', slash + 1)) {
       const auto ancestor = path.substr(0, slash);
       if (!ensemble_.exists_now(ancestor))
-        raw_->create(ancestor, std::string(detail::kLockDirectoryMark), CreateMode::container);
+        raw_->create(ancestor, std::string(kLockDirectoryMark), CreateMode::container);
       if (slash == std::string::npos) return;
     }
   }
