@@ -2,7 +2,13 @@
 
 #include <bit>
 #include <cstdio>
+#include <future>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include <boost/uuid/detail/sha1.hpp>
 
@@ -43,7 +49,42 @@ std::uint64_t stable_hash(std::string_view key) {
   return h;
 }
 
+// A recorded layout as a message may show it: what another process wrote
+// there may be anything.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (const char c : text.substr(0, 100)) out += (c >= ' ' && c <= '~') ? c : '?';
+  return text.size() > 100 ? out + "..." : out;
+}
+
+std::string mismatch_message(const std::string& root, const std::string& recorded,
+                             const std::string& ours) {
+  return "LockFactory at " + root + ": the layout recorded there (" + std::string(kLayoutNodeName) +
+         ") is \"" + printable(recorded) + "\", ours is \"" + ours +
+         "\": with different layouts one key has two lock paths and the locks exclude nothing. "
+         "Give every process the same layout for a root, or use a new root.";
+}
+
 }  // namespace
+
+std::string layout_record(const LockLayout& layout) {
+  if (layout.kind == LockLayout::Kind::flat) return "zkr-lock-layout v1 flat";
+  return "zkr-lock-layout v1 hashed " + std::to_string(layout.buckets);
+}
+
+LayoutMismatch::LayoutMismatch(std::string root, std::string recorded, std::string ours)
+    : std::logic_error(mismatch_message(root, recorded, ours)),
+      root_(std::move(root)),
+      recorded_(std::move(recorded)),
+      ours_(std::move(ours)) {}
+
+// Whether this factory (and its copies) has seen the recorded layout agree
+// with its own, or seen it differ.
+struct LockFactory::LayoutCheck {
+  std::mutex mutex;
+  bool agreed = false;                   // guarded by mutex
+  std::optional<LayoutMismatch> differs;  // guarded by mutex: final once set
+};
 
 LockLayout LockLayout::hashed(std::uint32_t buckets) {
   if (buckets == 0) throw std::invalid_argument("a hashed lock layout needs at least one bucket");
@@ -99,7 +140,11 @@ std::optional<std::string> decode_key(std::string_view name) {
 }
 
 LockFactory::LockFactory(Client& client, std::string root, LockLayout layout, LockOptions options)
-    : client_(client), root_(std::move(root)), layout_(layout), options_(std::move(options)) {
+    : client_(client),
+      root_(std::move(root)),
+      layout_(layout),
+      options_(std::move(options)),
+      layout_check_(std::make_shared<LayoutCheck>()) {
   try {
     validate_path(root_);
   } catch (const std::invalid_argument& e) {
@@ -139,15 +184,97 @@ std::string LockFactory::path_for(std::string_view key) const {
   return join_path(parent, encode_key(key));
 }
 
+// One attempt on `keeper`: read the record; if there is none, create the
+// root's missing ancestors and the root (containers, as a lock creates them,
+// with the lock's ACL, so that contenders of every identity can read the
+// record) and the record, then read again if another process won the race.
+void LockFactory::compare_or_record_layout(Keeper& keeper, std::chrono::milliseconds timeout) const {
+  const std::string node = join_path(root_, kLayoutNodeName);
+  const std::string ours = layout_record(layout_);
+  const CreateOptions create{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}};
+  for (int round = 0; round < 2; ++round) {
+    auto read = keeper.try_get(node, {}, timeout);
+    if (read.ok()) {
+      if (read.value().data != ours) throw LayoutMismatch(root_, read.value().data, ours);
+      return;
+    }
+    if (read.error() != Errc::no_node)
+      throw KeeperError(read.error(), node, "reading the lock layout of " + root_);
+    // Pipelined, parents first: one round trip however deep the root.
+    std::vector<std::pair<std::string, std::future<Result<Created>>>> parents;
+    for (std::size_t slash = node.find('/', 1); slash != std::string::npos;
+         slash = node.find('/', slash + 1)) {
+      std::string ancestor = node.substr(0, slash);
+      auto reply = keeper.async_create(ancestor, {}, CreateMode::container, create);
+      parents.emplace_back(std::move(ancestor), std::move(reply));
+    }
+    auto recorded = keeper.async_create(node, ours, CreateMode::persistent, create);
+    for (auto& [ancestor, reply] : parents) {
+      if (reply.wait_for(timeout) != std::future_status::ready)
+        throw KeeperError(Errc::operation_timeout, ancestor, "creating the lock root");
+      const auto made = reply.get();
+      if (!made.ok() && made.error() != Errc::node_exists)
+        throw KeeperError(made.error(), ancestor, "creating the lock root " + root_);
+    }
+    if (recorded.wait_for(timeout) != std::future_status::ready)
+      throw KeeperError(Errc::operation_timeout, node, "recording the lock layout");
+    const auto made = recorded.get();
+    if (made.ok()) return;
+    // node_exists: another process recorded one first; read it next round.
+    if (made.error() != Errc::node_exists)
+      throw KeeperError(made.error(), node, "recording the lock layout of " + root_);
+  }
+  // Recorded, then gone before we could read it (a cleanup?): no answer yet.
+  throw KeeperError(Errc::no_node, node, "the lock layout record came and went");
+}
+
+void LockFactory::check_layout() const {
+  std::lock_guard lock(layout_check_->mutex);
+  if (layout_check_->differs) throw *layout_check_->differs;
+  if (layout_check_->agreed) return;
+  try {
+    client_.with_retry([&](Keeper& keeper) {
+      compare_or_record_layout(keeper, client_.options().connection_timeout);
+      return 0;
+    });
+  } catch (const LayoutMismatch& e) {
+    layout_check_->differs = e;
+    throw;
+  }
+  layout_check_->agreed = true;
+}
+
+void LockFactory::check_layout_if_unchecked() const {
+  std::lock_guard lock(layout_check_->mutex);
+  if (layout_check_->differs) throw *layout_check_->differs;
+  if (layout_check_->agreed) return;
+  // Making a lock never waits for a connection nor fails for want of one
+  // (try_acquire promises a single attempt): without one, the next lock checks.
+  if (!client_.is_connected()) return;
+  try {
+    compare_or_record_layout(*client_.keeper(), client_.options().connection_timeout);
+    layout_check_->agreed = true;
+  } catch (const LayoutMismatch& e) {
+    layout_check_->differs = e;
+    throw;
+  } catch (const std::exception& e) {
+    // no_auth, a lost link...: the lock's own acquire meets it and says so.
+    client_.logger().debug("could not check the lock layout of {} yet: {}", root_, e.what());
+  }
+}
+
 std::unique_ptr<InterProcessMutex> LockFactory::mutex(std::string_view key) const {
+  check_layout_if_unchecked();
   return std::make_unique<InterProcessMutex>(client_, path_for(key), options_);
 }
 
 std::unique_ptr<InterProcessSemaphoreMutex> LockFactory::semaphore_mutex(std::string_view key) const {
+  check_layout_if_unchecked();
   return std::make_unique<InterProcessSemaphoreMutex>(client_, path_for(key), options_);
 }
 
 std::unique_ptr<MultiLock> LockFactory::multi_lock(const std::vector<std::string>& keys) const {
+  check_layout_if_unchecked();
   std::vector<std::string> paths;
   paths.reserve(keys.size());
   for (const auto& key : keys) paths.push_back(path_for(key));

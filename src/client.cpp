@@ -18,15 +18,23 @@
 // Namespace: the session's handle is opened with the namespace as its chroot,
 // so the C client adds and strips the prefix on every path, watch and result.
 // A chroot must exist, and it cannot be created through the chrooted handle
-// (its parents are out of its sight), so on the first connection a short-lived
-// handle without chroot creates it, with its parents, before `connected` is
-// announced. If that fails the next connection tries again.
+// (its parents are out of its sight). So on every connection of a session,
+// before it is announced, the session's own handle looks at "/" (the
+// namespace node itself: one read, which also leaves a watch on it); only if
+// it is missing does a short-lived handle without chroot create it, with its
+// parents, under namespace_acl. A connection whose namespace cannot be made
+// is not announced: the error is kept for callers (they get it at once, not a
+// misleading no_node from every call), and the attempt is repeated with a
+// growing pause while the session lasts. The watch brings the session thread
+// back when the node is deleted (an operator, a cleanup), so that it is
+// created again at once rather than never.
 
 #include "zkr/client.hpp"
 
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -65,6 +73,13 @@ using std::chrono::milliseconds;
 // session thread tries again this much later.
 constexpr milliseconds kReopenDelay{1000};
 
+// Pauses between attempts to create a namespace that could not be made: from
+// the first to the last, doubling. A refusal (no_auth) costs the ensemble a
+// session each time, so the pause grows; a fix by an operator is still seen
+// within half a minute.
+constexpr milliseconds kNamespaceRetryFirst{1000};
+constexpr milliseconds kNamespaceRetryLast{30000};
+
 // ~Client waits for the lock calls still inside it (they fail fast once the
 // session is closed); it says so this often while it waits.
 constexpr milliseconds kVisitWarning{5000};
@@ -78,16 +93,14 @@ class SessionInbox {
   struct Event {
     std::uint64_t epoch = 0;  // of the session that reported it
     SessionState state = SessionState::connecting;
+    // Not a session state: the watch on the namespace node fired (state unused).
+    bool namespace_changed = false;
   };
   enum class Wake { event, deadline, closed };
 
-  void push(std::uint64_t epoch, SessionState state) {
-    {
-      std::lock_guard lock(mutex_);
-      if (closed_) return;
-      events_.push_back({epoch, state});
-    }
-    cv_.notify_one();
+  void push(std::uint64_t epoch, SessionState state) { push_event({epoch, state, false}); }
+  void push_namespace_changed(std::uint64_t epoch) {
+    push_event({epoch, SessionState::connecting, true});
   }
 
   void close() {
@@ -96,6 +109,15 @@ class SessionInbox {
       closed_ = true;
     }
     cv_.notify_all();
+  }
+
+  void push_event(Event e) {
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return;
+      events_.push_back(e);
+    }
+    cv_.notify_one();
   }
 
   // Waits for the next event, until `deadline` if there is one.
@@ -241,6 +263,9 @@ ClientOptions validated(ClientOptions o) {
     throw std::invalid_argument("ClientOptions::auth: user must be non-empty, without ':'");
 
   if (!o.default_acl) o.default_acl = o.auth ? creator_all_acl() : open_acl_unsafe();
+  if (!o.namespace_acl) o.namespace_acl = open_acl_unsafe();
+  if (o.namespace_acl->empty())
+    throw std::invalid_argument("ClientOptions::namespace_acl: an ACL needs at least one entry");
   if (!o.retry_policy)
     o.retry_policy = std::make_shared<ExponentialBackoffRetry>(milliseconds(100), 5,
                                                                milliseconds(2000));
@@ -262,7 +287,6 @@ struct Client::Impl {
         log(options.logger),
         config(session_config(options)),
         machine(options.lost_when_suspended_too_long),
-        namespace_ready(options.namespace_path.empty()),
         remover([this] { return remover_session(); }, options.connection_timeout, log),
         listeners(log),
         callbacks(std::make_shared<detail::CallbackThread>(log)) {
@@ -341,20 +365,63 @@ struct Client::Impl {
   }
 
   std::optional<Clock::time_point> next_deadline() const {
-    if (timer && reopen_at) return std::min(*timer, *reopen_at);
-    return timer ? timer : reopen_at;
+    std::optional<Clock::time_point> next;
+    for (const auto& d : {timer, reopen_at, namespace_retry_at})
+      if (d && (!next || *d < *next)) next = d;
+    return next;
   }
 
   void on_event(const SessionInbox::Event& event) {
     if (event.epoch != session_epoch()) return;  // from a session we replaced
+    if (event.namespace_changed) {
+      on_namespace_changed();
+      return;
+    }
     log->debug("session event {} (epoch {})", to_string(event.state), event.epoch);
-    if (event.state == SessionState::connected && !namespace_ready)
-      namespace_ready = ensure_namespace();
+    const bool up = event.state == SessionState::connected ||
+                    event.state == SessionState::connected_read_only;
+    if (up && !config.chroot.empty() && !ensure_namespace()) {
+      // Not announced until the namespace exists: nothing could be served.
+      withheld = event.state;
+      schedule_namespace_retry();
+      return;
+    }
+    withheld.reset();
+    namespace_retry_at.reset();
     apply(machine.on_session(event.state));
+  }
+
+  // The watch on the namespace node fired: it was deleted (or changed).
+  void on_namespace_changed() {
+    namespace_watch_epoch = 0;  // a watch fires once
+    if (!machine.is_connected() || withheld) return;  // the next connection looks anyway
+    if (!ensure_namespace()) schedule_namespace_retry();
+  }
+
+  void schedule_namespace_retry() {
+    namespace_retry_at = Clock::now() + namespace_retry_delay;
+    namespace_retry_delay = std::min(namespace_retry_delay * 2, kNamespaceRetryLast);
+  }
+
+  void retry_namespace() {
+    if (!withheld && !machine.is_connected()) return;  // the next connection looks anyway
+    if (!ensure_namespace()) {
+      schedule_namespace_retry();
+      return;
+    }
+    if (withheld) {
+      const auto s = *withheld;
+      withheld.reset();
+      apply(machine.on_session(s));
+    }
   }
 
   void on_deadline() {
     const auto now = Clock::now();
+    if (namespace_retry_at && now >= *namespace_retry_at) {
+      namespace_retry_at.reset();
+      retry_namespace();
+    }
     if (reopen_at && now >= *reopen_at) {
       reopen_at.reset();
       replace_session();
@@ -451,6 +518,9 @@ struct Client::Impl {
   // Closed, its nodes go at once, or when the server expires it. Until a new
   // session opens, `keeper` is this closed handle: its calls fail with closing.
   void end_current_session() {
+    // A connection held back for its namespace belonged to this session.
+    withheld.reset();
+    namespace_retry_at.reset();
     std::shared_ptr<Keeper> old;
     {
       std::lock_guard lock(mutex);
@@ -461,9 +531,56 @@ struct Client::Impl {
     if (old) old->close();
   }
 
-  // Creates the namespace node and its parents through a handle without
-  // chroot. Returns false (logged) if it could not, to try again later.
+  // The namespace exists, or was just created: true. Else false, with the
+  // reason kept for callers unless it was only the link (then they wait for a
+  // connection as usual). Session thread only; blocks up to two
+  // connection timeouts.
   bool ensure_namespace() {
+    const auto& path = config.chroot;
+    const auto timeout = options.connection_timeout;
+    const auto k = current_keeper();
+    const auto for_epoch = session_epoch();
+    try {
+      // Through the session's own handle "/" is the namespace node. The watch
+      // (one per session; exists leaves it whether or not the node exists)
+      // brings us back here when the node is deleted.
+      Watcher watcher;
+      if (namespace_watch_epoch != for_epoch) {
+        watcher = [inbox = inbox, for_epoch](const WatchEvent& e) {
+          if (e.type != EventType::session_ended) inbox->push_namespace_changed(for_epoch);
+        };
+      }
+      auto seen = k->async_exists("/", std::move(watcher));
+      if (seen.wait_for(timeout) != std::future_status::ready)
+        throw KeeperError(Errc::operation_timeout, path, "looking for the namespace");
+      const auto stat = seen.get();
+      if (stat.error() != Errc::ok && stat.error() != Errc::no_node)
+        throw KeeperError(stat.error(), path, "looking for the namespace");
+      namespace_watch_epoch = for_epoch;
+      if (!stat.ok()) create_namespace();
+    } catch (const std::exception& e) {
+      const auto* keeper_error = dynamic_cast<const KeeperError*>(&e);
+      const Errc code = keeper_error ? keeper_error->errc() : Errc::system_error;
+      const std::string why = "the namespace " + path + " could not be created (" + e.what() + ")";
+      log->error("{}; trying again in {} ms", why, namespace_retry_delay.count());
+      // A lost link says nothing about the namespace: callers keep waiting for
+      // a connection. Anything else (no_auth, invalid_acl, ...) is the answer.
+      std::lock_guard lock(mutex);
+      if (!is_connection_error(code))
+        namespace_error = KeeperError(code, path, why + "; the client goes on trying");
+      connected_cv.notify_all();
+      return false;
+    }
+    namespace_retry_delay = kNamespaceRetryFirst;
+    std::lock_guard lock(mutex);
+    namespace_error.reset();
+    connected_cv.notify_all();
+    return true;
+  }
+
+  // Creates the namespace node and its parents under namespace_acl, through a
+  // handle without chroot, which it closes. Throws what went wrong.
+  void create_namespace() {
     struct Connected {
       std::mutex mutex;
       std::condition_variable cv;
@@ -472,37 +589,32 @@ struct Client::Impl {
     const auto signal = std::make_shared<Connected>();
     auto bootstrap_config = config;
     bootstrap_config.chroot.clear();
+    // The parents are shared with whoever else uses them: they must not get
+    // the creator-only default of a Client with auth, which would lock every
+    // other identity out of them.
+    bootstrap_config.default_acl = *options.namespace_acl;
     const auto& path = config.chroot;
     const auto timeout = options.connection_timeout;
-    try {
-      auto k = options.keeper_factory(bootstrap_config, [signal](SessionState s) {
-        std::lock_guard lock(signal->mutex);
-        if (s == SessionState::connected) signal->up = true;
-        if (s == SessionState::expired || s == SessionState::auth_failed ||
-            s == SessionState::closed)
-          signal->up = signal->up.value_or(false);
-        signal->cv.notify_all();
-      });
-      if (!k) throw std::runtime_error("keeper_factory returned no keeper");
-      {
-        std::unique_lock lock(signal->mutex);
-        signal->cv.wait_for(lock, timeout, [&] { return signal->up.has_value(); });
-        if (signal->up != true)
-          throw KeeperError(Errc::connection_loss, path, "could not connect without chroot");
-      }
-      if (!k->exists(path, {}, timeout)) {
-        k->create_parents(path, CreateMode::persistent, timeout);
-        auto created = k->try_create(path, {}, CreateMode::persistent, {}, timeout);
-        if (!created.ok() && created.error() != Errc::node_exists)
-          throw KeeperError(created.error(), path);
-        log->info("created namespace {}", path);
-      }
-      return true;
-    } catch (const std::exception& e) {
-      log->error("could not ensure namespace {} exists: {}; trying again on the next connection",
-                 path, e.what());
-      return false;
+    auto k = options.keeper_factory(bootstrap_config, [signal](SessionState s) {
+      std::lock_guard lock(signal->mutex);
+      if (s == SessionState::connected) signal->up = true;
+      if (s == SessionState::expired || s == SessionState::auth_failed ||
+          s == SessionState::closed)
+        signal->up = signal->up.value_or(false);
+      signal->cv.notify_all();
+    });
+    if (!k) throw std::runtime_error("keeper_factory returned no keeper");
+    {
+      std::unique_lock lock(signal->mutex);
+      signal->cv.wait_for(lock, timeout, [&] { return signal->up.has_value(); });
+      if (signal->up != true)
+        throw KeeperError(Errc::connection_loss, path, "could not connect without chroot");
     }
+    k->create_parents(path, CreateMode::persistent, timeout);
+    auto created = k->try_create(path, {}, CreateMode::persistent, {}, timeout);
+    if (!created.ok() && created.error() != Errc::node_exists)
+      throw KeeperError(created.error(), path);
+    log->info("created namespace {}", path);
   }
 
   // ---- Shared state.
@@ -526,8 +638,13 @@ struct Client::Impl {
     auto until = start + options.connection_timeout;
     if (deadline && *deadline < until) until = *deadline;
     std::unique_lock lock(mutex);
-    connected_cv.wait_until(lock, until, [&] { return connected || closing || auth_failed; });
+    connected_cv.wait_until(lock, until, [&] {
+      return connected || closing || auth_failed || namespace_error;
+    });
     if (closing) throw KeeperError(Errc::closing, "", "the client is closing");
+    // Before connected: the namespace may have gone, and failed to come back,
+    // while the session stayed up.
+    if (namespace_error) throw *namespace_error;
     if (connected) return {keeper, epoch};
     if (auth_failed)
       throw KeeperError(Errc::auth_failed, "",
@@ -546,8 +663,10 @@ struct Client::Impl {
 
   bool block_until_connected(milliseconds timeout) const {
     std::unique_lock lock(mutex);
-    connected_cv.wait_for(lock, timeout, [&] { return connected || closing || auth_failed; });
-    return connected && !closing;
+    connected_cv.wait_for(lock, timeout, [&] {
+      return connected || closing || auth_failed || namespace_error;
+    });
+    return connected && !closing && !namespace_error;
   }
 
   const std::shared_ptr<detail::ClientLifeline> lifeline =
@@ -559,7 +678,12 @@ struct Client::Impl {
 
   // Session thread only.
   detail::ConnectionStateMachine machine;
-  bool namespace_ready;
+  // A connection of the current session, held back from the machine until
+  // its namespace exists.
+  std::optional<SessionState> withheld;
+  std::optional<Clock::time_point> namespace_retry_at;  // next attempt to make it
+  milliseconds namespace_retry_delay = kNamespaceRetryFirst;
+  std::uint64_t namespace_watch_epoch = 0;  // the session whose handle has the watch
   std::optional<Clock::time_point> timer;      // suspended too long, when it fires
   std::optional<Clock::time_point> reopen_at;  // retry of a failed replace_session
   bool current_ended = false;  // the epoch moved on, and no session is open for it yet
@@ -572,6 +696,7 @@ struct Client::Impl {
   bool connected = false;                        // guarded by mutex
   bool auth_failed = false;                      // guarded by mutex
   bool closing = false;                          // guarded by mutex
+  std::optional<KeeperError> namespace_error;    // guarded by mutex: why it cannot be made
 
   detail::BackgroundRemover remover;
   ListenerDispatcher listeners;

@@ -48,9 +48,25 @@ struct ClientOptions {
   // How long a blocking operation waits for a connection before it fails with
   // connection_loss (and the retry policy decides what comes next).
   std::chrono::milliseconds connection_timeout{5000};
-  // "" or "app/locks": every path is relative to /app/locks, which is created
-  // (persistent) on first connection if missing.
+  // "" or "app/locks": every path is relative to /app/locks. Before a
+  // connection is announced (connected, reconnected, read_only) the Client
+  // makes sure the namespace node exists, creating it and its missing parents
+  // (persistent, with namespace_acl) if not; it does so again when the node
+  // is deleted while connected. If it cannot be made (no_auth on a parent,
+  // say), the connection is not announced, block_until_connected() returns
+  // false at once, and keeper_when_connected(), with_retry() and every lock
+  // throw at once KeeperError with the server's code (no_auth, ...), the
+  // namespace path, and a message naming both; the Client tries again with a
+  // growing pause (1 s to 30 s) while the session lasts, and on each new
+  // connection, and the error goes once it succeeds. If only the link fails
+  // meanwhile, callers wait for a connection as usual.
   std::string namespace_path;
+  // The ACL of the namespace node and of the parents it creates. Unset:
+  // open_acl_unsafe(), whatever default_acl says: parents outside the
+  // namespace are shared with other applications and identities (two apps
+  // with namespaces /shared/a and /shared/b share /shared), and a creator-only
+  // parent would lock them out. Nodes inside the namespace get default_acl.
+  std::optional<AclList> namespace_acl;
   std::optional<DigestAuth> auth;
   // Unset: creator_all_acl() when auth is set, else open_acl_unsafe().
   std::optional<AclList> default_acl;

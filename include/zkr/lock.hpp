@@ -203,7 +203,11 @@ class LockLease {
 // A multi that succeeds only while `lease`'s lock node still exists: writes by
 // a holder that has lost its lock fail atomically (with no_node on the check).
 // A lease already released is refused without sending anything (results[0]
-// is no_node).
+// is no_node). Ops that touch the lock itself are std::invalid_argument, also
+// before anything is sent: a remove, set or check of the lease's lock node or
+// lock directory, a create in that directory, and a create (anywhere) of a
+// name that looks like a lock node ("...lock-<10 digits>", or a sequential
+// create that would end so): each would hand the lock on or block a queue.
 MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
                           OptionalTimeout timeout = {});
 

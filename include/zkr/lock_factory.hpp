@@ -9,11 +9,18 @@
 //   zkr::LockFactory locks(client, "/app/locks", zkr::LockLayout::hashed_for(1'000'000));
 //   auto mutex = locks.mutex("sha256:9f86d081884c7d65");   // /app/locks/0a3f/sha256%3A9f86...
 //   std::scoped_lock hold(*mutex);
+//
+// Every process must use the same layout for a root: with different ones a key
+// has two paths and the locks exclude nothing. So a factory records its layout
+// under the root (kLayoutNodeName) and refuses to make locks when a different
+// one is recorded there (LayoutMismatch).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,16 +53,55 @@ std::string encode_key(std::string_view key);
 // name encode_key cannot have made.
 std::optional<std::string> decode_key(std::string_view name);
 
+// The child of a lock root where LockFactory records the root's layout: a
+// persistent node whose data is layout_record(layout). The "." makes it a
+// name that neither encode_key (which escapes ".") nor a bucket (hex digits)
+// can produce, so no key's lock directory can ever be it, and it is not named
+// like a lock node. Lock scans ignore it (no lock nodes in it); the cleaner
+// keeps it (a node with data is not an empty lock directory).
+inline constexpr std::string_view kLayoutNodeName = "_zkr.layout";
+
+// What a layout is recorded as: "zkr-lock-layout v1 flat" or
+// "zkr-lock-layout v1 hashed <buckets>".
+std::string layout_record(const LockLayout& layout);
+
+// The layout recorded under a root is not the factory's.
+class LayoutMismatch : public std::logic_error {
+ public:
+  LayoutMismatch(std::string root, std::string recorded, std::string ours);
+  const std::string& root() const noexcept { return root_; }
+  const std::string& recorded() const noexcept { return recorded_; }
+  const std::string& ours() const noexcept { return ours_; }
+
+ private:
+  std::string root_, recorded_, ours_;
+};
+
 class LockFactory {
  public:
   // Throws std::invalid_argument for a bad root (or "/") or zero buckets.
+  // Sends nothing: the layout is checked when the first lock is made.
   LockFactory(Client& client, std::string root, LockLayout layout = {}, LockOptions options = {});
+
+  // Reads the layout recorded under the root, recording ours first if none is
+  // (a create that, should another process record one at the same moment,
+  // fails with node_exists, and we read theirs). Throws LayoutMismatch if the
+  // recorded layout differs from ours, KeeperError if it cannot be read or
+  // recorded (after the Client's retry policy). For callers who want to know
+  // at startup.
+  void check_layout() const;
 
   // The lock directory of a key: root/name, or root/bucket/name.
   std::string path_for(std::string_view key) const;
   // The bucket directory of a key ("" for the flat layout).
   std::string bucket_for(std::string_view key) const;
 
+  // Each of these first checks the layout, once per factory (and its
+  // copies), if it has not been checked yet: LayoutMismatch if another is
+  // recorded, for this lock and every later one. The check makes one attempt,
+  // and only while connected: if it cannot be made now (no connection, no
+  // permission to read or record it) the lock is made all the same, its
+  // acquire meeting the same fault, and the next lock tries again.
   std::unique_ptr<InterProcessMutex> mutex(std::string_view key) const;
   std::unique_ptr<InterProcessSemaphoreMutex> semaphore_mutex(std::string_view key) const;
   std::unique_ptr<MultiLock> multi_lock(const std::vector<std::string>& keys) const;
@@ -64,10 +110,15 @@ class LockFactory {
   const LockLayout& layout() const noexcept { return layout_; }
 
  private:
+  struct LayoutCheck;
+  void check_layout_if_unchecked() const;
+  void compare_or_record_layout(Keeper& keeper, std::chrono::milliseconds timeout) const;
+
   Client& client_;
   std::string root_;
   LockLayout layout_;
   LockOptions options_;
+  std::shared_ptr<LayoutCheck> layout_check_;  // shared by copies of the factory
 };
 
 }  // namespace zkr

@@ -61,6 +61,7 @@ class MultiLock : public detail::StandardLockable<MultiLock> {
 };
 
 // A multi that succeeds only while every lease's lock node still exists.
+// Refuses ops on any lease's lock node or directory, as the one-lease form.
 MultiResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
                           std::vector<Op> ops, OptionalTimeout timeout = {});
 

@@ -544,6 +544,13 @@ class Server : public std::enable_shared_from_this<Server> {
     return it->second.data;
   }
 
+  std::optional<AclList> acl_now(const std::string& path) const {
+    std::lock_guard lock(mu_);
+    const auto it = tree_.find(path);
+    if (it == tree_.end()) return std::nullopt;
+    return it->second.acl;
+  }
+
   std::vector<std::string> children_now(const std::string& path) const {
     std::lock_guard lock(mu_);
     const auto it = tree_.find(path);
@@ -856,6 +863,9 @@ std::optional<Stat> FakeEnsemble::exists_now(const std::string& path) const {
 }
 std::optional<std::string> FakeEnsemble::data_now(const std::string& path) const {
   return server_->data_now(path);
+}
+std::optional<AclList> FakeEnsemble::acl_now(const std::string& path) const {
+  return server_->acl_now(path);
 }
 std::vector<std::string> FakeEnsemble::children_now(const std::string& path) const {
   return server_->children_now(path);

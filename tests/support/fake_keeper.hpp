@@ -144,6 +144,7 @@ class FakeEnsemble {
 
   std::optional<Stat> exists_now(const std::string& path) const;
   std::optional<std::string> data_now(const std::string& path) const;
+  std::optional<AclList> acl_now(const std::string& path) const;  // as stored, never enforced
   std::vector<std::string> children_now(const std::string& path) const;  // sorted; {} if absent
   // Nodes other than "/" and the reserved /zookeeper subtree.
   std::size_t node_count() const;

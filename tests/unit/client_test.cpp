@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <deque>
 #include <initializer_list>
+#include <map>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,8 @@
 #include <spdlog/logger.h>
 
 #include "background_remover.hpp"
+#include "support/fake_keeper.hpp"
+#include "support/waits.hpp"
 #include "zkr/client.hpp"
 
 namespace zkr {
@@ -45,6 +48,7 @@ struct Nodes {
   std::condition_variable changed;
   std::set<std::string> paths{"/"};        // guarded by mutex
   std::deque<Errc> remove_failures;        // guarded by mutex: next removes fail so
+  std::map<std::string, Errc> refused;     // guarded by mutex: creates of these fail so
   int removes = 0;                         // guarded by mutex: remove requests seen
 
   bool contains(const std::string& p) {
@@ -89,6 +93,8 @@ class ScriptedKeeper : public Keeper {
     const auto full = real(path);
     std::lock_guard lock(nodes_->mutex);
     if (nodes_->paths.count(full)) return ready(Result<Created>(Errc::node_exists, path));
+    if (const auto it = nodes_->refused.find(full); it != nodes_->refused.end())
+      return ready(Result<Created>(it->second, path));
     const auto slash = full.rfind('/');
     const auto parent = slash == 0 ? "/" : full.substr(0, slash);
     if (!nodes_->paths.count(parent)) return ready(Result<Created>(Errc::no_node, path));
@@ -608,9 +614,125 @@ TEST(Client, ExistingNamespaceIsLeftAlone) {
   options.namespace_path = "app";
   Client client(options);
   factory.keeper(0)->report(S::connected);
-  factory.keeper(1)->report(S::connected);
   EXPECT_TRUE(client.block_until_connected(kWait));
-  EXPECT_EQ(factory.count(), 2u);
+  // The session's own handle saw it: no second session was opened.
+  EXPECT_EQ(factory.count(), 1u);
+}
+
+// A namespace that cannot be made is an error callers see at once, naming the
+// namespace and the server's reason, not a connection on which every call
+// fails with no_node. The Client tries again, and connects once it can.
+TEST(Client, NamespaceThatCannotBeMadeIsANamedErrorAtOnce) {
+  Factory factory;
+  factory.nodes->refused["/shared"] = Errc::no_auth;
+  auto options = options_for(factory);
+  options.namespace_path = "shared/app-b";
+  Heard heard;
+  Client client(options);
+  client.add_listener(heard.listener());
+  factory.keeper(0)->report(S::connected);
+  auto bootstrap = factory.keeper(1);
+  ASSERT_TRUE(bootstrap);
+  bootstrap->report(S::connected);
+  bootstrap.reset();
+
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(client.block_until_connected(kWait));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, options.connection_timeout)
+      << "waited for a connection that cannot serve anything";
+  try {
+    (void)client.keeper_when_connected();
+    ADD_FAILURE() << "handed out a keeper whose namespace does not exist";
+  } catch (const KeeperError& e) {
+    EXPECT_EQ(e.errc(), Errc::no_auth);
+    EXPECT_EQ(e.path(), "/shared/app-b");
+    const std::string what = e.what();
+    EXPECT_NE(what.find("namespace /shared/app-b"), std::string::npos) << what;
+    EXPECT_NE(what.find("no_auth at /shared"), std::string::npos) << what;
+  }
+  EXPECT_THROW(client.with_retry([](Keeper& k) { return k.exists("/x"); }), KeeperError);
+  EXPECT_TRUE(heard.states().empty()) << "connected was announced";
+  EXPECT_FALSE(client.is_connected());
+
+  // Fixed (an operator changed the ACL): the next attempt, a second later,
+  // makes it, and only then is connected announced.
+  {
+    std::lock_guard lock(factory.nodes->mutex);
+    factory.nodes->refused.clear();
+  }
+  auto again = factory.keeper(2);
+  ASSERT_TRUE(again) << "no second attempt";
+  EXPECT_EQ(again->config.chroot, "");
+  again->report(S::connected);
+  ASSERT_TRUE(heard.wait_for(1));
+  EXPECT_EQ(heard.states(), (std::vector<C>{C::connected}));
+  EXPECT_TRUE(factory.nodes->contains("/shared/app-b"));
+  EXPECT_NO_THROW((void)client.keeper_when_connected());
+}
+
+// The namespace and the parents made for it get namespace_acl, by default
+// open even when the Client has auth (whose default ACL is creator-only):
+// another identity must be able to make its own namespace beside ours. Nodes
+// inside the namespace still get default_acl.
+TEST(Client, NamespaceAndItsParentsGetTheOpenAclEvenWithAuth) {
+  test::FakeEnsemble ensemble;
+  ClientOptions options;
+  options.connect_string = "127.0.0.1:2181";
+  options.keeper_factory = ensemble.factory();
+  options.auth = DigestAuth{"alice", "secret"};
+  options.namespace_path = "shared/app-a";
+  {
+    Client client(options);
+    ASSERT_TRUE(client.block_until_connected(kWait));
+    EXPECT_EQ(ensemble.acl_now("/shared"), open_acl_unsafe());
+    EXPECT_EQ(ensemble.acl_now("/shared/app-a"), open_acl_unsafe());
+    client.keeper()->create("/inside");
+    EXPECT_EQ(ensemble.acl_now("/shared/app-a/inside"), creator_all_acl());
+  }
+  options.namespace_path = "private/app";
+  options.namespace_acl = creator_all_acl();
+  Client told(options);
+  ASSERT_TRUE(told.block_until_connected(kWait));
+  EXPECT_EQ(ensemble.acl_now("/private"), creator_all_acl());
+  EXPECT_EQ(ensemble.acl_now("/private/app"), creator_all_acl());
+}
+
+// A namespace deleted under a connected Client (an operator, a cleanup) is
+// created again at once: later calls work rather than failing with no_node
+// until a restart.
+TEST(Client, DeletedNamespaceIsCreatedAgain) {
+  test::FakeEnsemble ensemble;
+  ClientOptions options;
+  options.connect_string = "127.0.0.1:2181";
+  options.keeper_factory = ensemble.factory();
+  options.namespace_path = "app";
+  Client client(options);
+  ASSERT_TRUE(client.block_until_connected(kWait));
+  auto raw = ensemble.connect();
+  const auto created_before = ensemble.exists_now("/app")->czxid;
+  auto back = std::make_shared<test::Latch>();
+  raw->remove("/app");
+  if (raw->exists("/app", [back](const WatchEvent& e) {
+        if (e.type == EventType::created) back->open();
+      }))
+    back->open();
+  ASSERT_TRUE(back->wait(kWait)) << "the namespace was not created again";
+  EXPECT_GT(ensemble.exists_now("/app")->czxid, created_before);
+  EXPECT_TRUE(client.with_retry([](Keeper& k) { return k.create("/x"); }).path == "/x");
+  EXPECT_TRUE(ensemble.exists_now("/app/x"));
+
+  // Deleted while the link is down: made again before reconnected is announced.
+  Heard heard;
+  client.add_listener(heard.listener());
+  const auto id = client.keeper()->session_id();
+  ensemble.disconnect(id);
+  ASSERT_TRUE(heard.wait_for(1));
+  raw->remove("/app/x");
+  raw->remove("/app");
+  ensemble.reconnect(id);
+  ASSERT_TRUE(heard.wait_for(2));
+  EXPECT_EQ(heard.states(), (std::vector<C>{C::suspended, C::reconnected}));
+  EXPECT_TRUE(ensemble.exists_now("/app"));
 }
 
 TEST(Client, DestructorClosesTheSessionAndDeliversQueuedStates) {
@@ -648,6 +770,7 @@ TEST(Client, EffectiveOptionsHaveDefaults) {
   EXPECT_TRUE(client.options().sleeper);
   EXPECT_TRUE(client.options().logger);
   EXPECT_EQ(client.options().default_acl, open_acl_unsafe());
+  EXPECT_EQ(client.options().namespace_acl, open_acl_unsafe());
   EXPECT_EQ(&client.retry_policy(), client.options().retry_policy.get());
   (void)client.sleeper();
   (void)client.logger();
@@ -695,6 +818,14 @@ TEST(ClientOptions, BadNamespaces) {
     o.namespace_path = ns;
     expect_invalid(o, "namespace_path");
   }
+}
+
+TEST(ClientOptions, EmptyNamespaceAcl) {
+  Factory factory;
+  auto o = options_for(factory);
+  o.namespace_path = "app";
+  o.namespace_acl = AclList{};
+  expect_invalid(o, "namespace_acl");
 }
 
 TEST(ClientOptions, BadAuth) {

@@ -5,6 +5,8 @@
 #include <set>
 
 #include "support/fake_keeper.hpp"
+#include "support/waits.hpp"
+#include "zkr/cleanup.hpp"
 #include "zkr/lock_factory.hpp"
 #include "zkr/path.hpp"
 
@@ -128,6 +130,101 @@ TEST_F(LockFactoryTest, LocksByKeyExcludeEachOther) {
   a->release();
   c->release();
   EXPECT_TRUE(ensemble_.children_now(locks.path_for("order/42")).empty());
+}
+
+
+// The first lock a factory makes records its layout under the root; a factory
+// with the same layout agrees, one with another refuses (naming the root, the
+// recorded layout and its own), for every later lock too.
+TEST_F(LockFactoryTest, ADifferentLayoutOnTheSameRootIsRefused) {
+  ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
+  const std::string record = "/app/locks/" + std::string(kLayoutNodeName);
+  LockFactory first(client(), "/app/locks", LockLayout::hashed(16));
+  EXPECT_FALSE(ensemble_.exists_now(record));  // the constructor sends nothing
+  auto a = first.semaphore_mutex("order/42");
+  EXPECT_EQ(ensemble_.data_now(record), "zkr-lock-layout v1 hashed 16");
+  EXPECT_EQ(ensemble_.exists_now(record)->ephemeral_owner, 0);  // persistent
+
+  LockFactory same(client(), "/app/locks", LockLayout::hashed(16));
+  EXPECT_NO_THROW(same.check_layout());
+  auto b = same.semaphore_mutex("order/42");
+  ASSERT_TRUE(a->try_acquire());
+  EXPECT_FALSE(b->try_acquire());  // one key, one path: they exclude each other
+  a->release();
+
+  LockFactory other(client(), "/app/locks", LockLayout::hashed(64));
+  try {
+    (void)other.mutex("order/42");
+    FAIL() << "a factory with another layout made a lock";
+  } catch (const LayoutMismatch& e) {
+    EXPECT_EQ(e.root(), "/app/locks");
+    EXPECT_EQ(e.recorded(), "zkr-lock-layout v1 hashed 16");
+    EXPECT_EQ(e.ours(), "zkr-lock-layout v1 hashed 64");
+    const std::string what = e.what();
+    for (const auto* part : {"/app/locks", "hashed 16", "hashed 64"})
+      EXPECT_NE(what.find(part), std::string::npos) << what;
+  }
+  EXPECT_THROW((void)other.semaphore_mutex("x"), LayoutMismatch);
+  EXPECT_THROW((void)other.multi_lock({"x", "y"}), LayoutMismatch);
+  EXPECT_THROW(other.check_layout(), LayoutMismatch);
+  EXPECT_THROW((void)LockFactory(client(), "/app/locks").mutex("x"), LayoutMismatch);  // flat
+  EXPECT_EQ(ensemble_.data_now(record), "zkr-lock-layout v1 hashed 16");  // untouched
+  // Another root is another record.
+  EXPECT_NO_THROW((void)LockFactory(client(), "/app/other", LockLayout::hashed(64)).mutex("x"));
+}
+
+// check_layout() makes the root as a lock makes its directories, with the
+// lock's ACL (open by default, so that every identity can read the record),
+// and the record with the same ACL.
+TEST_F(LockFactoryTest, CheckLayoutCreatesTheRootAndRecordsTheLayout) {
+  ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
+  LockFactory flat(client(), "/deep/er/root");
+  flat.check_layout();
+  EXPECT_EQ(ensemble_.data_now("/deep/er/root/" + std::string(kLayoutNodeName)),
+            "zkr-lock-layout v1 flat");
+  // (Containers look persistent to clients, the fake's as the server's: the
+  // mode cannot be seen here; the ACL can.)
+  for (const auto* path : {"/deep", "/deep/er", "/deep/er/root", "/deep/er/root/_zkr.layout"})
+    EXPECT_EQ(ensemble_.acl_now(path), open_acl_unsafe()) << path;
+  flat.check_layout();  // idempotent
+}
+
+// Made while disconnected, a lock is made unchecked (try_acquire promises one
+// attempt, not a wait); the next lock made while connected checks.
+TEST_F(LockFactoryTest, LocksMadeWithoutAConnectionAreCheckedByTheNextOne) {
+  ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
+  auto suspended = std::make_shared<test::Latch>();  // the listener may outlive this test body
+  client().add_listener([suspended](ConnectionState s) {
+    if (s == ConnectionState::suspended) suspended->open();
+  });
+  const auto id = client().keeper()->session_id();
+  ensemble_.disconnect(id);
+  ASSERT_TRUE(suspended->wait(std::chrono::seconds(5)));
+  ASSERT_FALSE(client().is_connected());
+  LockFactory locks(client(), "/app/locks");
+  EXPECT_NO_THROW((void)locks.mutex("k"));
+  EXPECT_FALSE(ensemble_.exists_now("/app/locks/" + std::string(kLayoutNodeName)));
+  ensemble_.reconnect(id);
+  ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
+  (void)locks.mutex("k");
+  EXPECT_EQ(ensemble_.data_now("/app/locks/" + std::string(kLayoutNodeName)),
+            "zkr-lock-layout v1 flat");
+}
+
+// The record is not a lock directory: no key's path is it, a scan shows no
+// lock for it, and the cleaner leaves it alone.
+TEST_F(LockFactoryTest, TheRecordIsNeverTakenForALock) {
+  ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
+  LockFactory locks(client(), "/app/locks");
+  EXPECT_NE(locks.path_for(kLayoutNodeName), "/app/locks/" + std::string(kLayoutNodeName));
+  auto held = locks.semaphore_mutex("k");
+  ASSERT_TRUE(held->try_acquire());
+  std::vector<std::string> found;
+  scan_locks(client(), "/app/locks", {}, [&](const LockInfo& info) { found.push_back(info.path); });
+  EXPECT_EQ(found, std::vector<std::string>{"/app/locks/k"});
+  held->release();
+  (void)clean_lock_root(client(), "/app/locks", {});
+  EXPECT_TRUE(ensemble_.exists_now("/app/locks/" + std::string(kLayoutNodeName)));
 }
 
 }  // namespace

@@ -124,6 +124,56 @@ TEST_F(MultiLockTest, GuardedWriteChecksEveryLease) {
   both.release();
 }
 
+// Ops that would undo the guard or block a queue are refused before anything
+// is sent: the message names the op and its path, and the tree is unchanged.
+TEST_F(MultiLockTest, GuardedWriteRefusesOpsOnTheLocksOwnNodes) {
+  auto& c = client();
+  c.keeper()->create("/resource", "0");
+  c.keeper()->create("/elsewhere");
+  MultiLock both(c, {"/l/a", "/l/b"});
+  ASSERT_TRUE(both.try_acquire());
+  const auto leases = both.leases();
+  const std::string node = leases[1].node_path();  // under /l/b
+  const std::string sequential_lock_name = "/elsewhere/x-lock-";
+  const std::vector<std::pair<Op, std::string>> refused = {
+      {op::Remove{node}, "remove of " + node},
+      {op::Set{node, "mine"}, "set of " + node},
+      {op::Check{node}, "check of " + node},
+      {op::Remove{"/l/b"}, "remove of /l/b"},
+      {op::Set{"/l/a", "x"}, "set of /l/a"},
+      {op::Check{"/l/a"}, "check of /l/a"},
+      {op::Create{"/l/a/mine"}, "create of /l/a/mine"},
+      {op::Create{"/l/b"}, "create of /l/b"},
+      // Lock-named anywhere: as it is, or once the server appends a sequence.
+      {op::Create{"/elsewhere/_c_x-lock-0000000001"}, "create of /elsewhere/_c_x-lock-0000000001"},
+      {op::Create{sequential_lock_name, "", CreateMode::ephemeral_sequential},
+       "create of " + sequential_lock_name},
+  };
+  const auto zxid = ensemble_.last_zxid();
+  for (const auto& [o, named] : refused) {
+    try {
+      (void)guarded_write(*c.keeper(), leases, {op::Set{"/resource", "1"}, o});
+      ADD_FAILURE() << "accepted the " << named;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  }
+  // The single-lease form refuses the same way.
+  EXPECT_THROW((void)guarded_write(*c.keeper(), leases[0], {op::Remove{leases[0].node_path()}}),
+               std::invalid_argument);
+  EXPECT_THROW((void)guarded_write(*c.keeper(), leases[0], {op::Create{"/l/a/x"}}),
+               std::invalid_argument);
+  EXPECT_EQ(ensemble_.last_zxid(), zxid);  // nothing was sent
+  EXPECT_EQ(*ensemble_.data_now("/resource"), "0");
+  EXPECT_TRUE(ensemble_.exists_now(node));
+  // Ordinary writes next to the locks still go through, sequential ones included.
+  EXPECT_TRUE(guarded_write(*c.keeper(), leases,
+                            {op::Set{"/resource", "1"}, op::Create{"/l/c"},
+                             op::Create{"/elsewhere/job-", "", CreateMode::persistent_sequential}})
+                  .ok());
+  both.release();
+}
+
 // Rounds were capped at 16: a set whose session ended 16 times threw
 // session_expired although its deadline allowed more.
 TEST_F(MultiLockTest, RoundsLostToSessionEndsGoOnUntilTheDeadline) {

@@ -1,0 +1,176 @@
+// Applications that share paths on a live ensemble: namespaces of different
+// identities under one parent, a namespace the server refuses or someone
+// deletes, and lock factories of different layouts on one root (issue 11).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "support/ensemble.hpp"
+#include "support/process_state.hpp"
+#include "support/waits.hpp"
+#include "zkr/lock.hpp"
+#include "zkr/lock_factory.hpp"
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kWait = 30s;  // generous: an ensemble on a loaded machine can be slow
+
+ClientOptions options_for(std::optional<DigestAuth> auth, std::string namespace_path = {}) {
+  ClientOptions o;
+  o.connect_string = test::connect_string();
+  o.session_timeout = 6s;
+  o.connection_timeout = 10s;
+  o.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 5, 500ms);
+  o.logger = test::quiet_logger("zkr-shared-roots-integration");
+  o.auth = std::move(auth);
+  o.namespace_path = std::move(namespace_path);
+  return o;
+}
+
+std::unique_ptr<Client> connected_client(ClientOptions options) {
+  auto client = std::make_unique<Client>(std::move(options));
+  if (!client->block_until_connected(kWait)) throw std::runtime_error("no connection");
+  return client;
+}
+
+void remove_tree(Keeper& keeper, const std::string& path) {
+  auto children = keeper.try_children(path);
+  if (!children.ok()) return;
+  for (const auto& name : children.value().names) remove_tree(keeper, path + "/" + name);
+  (void)keeper.try_remove(path);
+}
+
+const DigestAuth kAlice{"alice", "alice-secret"};
+const DigestAuth kBob{"bob", "bob-secret"};
+
+class SharedRootsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ZKR_REQUIRE_ENSEMBLE();
+    base_ = test::unique_path("shared");
+    // Alice can clean everything up: whatever is creator-only is hers.
+    alice_raw_ = connected_client(options_for(kAlice));
+  }
+  void TearDown() override {
+    if (!alice_raw_) return;
+    auto keeper = alice_raw_->keeper();
+    keeper->sync(base_);
+    remove_tree(*keeper, base_);
+  }
+
+  std::string base_;  // "/t-...-shared": the shared parent
+  std::unique_ptr<Client> alice_raw_;
+};
+
+// With auth, the default ACL is creator-only; the parent the namespace needs
+// must not be, or the first identity locks every other out of it.
+TEST_F(SharedRootsTest, TwoIdentitiesMakeNamespacesUnderOneParent) {
+  auto alice = connected_client(options_for(kAlice, base_ + "/app-a"));
+  auto bob = connected_client(options_for(kBob, base_ + "/app-b"));
+  auto raw = alice_raw_->keeper();
+  raw->sync(base_);  // another session, maybe another server: catch up first
+  EXPECT_TRUE(raw->exists(base_ + "/app-b"));
+  // Both work in their namespace; nodes inside stay their creator's.
+  InterProcessMutex alices(*alice, "/locks/x");
+  InterProcessMutex bobs(*bob, "/locks/x");
+  ASSERT_TRUE(alices.try_acquire_for(kWait));
+  ASSERT_TRUE(bobs.try_acquire_for(kWait));  // another namespace: another lock
+  EXPECT_TRUE(alices.release());
+  EXPECT_TRUE(bobs.release());
+  bob->keeper()->create("/bobs-own", "private");
+  raw->sync(base_ + "/app-b");
+  EXPECT_EQ(raw->try_get(base_ + "/app-b/bobs-own").error(), Errc::no_auth);
+}
+
+// A parent where the namespace cannot be made: the Client says so at once,
+// with the server's reason and the namespace's path, and does not pretend to
+// be connected.
+TEST_F(SharedRootsTest, RefusedNamespaceIsANamedErrorAtOnce) {
+  const std::string fenced = base_ + "/alice-only";
+  alice_raw_->keeper()->create_parents(fenced);
+  alice_raw_->keeper()->create(fenced, "", CreateMode::persistent, {.acl = creator_all_acl()});
+
+  Client bob(options_for(kBob, fenced + "/app-b"));
+  const auto start = Clock::now();
+  EXPECT_FALSE(bob.block_until_connected(kWait));
+  EXPECT_LT(Clock::now() - start, kWait / 2) << "the refusal was not reported at once";
+  try {
+    (void)bob.keeper_when_connected();
+    ADD_FAILURE() << "a keeper whose namespace does not exist";
+  } catch (const KeeperError& e) {
+    EXPECT_EQ(e.errc(), Errc::no_auth) << e.what();
+    EXPECT_EQ(e.path(), fenced + "/app-b");
+    EXPECT_NE(std::string(e.what()).find("namespace " + fenced + "/app-b"), std::string::npos)
+        << e.what();
+  }
+  InterProcessMutex lock(bob, "/l");
+  try {
+    (void)lock.try_acquire_for(1s);
+    ADD_FAILURE() << "a lock in a namespace that does not exist";
+  } catch (const KeeperError& e) {
+    EXPECT_EQ(e.errc(), Errc::no_auth) << e.what();
+  }
+  alice_raw_->keeper()->sync(fenced);
+  EXPECT_FALSE(alice_raw_->keeper()->exists(fenced + "/app-b"));
+}
+
+// Deleted under a connected Client, the namespace is made again, and locks in
+// it work again without a restart.
+TEST_F(SharedRootsTest, DeletedNamespaceIsMadeAgain) {
+  const std::string ns = base_ + "/app";
+  auto alice = connected_client(options_for(kAlice, ns));
+  InterProcessMutex lock(*alice, "/l");
+  ASSERT_TRUE(lock.try_acquire_for(kWait));
+  EXPECT_TRUE(lock.release());
+  auto raw = alice_raw_->keeper();
+  raw->sync(ns);
+  const auto made_first = raw->exists(ns)->czxid;
+  remove_tree(*raw, ns);
+  ASSERT_TRUE(test::wait_children(*raw, base_,
+                                  [](const auto& names) { return names.size() == 1; }, kWait))
+      << "the namespace was not made again";
+  EXPECT_GT(raw->exists(ns)->czxid, made_first);
+  ASSERT_TRUE(lock.try_acquire_for(kWait));
+  EXPECT_TRUE(lock.release());
+}
+
+// Two processes (two Clients) with different layouts on one root: the second
+// refuses to make locks, naming both layouts; one with the same layout shares
+// the first one's lock paths and is excluded by it.
+TEST_F(SharedRootsTest, LockFactoriesWithDifferentLayoutsOnOneRootRefuse) {
+  const std::string root = base_ + "/locks";
+  auto first_client = connected_client(options_for(kAlice));
+  auto second_client = connected_client(options_for(kBob));
+  LockFactory first(*first_client, root, LockLayout::hashed_for(1'000'000));
+  auto held = first.semaphore_mutex("order-42");
+  ASSERT_TRUE(held->try_acquire_for(kWait));
+
+  LockFactory other(*second_client, root, LockLayout::hashed_for(10'000'000));
+  try {
+    (void)other.semaphore_mutex("order-42");
+    ADD_FAILURE() << "a factory with another layout made a lock";
+  } catch (const LayoutMismatch& e) {
+    EXPECT_EQ(e.root(), root);
+    EXPECT_EQ(e.recorded(), layout_record(first.layout()));
+    EXPECT_EQ(e.ours(), layout_record(other.layout()));
+  }
+  EXPECT_THROW(other.check_layout(), LayoutMismatch);
+
+  LockFactory same(*second_client, root, LockLayout::hashed_for(1'000'000));
+  EXPECT_NO_THROW(same.check_layout());
+  auto contender = same.semaphore_mutex("order-42");
+  EXPECT_FALSE(contender->try_acquire_for(200ms));
+  EXPECT_TRUE(held->release());
+  ASSERT_TRUE(contender->try_acquire_for(kWait));
+  EXPECT_TRUE(contender->release());
+}
+
+}  // namespace
+}  // namespace zkr
