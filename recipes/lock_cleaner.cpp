@@ -93,6 +93,10 @@ class Cleaner {
         const auto path = join_path(dir, child.name);
         if (path == "/zookeeper") {
           ++left;  // the server's own: never looked into
+        } else if (child.name == kLayoutNodeName) {
+          // A LockFactory's layout record: it keeps the root, so that a
+          // factory configured otherwise is refused for as long as it lives.
+          ++left;
         } else if (child.stat.is_ephemeral()) {
           // Held or waited on: a live session owns it. Never ours to touch.
           if (child.lock_node) ++report_.live_lock_nodes;

@@ -16,7 +16,8 @@
 // (no lock of this library makes one: it is reported, since it blocks every
 // contender queued behind it, and left for a person to remove). A root that
 // mixes lock directories with other data is swept around that data; the root
-// itself goes only with remove_root, and by the same rules.
+// itself goes only with remove_root, and by the same rules. A LockFactory's
+// layout record (kLayoutNodeName) stays, and with it the root it describes.
 //
 // Huge directories are listed once and then worked through page by page, a
 // page of requests in flight at a time. Before any listing, a stat says how
