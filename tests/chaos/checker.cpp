@@ -571,7 +571,8 @@ class Checker {
         if (now.czxid != was.czxid)
           changes.push_back("deleted and created again (czxid " + std::to_string(was.czxid) + " -> " +
                             std::to_string(now.czxid) + ")");
-        if (now.version != was.version || now.mzxid != was.mzxid)
+        // (A node made again has a new mzxid of course: not a write on its own.)
+        if (now.version != was.version || (now.czxid == was.czxid && now.mzxid != was.mzxid))
           changes.push_back("data written (version " + std::to_string(was.version) + " -> " +
                             std::to_string(now.version) + ")");
         if (now.data != was.data) changes.push_back("data '" + shown(was.data) + "' -> '" + shown(now.data) + "'");
@@ -682,7 +683,7 @@ FinalState read_final_state(const std::string& path) {
 Fields bystander_fields(const Bystander& node) {
   return {{"path", word(node.path)},
           {"exists", node.exists ? "1" : "0"},
-          {"data", to_hex(node.data)},
+          {"data", node.data.empty() ? "-" : to_hex(node.data)},  // an empty value would be "-" anyway (word)
           {"czxid", std::to_string(node.czxid)},
           {"mzxid", std::to_string(node.mzxid)},
           {"version", std::to_string(node.version)},
@@ -694,7 +695,7 @@ Bystander parse_bystander(const Event& e) {
   node.path = e.get("path");
   if (node.path.empty()) throw std::invalid_argument("a bystander record without a path");
   node.exists = e.get("exists") != "0";
-  node.data = from_hex(e.get("data"));
+  if (e.get("data") != "-") node.data = from_hex(e.get("data"));
   node.czxid = e.integer("czxid");
   node.mzxid = e.integer("mzxid");
   node.version = static_cast<std::int32_t>(e.integer("version"));

@@ -106,8 +106,8 @@ struct BystanderRecord {
   std::optional<std::string> sweep;  // what the sweep did ("removed=1 not_ours=9 ..." or "error=...")
 };
 
-// One bystander as a record's fields (data in hex: it is any bytes), and back
-// (throws std::invalid_argument for a bad field).
+// One bystander as a record's fields (data in hex: it is any bytes; "-" for
+// none), and back (throws std::invalid_argument for a bad field).
 Fields bystander_fields(const Bystander& node);
 Bystander parse_bystander(const Event& event);
 BystanderRecord read_bystanders(const std::string& path);
