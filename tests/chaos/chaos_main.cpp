@@ -39,7 +39,9 @@
 #include "support/waits.hpp"
 #include "tcp_proxy.hpp"
 #include "worker_pool.hpp"
+#include "zkr/cleanup.hpp"
 #include "zkr/client.hpp"
+#include "zkr/lock_factory.hpp"
 
 #ifndef ZKR_CHAOS_WORKER
 #error "ZKR_CHAOS_WORKER must name the zkr-chaos-worker executable"
@@ -199,6 +201,58 @@ chaos::FinalState snapshot(zkr::Client& client, const std::vector<std::string>& 
   });
 }
 
+// Other applications' nodes in the lock root (issue 11): lock roots are
+// shared, and the library may delete nothing it did not make. Planted before
+// any worker starts: a Kafka-like tree of empty persistent nodes and one with
+// data beside the lock directories, and two keys' lock paths made beforehand,
+// without the library's mark: k1's holding another application's data (as
+// Curator users lock /data/printer), k2's empty. The workers lock on both;
+// the lock root itself is made by the runner, unmarked, and is one too.
+// Parents come before their children.
+struct Planted {
+  std::string path;
+  std::string data;
+};
+
+std::vector<Planted> bystander_tree(zkr::Client& client, const std::string& lock_root,
+                                    const std::vector<std::string>& keys) {
+  std::vector<Planted> tree{{lock_root, ""}};
+  for (const auto* name : {"admin", "admin/delete_topics", "brokers", "brokers/ids", "config",
+                           "config/changes", "isr_change_notification"})
+    tree.push_back({lock_root + "/" + name, ""});
+  tree.push_back({lock_root + "/controller_epoch", "7"});
+  // The lock path exactly as the workers' LockFactory makes it.
+  const zkr::LockFactory layout(client, lock_root, zkr::LockLayout::flat());
+  tree.push_back({layout.path_for(keys.at(1)), "config=important"});
+  if (keys.size() > 2) tree.push_back({layout.path_for(keys[2]), ""});
+  return tree;
+}
+
+// Each path as it is now (after a sync), or that it does not exist.
+std::vector<chaos::Bystander> look_at(zkr::Client& client, const std::vector<Planted>& tree) {
+  return client.with_retry([&](zkr::Keeper& k) {
+    k.sync(kRoot);  // our server may lag behind the others
+    std::vector<chaos::Bystander> nodes;
+    for (const auto& planted : tree) {
+      chaos::Bystander node;
+      node.path = planted.path;
+      auto got = k.try_get(planted.path);
+      if (!got.ok() && got.error() == zkr::Errc::no_node) {
+        node.exists = false;
+      } else {
+        const auto found = std::move(got).value();  // throws for any other error: retried
+        node.data = found.data;
+        node.czxid = found.stat.czxid;
+        node.mzxid = found.stat.mzxid;
+        node.version = found.stat.version;
+        node.owner = found.stat.ephemeral_owner;
+      }
+      nodes.push_back(std::move(node));
+    }
+    return nodes;
+  });
+}
+
 int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   const auto wall_start = Clock::now();
   chaos::EventLog nemesis_log(dir + "/nemesis.log");
@@ -229,7 +283,17 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   std::vector<std::string> keys;
   for (int i = 0; i < o.keys; ++i) keys.push_back("k" + std::to_string(i));
   create_if_missing(client, kRoot, "");
-  create_if_missing(client, kRoot + "/locks", "");
+  const std::string lock_root = kRoot + "/locks";
+  const auto bystanders = bystander_tree(client, lock_root, keys);
+  for (const auto& planted : bystanders) create_if_missing(client, planted.path, planted.data);
+  chaos::EventLog bystander_log(dir + "/bystanders.txt");
+  const auto before = look_at(client, bystanders);
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    // A fresh ensemble: a node that is not as planted means the setup failed.
+    if (!before[i].exists || before[i].data != bystanders[i].data)
+      throw std::runtime_error("runner: " + bystanders[i].path + " is not as planted");
+    bystander_log.write("before", chaos::bystander_fields(before[i]));
+  }
   create_if_missing(client, kRoot + "/data", "");
   std::string key_list;
   for (const auto& key : keys) {
@@ -275,7 +339,14 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   for (auto& p : proxies) targets.proxies.push_back(p.get());
   targets.workers = &pool;
   targets.observer = &client;
-  targets.lock_root = kRoot + "/locks";
+  targets.lock_root = lock_root;
+  for (const auto& planted : bystanders) {  // the tree's top, not the keys' lock paths
+    if (!planted.path.starts_with(lock_root + "/")) continue;
+    const auto name = planted.path.substr(lock_root.size() + 1);
+    if (name.find('/') == std::string::npos &&
+        std::find(keys.begin(), keys.end(), zkr::decode_key(name).value_or("")) == keys.end())
+      targets.not_lock_dirs.insert(name);
+  }
   targets.run_dir = dir;
   targets.session_timeout = o.session_timeout;
   chaos::Nemesis nemesis(targets, o.seed, o.faults, nemesis_log);
@@ -303,9 +374,26 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   for (const auto& p : pool.stop_all(30s)) info.run_problems.push_back(p);
   proxies.clear();  // the workers are gone: no connection is left to proxy
 
-  wait_lock_nodes_gone(client, kRoot + "/locks", o.session_timeout * 3 + 15s);
+  wait_lock_nodes_gone(client, lock_root, o.session_timeout * 3 + 15s);
   const auto state = snapshot(client, keys);
   chaos::write_final_state(dir + "/final-state.txt", state);
+
+  // What an operator does after such a day: sweep the lock root, for real.
+  // It may take the library's own empty directories and nothing else; then
+  // every bystander must be the node it was before the workers started.
+  try {
+    const auto swept = zkr::clean_lock_root(client, lock_root);
+    bystander_log.write("sweep", {{"removed", std::to_string(swept.empty_directories)},
+                                  {"not_ours", std::to_string(swept.not_ours)},
+                                  {"foreign_lock_nodes", std::to_string(swept.foreign_lock_nodes)},
+                                  {"live_lock_nodes", std::to_string(swept.live_lock_nodes)},
+                                  {"raced", std::to_string(swept.raced)}});
+    std::cout << "chaos: swept " << lock_root << ": removed " << swept.empty_directories
+              << " empty directories of ours, kept " << swept.not_ours << " not ours" << std::endl;
+  } catch (const std::exception& e) {
+    bystander_log.write("sweep", {{"error", chaos::word(e.what())}});  // the checker reports it
+  }
+  for (const auto& node : look_at(client, bystanders)) bystander_log.write("after", chaos::bystander_fields(node));
 
   const auto input = chaos::load_run(dir);
   const auto result = chaos::check(input);

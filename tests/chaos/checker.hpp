@@ -29,6 +29,11 @@
 //                    byte < 0x20 or 0x7f, or longer than kMaxHolderText,
 //                    instead of throwing std::invalid_argument
 //   valid_holder_refused     a lock constructor refused a valid holder text
+//   bystander_changed        a node of another application (planted before the
+//                    workers started: a Kafka-like tree under the lock root,
+//                    existing nodes at some keys' lock paths) was deleted,
+//                    created again, or had its data changed by the end of
+//                    the run and one sweep of the lock root (clean_lock_root)
 //
 // A `cut` with a node (delete_holder_node) ends only the hold of that node:
 // its interval on that key ends when the deletion was sent, and its writes
@@ -49,6 +54,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -76,10 +82,41 @@ struct FinalState {
   std::set<std::int64_t> live_sessions;
 };
 
+// A bystander: a node another application owns in the run's lock root (issue
+// 11: "delete nothing that is not ours"). Not to be confused with the
+// nemesis's `foreign` nodes, which come and go during the run. Only what no lock may change is recorded: which
+// incarnation it is (czxid), its data and data version, its owner. Its
+// children are not: at a lock path they come and go with the contenders.
+struct Bystander {
+  std::string path;
+  bool exists = true;
+  std::string data;
+  std::int64_t czxid = 0;
+  std::int64_t mzxid = 0;
+  std::int32_t version = 0;  // data version
+  std::int64_t owner = 0;    // ephemeral owner session, 0 if none
+};
+
+// RUN/bystanders.txt: each bystander before the workers start ("before"
+// lines), the sweep of the lock root after the run ("sweep"), and each
+// bystander again after the sweep ("after").
+struct BystanderRecord {
+  std::vector<Bystander> before;
+  std::vector<Bystander> after;
+  std::optional<std::string> sweep;  // what the sweep did ("removed=1 not_ours=9 ..." or "error=...")
+};
+
+// One bystander as a record's fields (data in hex: it is any bytes; "-" for
+// none), and back (throws std::invalid_argument for a bad field).
+Fields bystander_fields(const Bystander& node);
+Bystander parse_bystander(const Event& event);
+BystanderRecord read_bystanders(const std::string& path);
+
 struct RunInput {
   std::vector<std::pair<std::string, std::vector<Event>>> workers;  // file name, events
   std::vector<Event> nemesis;
   FinalState final_state;
+  BystanderRecord bystanders;  // empty for a run made before issue 11
 };
 
 struct CheckResult {
@@ -97,6 +134,8 @@ struct CheckResult {
   std::int64_t invalid_holders_tried = 0;    // lock constructors given an invalid holder text
   std::int64_t invalid_holders_refused = 0;  // ...that threw std::invalid_argument, as they must
   std::int64_t shared_holds = 0;             // holds on a lock object two threads share
+  std::int64_t bystanders = 0;               // other applications' nodes checked after the sweep
+  std::string sweep;                         // what the sweep after the run did
   std::map<std::string, std::int64_t> lost_notices;   // by reason
   std::map<std::string, std::int64_t> client_states;  // suspended, lost, ...
   std::map<std::string, std::int64_t> faults;         // by kind
@@ -127,7 +166,8 @@ CheckResult check(const RunInput& input);
 void write_final_state(const std::string& path, const FinalState& state);
 FinalState read_final_state(const std::string& path);
 
-// Reads DIR/worker-*.log, DIR/nemesis.log and DIR/final-state.txt.
+// Reads DIR/worker-*.log, DIR/nemesis.log, DIR/final-state.txt and
+// DIR/bystanders.txt (if there is one).
 RunInput load_run(const std::string& dir);
 
 }  // namespace zkr::chaos

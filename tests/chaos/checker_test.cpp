@@ -358,5 +358,92 @@ TEST(ChaosChecker, NodeTheNemesisLeftIsNotTheLibrarysOrphan) {
   EXPECT_NE(r.problems[0].find("nemesis"), std::string::npos);
 }
 
+// Issue 11's trees: a Kafka-like tree under the lock root, and a lock path
+// that existed before the locks, holding another application's data.
+std::vector<Bystander> kafka_like_tree() {
+  return {{"/chaos/locks", true, "", 10, 10, 0, 0},
+          {"/chaos/locks/admin/delete_topics", true, "", 12, 12, 0, 0},
+          {"/chaos/locks/controller_epoch", true, "7", 13, 13, 0, 0},
+          {"/chaos/locks/k1", true, "config=important", 14, 14, 0, 0}};
+}
+
+RunInput with_bystanders(std::vector<Bystander> before, std::vector<Bystander> after) {
+  auto in = input({}, 0, 0);
+  in.bystanders.before = std::move(before);
+  in.bystanders.after = std::move(after);
+  in.bystanders.sweep = "removed=1 not_ours=3";
+  return in;
+}
+
+TEST(ChaosChecker, BystandersAsTheyWerePass) {
+  // The lock path's children came and went: not recorded, not compared.
+  const auto r = check(with_bystanders(kafka_like_tree(), kafka_like_tree()));
+  EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
+  EXPECT_EQ(r.bystanders, 4);
+  EXPECT_EQ(r.sweep, "removed=1 not_ours=3");
+}
+
+TEST(ChaosChecker, BystanderDeletedRecreatedOrWrittenIsAViolation) {
+  auto after = kafka_like_tree();
+  after[1].exists = false;                          // the cleaner took an empty node not its own
+  after[2].czxid = after[2].mzxid = 90;             // deleted and made again, same data
+  after[3].data = "";                               // a release deleted the lock path, a lock made it again
+  after[3].czxid = after[3].mzxid = 91;
+  const auto r = check(with_bystanders(kafka_like_tree(), after));
+  ASSERT_EQ(r.violations.count("bystander_changed"), 1u);
+  EXPECT_EQ(r.violations.at("bystander_changed"), 3);
+  ASSERT_EQ(r.examples.size(), 3u);
+  EXPECT_NE(r.examples[0].find("/chaos/locks/admin/delete_topics"), std::string::npos);
+  EXPECT_NE(r.examples[0].find("deleted"), std::string::npos);
+  EXPECT_NE(r.examples[1].find("created again"), std::string::npos);
+  EXPECT_NE(r.examples[2].find("'config=important' -> ''"), std::string::npos);
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(ChaosChecker, BystanderDataWrittenIsAViolationEvenIfSetBack) {
+  auto after = kafka_like_tree();
+  after[2].version = 2;  // written twice, "7" again in the end
+  after[2].mzxid = 95;
+  const auto r = check(with_bystanders(kafka_like_tree(), after));
+  ASSERT_EQ(r.violations.count("bystander_changed"), 1u);
+  EXPECT_NE(r.examples[0].find("version 0 -> 2"), std::string::npos);
+}
+
+TEST(ChaosChecker, BystanderWithoutAnAfterRecordOrSweepIsAProblem) {
+  auto in = with_bystanders(kafka_like_tree(), {kafka_like_tree()[0]});
+  in.bystanders.sweep.reset();
+  const auto r = check(in);
+  EXPECT_EQ(r.problems.size(), 4u);  // no sweep, three nodes with no record after
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(ChaosChecker, BystanderIsNotTheLibrarysOrphan) {
+  // Another application's ephemeral node, of a session the run never had.
+  auto tree = kafka_like_tree();
+  tree.push_back({"/chaos/locks/brokers/ids/1", true, "{\"host\":\"127.0.0.1\"}", 15, 15, 0, 0x77});
+  auto in = with_bystanders(tree, tree);
+  in.final_state.lock_root_nodes.push_back({"/chaos/locks/brokers/ids/1", 0x77});
+  const auto r = check(in);
+  EXPECT_TRUE(r.orphans.empty());
+  EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
+}
+
+TEST(ChaosChecker, BystanderRecordRoundTrips) {
+  // Through word(), as EventLog writes each value: empty data included.
+  for (const std::string& data : {std::string("a b\n\0\xff", 6), std::string()}) {
+    const Bystander node{"/chaos/locks/k1", false, data, 1, 2, 3, 0x1234};
+    std::string line = "5 after";
+    for (const auto& [key, value] : bystander_fields(node)) line += " " + word(key) + "=" + word(value);
+    const auto back = parse_bystander(parse_event(line));
+    EXPECT_EQ(back.path, node.path);
+    EXPECT_EQ(back.exists, node.exists);
+    EXPECT_EQ(back.data, node.data);
+    EXPECT_EQ(back.czxid, 1);
+    EXPECT_EQ(back.mzxid, 2);
+    EXPECT_EQ(back.version, 3);
+    EXPECT_EQ(back.owner, 0x1234);
+  }
+}
+
 }  // namespace
 }  // namespace zkr::chaos

@@ -244,6 +244,7 @@ std::vector<Nemesis::LockDir> Nemesis::lock_dirs() {
   auto dirs = keeper->try_children(targets_.lock_root);
   if (!dirs.ok()) return out;
   for (const auto& dir : dirs.value().names) {
+    if (targets_.not_lock_dirs.count(dir)) continue;
     LockDir d{targets_.lock_root + "/" + dir, {}};
     auto children = keeper->try_children(d.path);
     if (!children.ok()) continue;  // removed meanwhile

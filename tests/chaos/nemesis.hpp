@@ -35,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,10 @@ struct NemesisTargets {
   WorkerPool* workers = nullptr;
   Client* observer = nullptr;  // the runner's own session, to find lock holders
   std::string lock_root;
+  // Children of lock_root that are other applications' nodes (the run's
+  // bystanders), not lock directories: the moves on lock directories leave
+  // them be, so that they keep aiming at the locks.
+  std::set<std::string> not_lock_dirs;
   std::string run_dir;  // where the workers' session files are
   std::chrono::milliseconds session_timeout{4000};
 };

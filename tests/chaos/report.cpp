@@ -44,6 +44,8 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";
   out << "orphaned znodes      " << r.orphans.size() << "\n";
+  out << "bystanders           " << r.bystanders << " nodes of other applications checked after the sweep ("
+      << (r.sweep.empty() ? "no sweep" : "sweep: " + r.sweep) << ")\n";
   out << "longest stall        " << static_cast<double>(r.longest_stall_ns) / 1e6 << " ms ("
       << r.longest_stall_where << ")\n";
   for (const auto& e : r.examples) out << "  VIOLATION " << e << "\n";
