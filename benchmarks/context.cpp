@@ -1,5 +1,7 @@
 #include "context.hpp"
 
+#include "zkr/lock_factory.hpp"
+
 #include <condition_variable>
 #include <mutex>
 
@@ -25,9 +27,13 @@ std::uint64_t count_below(Keeper& keeper, const std::string& path, unsigned max_
   auto listed = keeper.try_children(path);
   if (listed.error() == Errc::no_node) return 0;
   const auto& names = listed.value().names;  // throws for other errors
-  std::uint64_t count = names.size();
-  if (max_depth == 0) return count;
-  for (const auto& name : names) count += count_below(keeper, join_path(path, name), max_depth - 1);
+  std::uint64_t count = 0;
+  for (const auto& name : names) {
+    // A LockFactory's layout record is meant to stay with its root.
+    if (name == kLayoutNodeName) continue;
+    ++count;
+    if (max_depth > 0) count += count_below(keeper, join_path(path, name), max_depth - 1);
+  }
   return count;
 }
 

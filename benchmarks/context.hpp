@@ -31,8 +31,9 @@ struct Context {
   std::string path(const std::string& name) const { return options.root + "/" + name; }
 };
 
-// Znodes strictly below path (0 if path is absent). For small trees: it lists
-// every directory, at most max_depth levels down.
+// Znodes strictly below path (0 if path is absent), but LockFactory layout
+// records, which stay by design. For small trees: it lists every directory,
+// at most max_depth levels down.
 std::uint64_t count_below(Keeper& keeper, const std::string& path, unsigned max_depth = 4);
 
 // Waits, on a child watch, until dir has at least n children. False at the

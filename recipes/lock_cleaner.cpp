@@ -53,6 +53,7 @@ class Scanner {
     std::vector<std::string> subdirs;
     tree_.for_each_page(dir, [&](std::vector<ChildEntry>& page) {
       for (auto& child : page) {
+        if (!child.readable) continue;  // guarded against us: not shown
         if (child.lock_node) lock_nodes.push_back(std::move(child));
         else if (child.stat.num_children > 0 && depth < max_depth_)
           subdirs.push_back(join_path(dir, child.name));
@@ -93,6 +94,9 @@ class Cleaner {
         const auto path = join_path(dir, child.name);
         if (path == "/zookeeper") {
           ++left;  // the server's own: never looked into
+        } else if (!child.readable) {
+          ++report_.not_ours;
+          ++left;
         } else if (child.name == kLayoutNodeName) {
           // A LockFactory's layout record: it keeps the root, so that a
           // factory configured otherwise is refused for as long as it lives.
@@ -129,6 +133,11 @@ class Cleaner {
       return clean(dir, depth);
     } catch (const KeeperError& e) {
       if (e.errc() == Errc::no_node) return false;  // gone meanwhile: nothing to remove
+      // Guarded against us: another identity's, swept around like any data.
+      if (e.errc() == Errc::no_auth) {
+        ++report_.not_ours;
+        return false;
+      }
       throw;
     }
   }

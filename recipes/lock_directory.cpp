@@ -44,8 +44,10 @@ std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
   for (std::size_t i = 0; i < n; ++i) {
     if (!reads[i]) continue;
     const auto read = await(*reads[i], keeper, paths[i]);
-    throw_unless(read.error(), {Errc::no_node}, paths[i]);
-    if (!read.ok()) outcome[i] = DirectoryRemoval::gone;
+    // no_auth: someone else's, guarded against us; not ours, whatever it is.
+    throw_unless(read.error(), {Errc::no_node, Errc::no_auth}, paths[i]);
+    if (read.error() == Errc::no_auth) outcome[i] = DirectoryRemoval::not_ours;
+    else if (!read.ok()) outcome[i] = DirectoryRemoval::gone;
     else if (!is_marked(read.value()) || read.value().stat.is_ephemeral()) outcome[i] = DirectoryRemoval::not_ours;
     else if (read.value().stat.num_children > 0) outcome[i] = DirectoryRemoval::in_use;
     else candidate[i] = true;
@@ -112,7 +114,7 @@ std::vector<bool> marked_lock_directories(Keeper& keeper, const std::vector<std:
   for (std::size_t i = 0; i < paths.size(); ++i) {
     if (!reads[i]) continue;
     const auto read = await(*reads[i], keeper, paths[i]);
-    throw_unless(read.error(), {Errc::no_node}, paths[i]);
+    throw_unless(read.error(), {Errc::no_node, Errc::no_auth}, paths[i]);
     marked[i] = read.ok() && is_marked(read.value()) && !read.value().stat.is_ephemeral();
   }
   return marked;

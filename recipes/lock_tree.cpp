@@ -84,6 +84,12 @@ std::vector<ChildEntry> LockTree::look_at(const std::string& dir,
         if (reply.ok()) entry.stat = reply.value();
       }
       if (error == Errc::no_node) continue;  // gone since the listing
+      if (error == Errc::no_auth) {
+        // Another identity's, and guarded: kept as it is, never looked into.
+        entry.readable = false;
+        page.push_back(std::move(entry));
+        continue;
+      }
       if (error != Errc::ok) throw KeeperError(error, path, "looking at a child");
       page.push_back(std::move(entry));
     }

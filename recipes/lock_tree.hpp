@@ -24,6 +24,7 @@ struct ChildEntry {
   Stat stat;
   std::string data;      // lock nodes only: what the contender wrote
   bool lock_node = false;  // named like a lock node (ours or Curator's)
+  bool readable = true;    // false: its ACL refuses us (no_auth); stat and data unknown
 };
 
 struct WalkLimits {

@@ -168,6 +168,30 @@ TEST_F(CleanupIntegrationTest, CleanerSweepsItsLeftoversAndNothingElse) {
   keeper->remove(orphan);
 }
 
+// A shared root holds other identities' nodes, guarded against us: the
+// sweep goes around them instead of failing.
+TEST_F(CleanupIntegrationTest, NodesGuardedAgainstUsAreSweptAround) {
+  ClientOptions alice_options;
+  alice_options.connect_string = test::connect_string();
+  alice_options.auth = DigestAuth{"alice", "secret"};
+  Client alice(alice_options);
+  ASSERT_TRUE(alice.block_until_connected(kWait));
+  const std::string mark(kLockDirectoryMark);
+  auto keeper = alice.keeper();
+  keeper->create(root_, "", CreateMode::persistent, {.acl = open_acl_unsafe()});  // shared
+  keeper->create(root_ + "/alices", mark, CreateMode::persistent, {.acl = creator_all_acl()});
+  keeper->create(root_ + "/alices/empty", mark, CreateMode::persistent, {.acl = creator_all_acl()});
+  keeper->create(root_ + "/alices/_c_6f0e2b1a-0d8c-4a7e-9b3f-1c2d3e4f5a6b-lock-0000000001", "",
+                 CreateMode::persistent, {.acl = creator_all_acl()});
+  keeper->create(root_ + "/ours", mark, CreateMode::persistent, {.acl = open_acl_unsafe()});
+  auto& stranger = client();
+  CleanReport report;
+  ASSERT_NO_THROW(report = clean_lock_root(stranger, root_));
+  EXPECT_EQ(report.empty_directories, 1u);  // /ours
+  EXPECT_TRUE(keeper->exists(root_ + "/alices/empty"));
+  EXPECT_FALSE(keeper->exists(root_ + "/ours"));
+}
+
 TEST_F(CleanupIntegrationTest, ListingGuardNamesThePathAndTheCount) {
   auto keeper = client().keeper();
   keeper->create(root_);

@@ -271,6 +271,31 @@ TYPED_TEST(LockUnitTest, AGivenUpAcquireLeavesNoDirectoryBehind) {
   EXPECT_TRUE(test::wait_gone(this->raw(), kDir, kWait));
 }
 
+// A timed acquire whose reply stalls waits at most a session timeout past its
+// deadline in all: the cleanup after it (deleting our node) is bounded by the
+// same time, where it used to wait a whole session timeout more.
+TYPED_TEST(LockUnitTest, ATimedAcquireEndsAtMostOneSessionTimeoutPastItsDeadline) {
+  auto& holder = this->contender();
+  auto held = this->lock_for(holder);
+  ASSERT_TRUE(held->try_acquire());
+  auto& a = this->contender();
+  auto lock = this->lock_for(a);
+  Latch replies_may_go;
+  // The reply to the waiter's read of the holder's node is held back, and
+  // every reply after it (they come in order): the link is as good as dead.
+  a.faults->on(OpKind::get, held->lease().node_path()).after([&](auto&) {
+    (void)replies_may_go.wait(3 * kWait);
+  });
+  const auto timeout = a.client->keeper()->default_timeout();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(lock->try_acquire_for(200ms));
+  const auto took = std::chrono::steady_clock::now() - start;
+  replies_may_go.open();
+  EXPECT_LT(took, 200ms + timeout + 1500ms) << "the cleanup added another session timeout";
+  held->release();
+  ASSERT_TRUE(this->wait_queue_length(0));  // our node went in the background
+}
+
 // ---- Delete nothing that is not ours (issue 11).
 
 // Locking an existing node is common with Curator users; a release removed
