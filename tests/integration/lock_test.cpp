@@ -33,7 +33,7 @@ class LockIntegrationTest : public ::testing::Test {
       auto& keeper = *clients_.front()->keeper();
       EXPECT_TRUE(test::wait_children(keeper, dir_, [](const auto& n) { return n.empty(); }, kWait))
           << "lock nodes left behind in " << dir_;
-      (void)keeper.try_remove(dir_);
+      if (!keep_directory_) (void)keeper.try_remove(dir_);
     }
     clients_.clear();
   }
@@ -61,6 +61,7 @@ class LockIntegrationTest : public ::testing::Test {
   }
 
   std::string dir_;
+  bool keep_directory_ = false;  // the directory is a test's own node: leave it
   std::vector<std::unique_ptr<Client>> clients_;
   std::vector<std::unique_ptr<Lock>> locks_;  // destroyed before their clients
 };
@@ -247,6 +248,29 @@ TYPED_TEST(LockIntegrationTest, ContendersWithDifferentIdentitiesQueueOnOneLock)
   bob_waits.join();
   anonymous_waits.join();
   EXPECT_EQ(granted, 2);
+}
+
+// Curator users lock existing nodes: a release used to delete the lock path
+// itself, data and all (version -1), whatever had made it.
+TYPED_TEST(LockIntegrationTest, LockingAnExistingNodeLeavesItAsItWas) {
+  auto& c = this->client();
+  auto keeper = c.keeper();
+  keeper->create(this->dir_, "config=important");  // another application's node
+  const auto before = *keeper->exists(this->dir_);
+  auto& a = this->lock(c);
+  auto& b = this->lock(this->client());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(a.try_acquire_for(kWait));
+    a.release();
+    ASSERT_TRUE(b.try_acquire_for(kWait));
+    b.release();
+  }
+  keeper->sync(this->dir_);
+  const auto after = keeper->get(this->dir_);
+  EXPECT_EQ(after.data, "config=important");
+  EXPECT_EQ(after.stat.czxid, before.czxid);
+  EXPECT_EQ(after.stat.version, before.version);
+  this->keep_directory_ = true;
 }
 
 }  // namespace
