@@ -350,9 +350,24 @@ class Attempt {
       lower_.pop_back();
       // The nodes below the one that went may be gone too (typically: it held
       // the lock, so they were), or not: one listing says which, however many.
-      if (!lower_.empty() && !relist()) return Turn::vanished;
+      // When none is left, our node is asked about once more. The event that
+      // brought us here may be old: a process stopped (SIGSTOP, a long GC,
+      // a swapped-out VM) wakes to events read before its session expired,
+      // and a grant decided on them alone would hold a lock that another
+      // process was granted meanwhile. A reply that comes after the decision
+      // says the session still lives and our node is still there.
+      if (!lower_.empty() ? !relist() : !own_node_exists()) return Turn::vanished;
     }
     return own_node_lost() ? Turn::vanished : Turn::ours;
+  }
+
+  bool own_node_exists() {
+    const std::string path = join_path(lock_.dir_, node_);
+    const auto reply = await(keeper_->async_exists(path), path);
+    if (reply.error() == Errc::no_node) return false;
+    if (reply.error() == Errc::session_expired) throw SessionGone{epoch_};
+    if (!reply.ok()) throw KeeperError(reply.error(), path, "checking our lock node");
+    return true;
   }
 
   // Our node was deleted while we waited (the own-node watch says so).

@@ -21,7 +21,10 @@
 //
 // A contender that has to wait watches its own node from then on (the reply
 // comes before any later event of the session), so a delete of it while it
-// waits is known before its turn comes, and the grant sends nothing.
+// waits is known before its turn comes. A grant is never decided on an event
+// alone: the listing, or a read of our node, that follows it is the proof
+// that the session still lived after the decision (an event may have waited
+// out a stopped process and its session's expiry in a socket buffer).
 //
 // Safety rests on two rules: we only conclude "we hold it" from nodes of our
 // current session (a lost session discards the whole view and re-enters), and
