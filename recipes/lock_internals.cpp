@@ -1,3 +1,6 @@
+// One lock attempt from create to grant, and release. Long because the
+// attempt (queue, wait, grant, abandon) is one state machine; issue 13
+// restructures it into explicit stages.
 #include "lock_internals.hpp"
 
 #include <unistd.h>

@@ -1,4 +1,6 @@
 // The Keeper over the ZooKeeper C client (libzookeeper-mt), and connect_keeper.
+// Long because it still holds the error table, argument checks, host grammar,
+// log bridge and callback plumbing together; issue 16 splits them.
 //
 // Facts about the C client (3.8) this file relies on, read from its sources:
 // - It runs two threads per handle: an I/O thread, and a completion thread on

@@ -1,5 +1,6 @@
 // The Client: one session at a time, its connection states, and new sessions
-// after expiry.
+// after expiry. Long because the session inbox, the listener dispatcher, option
+// checks and namespace handling still live here; issue 16 splits them.
 //
 // Three kinds of threads meet here:
 //  - the keeper's event thread (the C client's), which reports session events.
