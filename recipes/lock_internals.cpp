@@ -238,7 +238,7 @@ class Attempt {
         if (!list_result.ok() && list_result.error() != Errc::no_node)
           throw KeeperError(list_result.error(), lock_.dir_, "listing the lock directory");
         if (list_result.ok() ? position(list_result.value()) : position(Children{})) {
-          if (!made_directory_) look_at_directory();
+          look_at_directory();
           return;
         }
         continue;  // our node vanished between create and list: start over
@@ -393,6 +393,8 @@ class Attempt {
   // mark: read it once, without waiting; the release looks at the answer.
   void look_at_directory() {
     if (!lock_.options_.remove_directory_on_release || directory_read_) return;
+    // Made by us in a round before this one: the same directory, or not.
+    if (made_directory_ && made_directory_->czxid == directory_czxid_) return;
     if (const auto known = lock_.known_directory(); known && known->czxid == directory_czxid_) return;
     directory_read_ = keeper_->async_get(lock_.dir_).share();
   }
