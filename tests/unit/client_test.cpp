@@ -749,16 +749,29 @@ TEST(Client, DestructorClosesTheSessionAndDeliversQueuedStates) {
   EXPECT_EQ(heard.states(), (std::vector<C>{C::connected}));
 }
 
+// A caller may keep a keeper (and its event thread) after the Client is gone:
+// its events must go nowhere. The Client closed the session on the way out,
+// a listener hears nothing more, and an expiry opens no new session (with the
+// Client alive it would). The Client's threads are joined by then, so what
+// was not delivered during report() never will be.
 TEST(Client, EventsAfterTheClientIsGoneAreHarmless) {
   Factory factory;
+  Heard heard;
   std::shared_ptr<ScriptedKeeper> kept;
   {
     Client client(options_for(factory));
+    client.add_listener(heard.listener());
     kept = factory.keeper(0);
+    ASSERT_TRUE(kept);
+    kept->report(S::connected);
+    ASSERT_TRUE(heard.wait_for(1));
   }
-  kept->report(S::connected);  // the inbox is closed: dropped
+  EXPECT_TRUE(kept->closed) << "the Client did not close its session";
+  kept->report(S::connecting);  // the inbox is closed: dropped
   kept->report(S::expired);
-  SUCCEED();
+  kept->report(S::connected);
+  EXPECT_EQ(heard.states(), std::vector<C>{C::connected});
+  EXPECT_EQ(factory.count(), 1u) << "an event after the Client was gone opened a session";
 }
 
 TEST(Client, EffectiveOptionsHaveDefaults) {
