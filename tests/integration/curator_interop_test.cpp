@@ -9,7 +9,7 @@
 // that is its stdin and stdout.
 //
 // Skips only when javac, java or the jars are missing; scripts/setup installs
-// them, so in CI it runs.
+// and checks them, and under CI a skip fails the run (scripts/check-skips).
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -23,8 +23,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <regex>
@@ -465,24 +467,73 @@ TEST_F(CuratorInteropTest, SortsLockNamesAsCuratorDoes) {
   EXPECT_EQ(java.call("sort " + joined(names)), "sorted " + joined(detail::sorted_lock_nodes(names)));
 }
 
+// Names as the server makes them once the directory's sequence counter has
+// passed 2^31: ZooKeeper's PrepRequestProcessor appends
+// String.format(Locale.ENGLISH, "%010d", cversion) of an int (javap -c -p on
+// the 3.8.0 jar), so "-000000001", "-2147483648". C's "%010d" writes the same.
+std::string server_sequence(std::int32_t cversion) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%010d", cversion);
+  return text;
+}
+
+// Past the overflow Curator's order is not the numbers' order: it compares the
+// suffixes as text, and '-' sorts before every digit. Ours must be Curator's,
+// read from Curator's own sort, not from our reading of it.
+TEST_F(CuratorInteropTest, SortsNegativeSequencesAsCuratorDoes) {
+  auto& java = peer();
+  ASSERT_EQ(java.reply(), "ready");
+  constexpr std::int32_t kMin = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int32_t kMax = std::numeric_limits<std::int32_t>::max();
+  const std::vector<std::int32_t> cversions = {kMax - 1, kMin,  -1,          kMax,      0,
+                                               -1000,    kMin + 1, -999999999, -1000000000,
+                                               7,        -2,   kMin + 2};
+  std::vector<std::string> names;
+  for (const auto cversion : cversions)
+    names.push_back(detail::protected_lock_prefix(detail::new_guid()) + server_sequence(cversion));
+
+  const auto ours = detail::sorted_lock_nodes(names);
+  ASSERT_EQ(ours.size(), names.size()) << "we dropped a name with a negative sequence";
+  EXPECT_EQ(java.call("sort " + joined(names)), "sorted " + joined(ours));
+
+  // The case tells text order from number order: sorting by number would fail.
+  auto by_number = names;
+  std::sort(by_number.begin(), by_number.end(), [](const auto& x, const auto& y) {
+    return detail::lock_sequence(x) < detail::lock_sequence(y);
+  });
+  EXPECT_NE(ours, by_number);
+}
+
 // Two Curator peers and two of our clients (one of each lock type) take the
-// lock 50 times each and, holding it, increment a counter znode with a get and
-// an unversioned set. Any overlap of two holders would lose an increment.
+// lock 50 times each and, holding it, append their library's letter to a
+// counter znode with a get and an unversioned set. Any overlap of two holders
+// would lose a letter. The letters also show the order of the holds: the two
+// libraries must have handed the lock to each other at least kInterleavings
+// times, or the test proved nothing about them excluding each other.
 TEST_F(CuratorInteropTest, SharedCounterLosesNoIncrement) {
   constexpr int kEach = 50;
+  // All four queue behind a gate before the first hold, and the queue is FIFO
+  // in both libraries: holds then come round in turn, and every round of four
+  // changes library at least twice (about 100 in all). 20 leaves room for a
+  // holder slow to queue again, and is far above what one library running
+  // its 100 holds before the other would give (1).
+  constexpr int kInterleavings = 20;
   const std::string counter = dir_ + "-counter";
   auto& java_a = peer();
   auto& java_b = peer();
   Client& c1 = client();
   Client& c2 = client();
-  c1.keeper()->create(counter, "0");
+  Client& gate_client = client();
+  c1.keeper()->create(counter, "");
   also_remove_.push_back(counter);
   ASSERT_EQ(java_a.reply(), "ready");
   ASSERT_EQ(java_b.reply(), "ready");
 
+  InterProcessMutex gate(gate_client, dir_);
+  ASSERT_TRUE(gate.try_acquire_for(kWait));
   const std::string count = "count " + dir_ + " " + counter + " " + std::to_string(kEach) + " " + ms(kWait);
-  java_a.send(count);
-  java_b.send(count);
+  java_a.send(count + " j");
+  java_b.send(count + " j");
   // On a thread of its own: an exception must become a failure, not terminate.
   auto run = [&](auto& lock, Keeper& keeper) {
     try {
@@ -491,8 +542,7 @@ TEST_F(CuratorInteropTest, SharedCounterLosesNoIncrement) {
           ADD_FAILURE() << "no grant within " << kWait.count() << " s at " << i;
           return;
         }
-        const auto value = std::stoll(keeper.get(counter).data);
-        keeper.set(counter, std::to_string(value + 1));
+        keeper.set(counter, keeper.get(counter).data + "c");
         lock.release();
       }
     } catch (const std::exception& e) {
@@ -504,13 +554,22 @@ TEST_F(CuratorInteropTest, SharedCounterLosesNoIncrement) {
   {
     std::jthread ours_a([&] { run(mutex, *c1.keeper()); });
     std::jthread ours_b([&] { run(semaphore_mutex, *c2.keeper()); });
+    EXPECT_TRUE(wait_queue_length(5)) << "the four did not all queue behind the gate";
+    EXPECT_TRUE(gate.release());
   }
   EXPECT_EQ(java_a.reply(), "counted " + std::to_string(kEach));
   EXPECT_EQ(java_b.reply(), "counted " + std::to_string(kEach));
 
-  // Curator's last increments may not have reached our server yet.
+  // Curator's last marks may not have reached our server yet.
   c1.keeper()->sync(counter);
-  EXPECT_EQ(c1.keeper()->get(counter).data, std::to_string(4 * kEach));
+  const std::string marks = c1.keeper()->get(counter).data;
+  EXPECT_EQ(marks.size(), 4u * kEach) << "lost updates: " << marks;
+  EXPECT_EQ(std::count(marks.begin(), marks.end(), 'j'), 2 * kEach) << marks;
+  EXPECT_EQ(std::count(marks.begin(), marks.end(), 'c'), 2 * kEach) << marks;
+  int interleavings = 0;
+  for (std::size_t i = 1; i < marks.size(); ++i) interleavings += marks[i] != marks[i - 1];
+  EXPECT_GE(interleavings, kInterleavings) << "holds in order: " << marks;
+  RecordProperty("interleavings", interleavings);
 }
 
 }  // namespace

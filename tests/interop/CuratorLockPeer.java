@@ -8,11 +8,14 @@
 //   acquire <path> <timeout_ms>   -> acquired <lock node path> | timeout
 //   release                       -> released   (the lock acquired last)
 //   participants <path>           -> participants [<node path> ...]  (queue order)
-//   count <lock path> <counter path> <n> <timeout_ms>
+//   count <lock path> <counter path> <n> <timeout_ms> <mark>
 //                                 -> counted <n>: n times, under the lock, reads the
-//                                    decimal counter and writes it back plus one
+//                                    counter and writes it back with <mark> appended
+//                                    (its length counts the holds, its letters say
+//                                    in which order the holders came)
 //   sort <name> ...               -> sorted <name> ...: the names in the order
-//                                    Curator's InterProcessMutex queues them
+//                                    Curator's InterProcessMutex queues them, by
+//                                    Curator's own LockInternals.getSortedChildren
 //   quit                          -> bye
 // Anything that goes wrong           -> error <message> (details on stderr).
 // It prints "ready" once connected. stdout carries nothing but replies: every
@@ -127,9 +130,13 @@ public final class CuratorLockPeer {
       case "participants":
         return reply("participants", new Mutex(client, words[1]).getParticipantNodes());
       case "count":
-        return count(words[1], words[2], Integer.parseInt(words[3]), Long.parseLong(words[4]));
+        return count(words[1], words[2], Integer.parseInt(words[3]), Long.parseLong(words[4]), words[5]);
       case "sort":
         // Curator's own sort, the one its lock loop uses; no server involved.
+        // In the 5.4.0 jar (javap -c -p) it is Collections.sort with a comparator
+        // that compares driver.fixForSorting(name, "lock-") by String.compareTo;
+        // StandardLockInternalsDriver's fixForSorting is the text after the last
+        // "lock-". Calling it, not restating it, is the point.
         List<String> names = Arrays.asList(words).subList(1, words.length);
         return reply("sorted", LockInternals.getSortedChildren(LOCK_NAME, new StandardLockInternalsDriver(), names));
       default:
@@ -149,16 +156,16 @@ public final class CuratorLockPeer {
   }
 
   // The critical section is deliberately unprotected by versions: a get, then a
-  // set that overwrites whatever is there. Only the lock keeps increments from
+  // set that overwrites whatever is there. Only the lock keeps marks from
   // being lost.
-  private String count(String lockPath, String counterPath, int n, long timeoutMs) throws Exception {
+  private String count(String lockPath, String counterPath, int n, long timeoutMs, String mark)
+      throws Exception {
     Mutex mutex = new Mutex(client, lockPath);
     for (int i = 0; i < n; i++) {
       if (!mutex.acquire(timeoutMs, TimeUnit.MILLISECONDS)) return "error timeout at " + i;
       try {
         String value = new String(client.getData().forPath(counterPath), StandardCharsets.UTF_8);
-        long next = Long.parseLong(value.trim()) + 1;
-        client.setData().forPath(counterPath, Long.toString(next).getBytes(StandardCharsets.UTF_8));
+        client.setData().forPath(counterPath, (value + mark).getBytes(StandardCharsets.UTF_8));
       } finally {
         mutex.release();
       }

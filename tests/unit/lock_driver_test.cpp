@@ -43,7 +43,8 @@ TEST(LockDriver, SortsBySequenceNotByNameAndDropsForeignChildren) {
 
 TEST(LockDriver, OrdersAsCuratorDoesEvenPastCounterOverflow) {
   // Curator compares the suffix as text: after an overflow ZooKeeper writes
-  // "%010d" of a negative number, and '-' sorts before every digit.
+  // "%010d" of a negative number, and '-' sorts before every digit. Checked
+  // against Curator's own sort in curator_interop_test (SortsNegativeSequences...).
   const std::vector<std::string> children{"_c_a-lock-2147483647", "_c_b-lock--2147483648",
                                           "_c_c-lock--000000001", "_c_d-lock--2147483647"};
   EXPECT_EQ(sorted_lock_nodes(children),
