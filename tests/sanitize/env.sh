@@ -11,7 +11,7 @@
 # would be lost when the test looks only at the child's exit code or output.
 # scripts/test fails the run if any report file exists at the end, and prints
 # them.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # scripts/test, which sources this, reads them
 
 zkr_sanitize_mode=$1
 ZKR_SANITIZE_SOURCE_DIR=$(pwd)
