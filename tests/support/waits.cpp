@@ -49,10 +49,11 @@ bool wait_gone(Keeper& keeper, const std::string& path, std::chrono::millisecond
 }
 
 void Latch::open() {
-  {
-    std::lock_guard lock(mutex_);
-    open_ = true;
-  }
+  // Notify under the lock: a waiter that sees open_ may return and destroy
+  // the latch (often on its stack) at once, so cv_ must not be touched after
+  // the mutex is released. TSan caught notify_all() on a destroyed latch.
+  std::lock_guard lock(mutex_);
+  open_ = true;
   cv_.notify_all();
 }
 
