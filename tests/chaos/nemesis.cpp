@@ -302,12 +302,31 @@ std::vector<Nemesis::Holder> Nemesis::holders() {
   return out;
 }
 
+// A lock holder, looked for again every 50 ms for up to 3 s (holds are short
+// and come often; a watch on every lock directory would say no more); pid 0
+// if none was found. Faults aimed at a holder never settle for a bystander.
 Nemesis::Holder Nemesis::pick_victim() {
-  const auto found = holders();
-  if (!found.empty()) return found[rng_() % found.size()];
-  const auto pids = targets_.workers->pids();
-  if (pids.empty()) return {};
-  return {pids[rng_() % pids.size()], 0, ""};
+  for (int i = 0; i < 60; ++i) {
+    const auto found = holders();
+    if (!found.empty()) return found[rng_() % found.size()];
+    std::this_thread::sleep_for(50ms);
+  }
+  return {};
+}
+
+// Stops the victim (SIGSTOP) and tells whether it still holds its node: a
+// stopped process can no longer let go, so a fault that follows lands on a
+// holder. If it does not hold any more, it runs on (SIGCONT) and the fault is
+// not injected. Throws if it would not stop.
+bool Nemesis::stop_holder(const Holder& victim) {
+  targets_.workers->signal(victim.pid, SIGSTOP);
+  if (!wait_stopped(victim.pid)) {
+    targets_.workers->signal(victim.pid, SIGCONT);
+    throw std::runtime_error("worker " + std::to_string(victim.pid) + " did not stop");
+  }
+  if (owner_of(victim.node) == victim.session) return true;
+  targets_.workers->signal(victim.pid, SIGCONT);
+  return false;
 }
 
 std::string Nemesis::session_password(std::int64_t session) {
@@ -324,79 +343,69 @@ std::string Nemesis::session_password(std::int64_t session) {
 
 std::string Nemesis::expire_session() {
   const auto victim = pick_victim();
-  std::int64_t session = victim.session;
-  if (session == 0 && victim.pid != 0) {
-    // Not a holder: its latest published session.
-    for (const auto& entry : std::filesystem::directory_iterator(targets_.run_dir)) {
-      if (!entry.path().filename().string().starts_with("sessions-")) continue;
-      for (const auto& e : read_events(entry.path().string()))
-        if (e.get("pid") == std::to_string(victim.pid)) {
-          unsigned long long id = 0;
-          const auto& text = e.get("id");
-          std::from_chars(text.data(), text.data() + text.size(), id, 16);
-          session = static_cast<std::int64_t>(id);
-        }
-    }
-  }
-  if (session == 0) return std::string(kNotInjected) + "no_session_found";
-  const auto password = session_password(session);
-  if (password.empty()) return std::string(kNotInjected) + "session=" + hex(session) + ",no_password_on_record";
+  if (victim.pid == 0) return std::string(kNotInjected) + "no_holder";
+  const auto password = session_password(victim.session);
+  if (password.empty())
+    return std::string(kNotInjected) + "session=" + hex(victim.session) + ",no_password_on_record";
+  // Held still for the moment the expiry takes (tens of ms), so that it ends
+  // a session that holds a lock; it runs on in a session already gone.
+  const auto stopped_from = monotonic_ns();
+  if (!stop_holder(victim)) return std::string(kNotInjected) + "holder_let_go";
 
   // Join the session from a second handle, then close that handle: the server
   // ends the session for real, as on expiry.
   KeeperConfig config;
   config.hosts = targets_.direct_connect;
   config.session_timeout = targets_.session_timeout;
-  config.session_id = session;
+  config.session_id = victim.session;
   config.session_password = password;
   const auto from = monotonic_ns();
   auto [intruder, state] = connect_and_wait(config);
   intruder->close();
   intruder.reset();
   const auto to = monotonic_ns();
+  targets_.workers->signal(victim.pid, SIGCONT);
+  log_.write("paused", {{"pid", std::to_string(victim.pid)}, {"from", std::to_string(stopped_from)},
+                        {"to", std::to_string(monotonic_ns())}});
   if (state != SessionState::connected)
-    return std::string(kNotInjected) + "session=" + hex(session) + ",join_failed=" +
+    return std::string(kNotInjected) + "session=" + hex(victim.session) + ",join_failed=" +
            std::string(state ? to_string(*state) : "timeout");
   log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "expire_session"},
                      {"from", std::to_string(from)}, {"to", std::to_string(to)},
-                     {"session", hex(session)}});
-  return "pid=" + std::to_string(victim.pid) + ",session=" + hex(session) +
-         (victim.node.empty() ? ",holder=no" : ",holder=yes");
+                     {"session", hex(victim.session)}, {"node", victim.node}});
+  return "pid=" + std::to_string(victim.pid) + ",session=" + hex(victim.session) + ",node=" + victim.node;
 }
 
 std::string Nemesis::kill_worker() {
   const auto victim = pick_victim();
-  if (victim.pid == 0) return std::string(kNotInjected) + "no_worker";
+  if (victim.pid == 0) return std::string(kNotInjected) + "no_holder";
+  if (!stop_holder(victim)) return std::string(kNotInjected) + "holder_let_go";
   const auto from = monotonic_ns();
   const bool dead = targets_.workers->kill_and_replace(victim.pid);
   const auto to = monotonic_ns();
   log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "kill_worker"},
-                     {"from", std::to_string(from)}, {"to", std::to_string(to)}});
+                     {"from", std::to_string(from)}, {"to", std::to_string(to)}, {"node", victim.node}});
   if (!dead) throw std::runtime_error("worker " + std::to_string(victim.pid) + " survived SIGKILL");
-  return "pid=" + std::to_string(victim.pid) + (victim.node.empty() ? ",holder=no" : ",holder=yes");
+  return "pid=" + std::to_string(victim.pid) + ",node=" + victim.node;
 }
 
 std::string Nemesis::pause_worker() {
   const auto victim = pick_victim();
-  if (victim.pid == 0) return std::string(kNotInjected) + "no_worker";
+  if (victim.pid == 0) return std::string(kNotInjected) + "no_holder";
   // Past the session timeout, with a margin for the server's expiry tick: its
   // session is gone when it runs again, and it has not heard yet.
   const auto stopped = targets_.session_timeout + between(2000ms, 3000ms);
   const auto from = monotonic_ns();
-  targets_.workers->signal(victim.pid, SIGSTOP);
-  if (!wait_stopped(victim.pid)) {
-    targets_.workers->signal(victim.pid, SIGCONT);
-    throw std::runtime_error("worker " + std::to_string(victim.pid) + " did not stop");
-  }
+  if (!stop_holder(victim)) return std::string(kNotInjected) + "holder_let_go";
   const auto to = monotonic_ns();
   log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "pause_worker"},
-                     {"from", std::to_string(from)}, {"to", std::to_string(to)}});
+                     {"from", std::to_string(from)}, {"to", std::to_string(to)}, {"node", victim.node}});
   pause(stopped);
   targets_.workers->signal(victim.pid, SIGCONT);
   log_.write("paused", {{"pid", std::to_string(victim.pid)}, {"from", std::to_string(from)},
                         {"to", std::to_string(monotonic_ns())}});
   return "pid=" + std::to_string(victim.pid) + ",stopped_ms=" + std::to_string(stopped.count()) +
-         (victim.node.empty() ? ",holder=no" : ",holder=yes");
+         ",node=" + victim.node;
 }
 
 // ---- Another client's moves (issue 10). Each is legal for any client with

@@ -40,6 +40,15 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
     out << kind << "=" << n << " ";
   }
   out << "(total " << faults << ")\n";
+  out << "holder hits          ";
+  for (const auto& kind : kHolderFaultKinds) {
+    const auto hits = r.holder_hits.count(kind) ? r.holder_hits.at(kind) : 0;
+    const auto injected = r.faults.count(kind) ? r.faults.at(kind) : 0;
+    out << kind << "=" << hits << "/" << injected << " ";
+  }
+  out << "(faults that hit a lock holder, of those injected)\n";
+  out << "servers' record      " << r.server_lives << " lock node lives from the transaction logs; "
+      << r.void_grants << " grants came after their node was gone (void)\n";
   out << "violations           " << r.violation_count();
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";
