@@ -183,6 +183,7 @@ std::vector<std::string> record_servers_truth(const std::string& ensemble_dir, c
   log.write("clock", {{"wall_minus_monotonic_from", std::to_string(offset_from)},
                       {"wall_minus_monotonic_to", std::to_string(offset_to)},
                       {"transactions", std::to_string(record.transactions)},
+                      {"unconfirmed", std::to_string(record.unconfirmed)},
                       {"last_zxid", std::to_string(record.last_zxid)}});
   for (auto& life : record.lives) {
     life.created -= offset_from;

@@ -16,9 +16,12 @@
 // LOG (tests/chaos/event_log.hpp): the checker, not this program, judges it.
 //
 // A holder stops writing when its lease says lost, as a correct client does;
-// but once per hold whose session is gone or whose node was deleted it makes
-// one more "late" write on purpose: fencing must reject it. After a refused
-// write (its lock node is gone) it waits, bounded, for its lease to say lost.
+// but once per hold that ended in doubt (a loss, a refusal, an unknown
+// outcome) it waits, bounded, until the hold is surely void (a new session,
+// or the node deleted) and then makes one more "late" write on purpose:
+// fencing must reject it. After a refused write (its lock node is gone) it
+// waits, bounded, for its lease to say lost. Each grant's record names its
+// lock nodes, which the checker finds in the servers' record.
 //
 // Holder texts (LockOptions::holder_id) are random: valid ones, adversarial
 // content included ("held", "__REVOKE__", 1024 printable bytes), and, before
@@ -28,8 +31,9 @@
 // it did ("holder" records), then makes the lock with a valid text.
 //
 // --broken makes the worker a deliberately broken lock user, for the test of
-// the checker: `nolock` takes no lock at all; `unguarded` locks but writes
-// without the lease check (and on after a loss).
+// the checker: `nolock` makes a lock node like any contender's and goes on
+// without waiting for those before it; `unguarded` locks but writes without
+// the lease check (and on after a loss).
 //
 // SIGTERM: each thread ends its current hold and stops. The process dies with
 // its parent (PR_SET_PDEATHSIG), and stops itself after SECONDS in any case.
@@ -531,8 +535,25 @@ class Worker {
     }
   }
 
-  // Returns the outcome: ok, rejected, unknown, or "" if nothing was sent.
+  // Returns the outcome: ok, rejected, unknown, or "" if nothing was sent. A
+  // late write is tried again (a read failed: the Client is between
+  // sessions) until it is sent, for up to a session timeout and two seconds,
+  // waiting for a change of the Client's state in between.
   std::string write(const std::string& op, int n, const std::vector<std::string>& keys,
+                    const std::vector<std::pair<std::string, std::int64_t>>& tokens,
+                    const std::vector<zkr::LockLease>& leases, bool late) {
+    if (!late) return write_once(op, n, keys, tokens, leases, false);
+    const auto deadline = std::chrono::steady_clock::now() + config_.session_timeout + 2s;
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      const auto outcome = write_once(op, n, keys, tokens, leases, true);
+      if (!outcome.empty() || std::chrono::steady_clock::now() >= deadline || stop_requested) return outcome;
+      std::unique_lock lock(signal_.mutex);
+      signal_.cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + 500ms));
+    }
+    return "";
+  }
+
+  std::string write_once(const std::string& op, int n, const std::vector<std::string>& keys,
              const std::vector<std::pair<std::string, std::int64_t>>& tokens,
              const std::vector<zkr::LockLease>& leases, bool late) {
     std::shared_ptr<zkr::Keeper> keeper;

@@ -195,7 +195,8 @@ class Checker {
             hit = hit || (i.life->end == "session_closed" && !c.session.empty() &&
                           i.life->deleter == parse_hex_session(c.session));
           else if (c.why == "delete_holder_node")
-            hit = hit || (i.life->path == c.node && i.life->end == "delete" && i.end >= c.from);
+            hit = hit || (i.life->path == c.node && i.life->end == "delete" &&
+                          i.end + kStampResolution >= c.from && i.end <= c.to);
         }
       }
       if (hit) ++result_.holder_hits[c.why];
@@ -282,9 +283,10 @@ class Checker {
                                          " after value " + std::to_string(v - 1) + " by " +
                                          describe(prev_op) + " token " + std::to_string(prev_token));
         }
-        if (w->sent > fences_[w->op] || w->late)
+        if (w->late) ++result_.late_applied;  // sent while its node still lived: the servers decide
+        if (w->sent > fences_[w->op])
           violation("late_write", "key " + key + ": " + describe(op) + " write " +
-                                      std::to_string(w->n) + " (" + w->result + (w->late ? ", late on purpose" : "") +
+                                      std::to_string(w->n) + " (" + w->result + (w->late ? ", made late on purpose" : "") +
                                       ") sent at " + ms(w->sent, origin_) + ", after its lease was void at " +
                                       ms(std::min(fences_[w->op], w->sent), origin_) + ", took effect");
         previous = w;

@@ -12,7 +12,7 @@
 //                    token does not grow (equal only within one hold)
 //   late_write       a write that took effect although sent after its grant's
 //                    node was deleted on the servers, or after its lease said
-//                    session_lost/node_deleted, or made late on purpose
+//                    session_lost/node_deleted
 //   silent_loss      a guarded write refused (its lock node was gone) while no
 //                    lease of the hold said lost, by the time the reply came
 //   lost_update      two accepted writes set a key's counter to one value, or
@@ -135,6 +135,7 @@ struct CheckResult {
   std::int64_t unknown_applied = 0;
   std::int64_t late_writes = 0;
   std::int64_t late_rejected = 0;
+  std::int64_t late_applied = 0;  // late on purpose, yet sent while the node lived (no violation)
   std::int64_t invalid_holders_tried = 0;    // lock constructors given an invalid holder text
   std::int64_t invalid_holders_refused = 0;  // ...that threw std::invalid_argument, as they must
   std::int64_t shared_holds = 0;             // holds on a lock object two threads share

@@ -302,31 +302,67 @@ std::vector<Nemesis::Holder> Nemesis::holders() {
   return out;
 }
 
-// A lock holder, looked for again every 50 ms for up to 3 s (holds are short
-// and come often; a watch on every lock directory would say no more); pid 0
-// if none was found. Faults aimed at a holder never settle for a bystander.
-Nemesis::Holder Nemesis::pick_victim() {
-  for (int i = 0; i < 60; ++i) {
-    const auto found = holders();
-    if (!found.empty()) return found[rng_() % found.size()];
+// Whether the worker's own log shows the grant of `node` to pid, and no exit
+// of that hold since: the node's owner is first in line, but it is a holder
+// only once the lock said so.
+bool Nemesis::granted_in_log(const Holder& h) {
+  if (!worker_logs_.count(h.pid)) {
+    // Each worker's log starts with "start pid=P".
+    for (const auto& entry : std::filesystem::directory_iterator(targets_.run_dir)) {
+      const auto name = entry.path().filename().string();
+      if (!name.starts_with("worker-") || !name.ends_with(".log")) continue;
+      std::ifstream in(entry.path());
+      std::string first;
+      std::getline(in, first);
+      if (first.find(" start pid=" + std::to_string(h.pid) + " ") != std::string::npos)
+        worker_logs_[h.pid] = entry.path().string();
+    }
+  }
+  const auto it = worker_logs_.find(h.pid);
+  if (it == worker_logs_.end()) return false;
+  std::string op;  // the hold of node, while it lasts
+  for (const auto& e : read_events(it->second)) {
+    if (e.name == "enter" && e.get("nodes").find(h.node) != std::string::npos) op = e.get("op");
+    else if (e.name == "exit" && e.get("op") == op) op.clear();
+  }
+  return !op.empty();
+}
+
+// A lock holder, stopped (SIGSTOP): a worker whose log shows it was granted
+// the first lock node of a directory and has not let go, and whose node is
+// still its own after the process stopped (read after a sync: the observer's
+// server may lag). Looked for again every 50 ms for up to 5 s (holds are
+// short and come often; nothing announces a grant to the nemesis but the
+// log). pid 0 if none was caught. Faults aimed at a holder never settle for
+// a bystander.
+Nemesis::Holder Nemesis::stop_a_holder() {
+  const auto until = Clock::now() + 5s;
+  while (Clock::now() < until) {
+    auto found = holders();
+    std::shuffle(found.begin(), found.end(), rng_);
+    for (auto& h : found) {
+      if (!granted_in_log(h)) continue;
+      h.stopped_at = monotonic_ns();
+      targets_.workers->signal(h.pid, SIGSTOP);
+      if (!wait_stopped(h.pid)) {
+        targets_.workers->signal(h.pid, SIGCONT);
+        throw std::runtime_error("worker " + std::to_string(h.pid) + " did not stop");
+      }
+      bool holds = false;
+      try {
+        holds = targets_.observer->with_retry([&](Keeper& k) {
+          k.sync(h.node.substr(0, h.node.rfind('/')));
+          const auto stat = k.exists(h.node);
+          return stat && stat->ephemeral_owner == h.session;
+        }) && granted_in_log(h);
+      } catch (const std::exception&) {
+      }
+      if (holds) return h;
+      targets_.workers->signal(h.pid, SIGCONT);
+    }
     std::this_thread::sleep_for(50ms);
   }
   return {};
-}
-
-// Stops the victim (SIGSTOP) and tells whether it still holds its node: a
-// stopped process can no longer let go, so a fault that follows lands on a
-// holder. If it does not hold any more, it runs on (SIGCONT) and the fault is
-// not injected. Throws if it would not stop.
-bool Nemesis::stop_holder(const Holder& victim) {
-  targets_.workers->signal(victim.pid, SIGSTOP);
-  if (!wait_stopped(victim.pid)) {
-    targets_.workers->signal(victim.pid, SIGCONT);
-    throw std::runtime_error("worker " + std::to_string(victim.pid) + " did not stop");
-  }
-  if (owner_of(victim.node) == victim.session) return true;
-  targets_.workers->signal(victim.pid, SIGCONT);
-  return false;
 }
 
 std::string Nemesis::session_password(std::int64_t session) {
@@ -342,31 +378,33 @@ std::string Nemesis::session_password(std::int64_t session) {
 }
 
 std::string Nemesis::expire_session() {
-  const auto victim = pick_victim();
-  if (victim.pid == 0) return std::string(kNotInjected) + "no_holder";
-  const auto password = session_password(victim.session);
-  if (password.empty())
-    return std::string(kNotInjected) + "session=" + hex(victim.session) + ",no_password_on_record";
   // Held still for the moment the expiry takes (tens of ms), so that it ends
   // a session that holds a lock; it runs on in a session already gone.
-  const auto stopped_from = monotonic_ns();
-  if (!stop_holder(victim)) return std::string(kNotInjected) + "holder_let_go";
-
-  // Join the session from a second handle, then close that handle: the server
-  // ends the session for real, as on expiry.
-  KeeperConfig config;
-  config.hosts = targets_.direct_connect;
-  config.session_timeout = targets_.session_timeout;
-  config.session_id = victim.session;
-  config.session_password = password;
-  const auto from = monotonic_ns();
-  auto [intruder, state] = connect_and_wait(config);
-  intruder->close();
-  intruder.reset();
-  const auto to = monotonic_ns();
+  const auto victim = stop_a_holder();
+  if (victim.pid == 0) return std::string(kNotInjected) + "no_holder";
+  const auto password = session_password(victim.session);
+  std::optional<SessionState> state;
+  std::int64_t from = 0, to = 0;
+  if (!password.empty()) {
+    // Join the session from a second handle, then close that handle: the
+    // server ends the session for real, as on expiry.
+    KeeperConfig config;
+    config.hosts = targets_.direct_connect;
+    config.session_timeout = targets_.session_timeout;
+    config.session_id = victim.session;
+    config.session_password = password;
+    from = monotonic_ns();
+    auto [intruder, joined] = connect_and_wait(config);
+    state = joined;
+    intruder->close();
+    intruder.reset();
+    to = monotonic_ns();
+  }
   targets_.workers->signal(victim.pid, SIGCONT);
-  log_.write("paused", {{"pid", std::to_string(victim.pid)}, {"from", std::to_string(stopped_from)},
+  log_.write("paused", {{"pid", std::to_string(victim.pid)}, {"from", std::to_string(victim.stopped_at)},
                         {"to", std::to_string(monotonic_ns())}});
+  if (password.empty())
+    return std::string(kNotInjected) + "session=" + hex(victim.session) + ",no_password_on_record";
   if (state != SessionState::connected)
     return std::string(kNotInjected) + "session=" + hex(victim.session) + ",join_failed=" +
            std::string(state ? to_string(*state) : "timeout");
@@ -377,9 +415,8 @@ std::string Nemesis::expire_session() {
 }
 
 std::string Nemesis::kill_worker() {
-  const auto victim = pick_victim();
+  const auto victim = stop_a_holder();  // stopped: it cannot let go before the kill
   if (victim.pid == 0) return std::string(kNotInjected) + "no_holder";
-  if (!stop_holder(victim)) return std::string(kNotInjected) + "holder_let_go";
   const auto from = monotonic_ns();
   const bool dead = targets_.workers->kill_and_replace(victim.pid);
   const auto to = monotonic_ns();
@@ -390,16 +427,15 @@ std::string Nemesis::kill_worker() {
 }
 
 std::string Nemesis::pause_worker() {
-  const auto victim = pick_victim();
+  const auto victim = stop_a_holder();
   if (victim.pid == 0) return std::string(kNotInjected) + "no_holder";
   // Past the session timeout, with a margin for the server's expiry tick: its
   // session is gone when it runs again, and it has not heard yet.
   const auto stopped = targets_.session_timeout + between(2000ms, 3000ms);
-  const auto from = monotonic_ns();
-  if (!stop_holder(victim)) return std::string(kNotInjected) + "holder_let_go";
-  const auto to = monotonic_ns();
+  const auto from = victim.stopped_at;
   log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "pause_worker"},
-                     {"from", std::to_string(from)}, {"to", std::to_string(to)}, {"node", victim.node}});
+                     {"from", std::to_string(from)}, {"to", std::to_string(monotonic_ns())},
+                     {"node", victim.node}});
   pause(stopped);
   targets_.workers->signal(victim.pid, SIGCONT);
   log_.write("paused", {{"pid", std::to_string(victim.pid)}, {"from", std::to_string(from)},
@@ -546,9 +582,21 @@ std::string Nemesis::delete_waiter_node() {
 // Curator's revocation data first: a lock that watches its node for data
 // changes and does not watch again would then miss the deletion.
 std::string Nemesis::delete_holder_node() {
-  const auto found = holders();
-  if (found.empty()) return std::string(kNotInjected) + "no_holder";
-  const auto victim = found[rng_() % found.size()];
+  // A holder the worker's log shows granted (a first node whose grant is
+  // still on its way is a waiter's, not a holder's), waited for as in
+  // stop_a_holder; not stopped: it goes on as any holder whose node is deleted.
+  Holder victim;
+  for (const auto until = Clock::now() + 5s; victim.pid == 0 && Clock::now() < until;) {
+    auto found = holders();
+    std::shuffle(found.begin(), found.end(), rng_);
+    for (const auto& h : found)
+      if (granted_in_log(h)) {
+        victim = h;
+        break;
+      }
+    if (victim.pid == 0) std::this_thread::sleep_for(50ms);
+  }
+  if (victim.pid == 0) return std::string(kNotInjected) + "no_holder";
   std::string via;
   const auto keeper = foreign_session(via);
   if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";

@@ -123,6 +123,7 @@ class Nemesis {
     pid_t pid = 0;
     std::int64_t session = 0;
     std::string node;
+    std::int64_t stopped_at = 0;  // when stop_a_holder stopped it
   };
   struct LockDir {
     std::string path;
@@ -146,10 +147,11 @@ class Nemesis {
   // when `middle` (where a forged hand-off mark would let its successor
   // skip). then_delete: a waiting node written is deleted a moment later.
   std::string write_into_lock_node(const std::string& data, bool middle, bool then_delete);
-  // A lock holder, waited for (bounded); pid 0 if none came.
-  Holder pick_victim();
-  // SIGSTOPs the victim; true if it still holds its node then, else SIGCONT.
-  bool stop_holder(const Holder& victim);
+  // A lock holder, stopped (SIGSTOP), that still holds its node once
+  // stopped; waited for (bounded); pid 0 if none was caught.
+  Holder stop_a_holder();
+  // The worker's log shows the grant of h.node, and no exit since.
+  bool granted_in_log(const Holder& h);
   // The password of a worker's session, from the workers' session files.
   std::string session_password(std::int64_t session);
   std::vector<TcpProxy*> some_proxies();
@@ -162,6 +164,7 @@ class Nemesis {
   EventLog& log_;
   std::map<std::string, int> injected_;
   std::vector<std::string> leftovers_;  // nemesis nodes a move could not remove
+  std::map<pid_t, std::string> worker_logs_;  // pid -> its log file
 };
 
 }  // namespace zkr::chaos

@@ -20,7 +20,7 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
   out << "guarded writes       " << r.writes_accepted << " accepted, " << r.writes_rejected
       << " rejected, " << r.writes_unknown << " unknown (" << r.unknown_applied
       << " of them applied); late writes " << r.late_writes << " (" << r.late_rejected
-      << " rejected)\n";
+      << " refused, " << r.late_applied << " applied while the node still lived)\n";
   out << "holder texts         " << r.invalid_holders_tried << " invalid ones tried, "
       << r.invalid_holders_refused << " refused by the constructor as they must be\n";
   out << "shared lock objects  " << r.shared_holds << " holds on an object two threads share\n";

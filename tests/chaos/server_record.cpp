@@ -15,7 +15,7 @@ namespace {
 
 // Transaction types (ZooDefs.OpCode) that change the tree or end a session.
 constexpr int kCreate = 1, kDelete = 2, kMulti = 14, kCreate2 = 15, kCreateContainer = 19,
-              kDeleteContainer = 20, kCreateTtl = 21, kCloseSession = -11;
+              kDeleteContainer = 20, kCreateTtl = 21, kCloseSession = -11, kError = -1;
 constexpr std::uint32_t kLogMagic = 0x5a4b4c47;  // "ZKLG"
 
 // Big-endian jute fields; throws std::out_of_range past the end.
@@ -79,7 +79,7 @@ struct Txn {
   std::int64_t zxid = 0;
   std::int64_t time_ms = 0;
   std::vector<Change> changes;
-  std::string body;  // to compare two servers' copies of one zxid
+  std::string body;  // its meaning, to compare two servers' copies of one zxid
 };
 
 // The changes of one transaction body of `type` (a multi's parts included).
@@ -106,11 +106,18 @@ void changes_of(int type, std::string_view body, std::vector<Change>& out) {
       out.push_back({Change::close_session, "", false});
       return;
     case kMulti: {
+      // A multi with an error part failed as a whole: nothing of it applies.
+      // (The leader may log its parts already marked error, the followers as
+      // sent: both say the same.)
+      std::vector<Change> parts;
       const auto n = in.int_();
       for (std::int32_t i = 0; i < n; ++i) {
         const auto part_type = in.int_();
-        changes_of(part_type, in.buffer(), out);  // failed multis carry error parts only
+        const auto part = in.buffer();
+        if (part_type == kError) return;
+        changes_of(part_type, part, parts);
       }
+      out.insert(out.end(), parts.begin(), parts.end());
       return;
     }
     default:
@@ -152,8 +159,11 @@ std::vector<Txn> read_log(const std::string& file, std::vector<std::string>& pro
       t.zxid = txn.long_();
       t.time_ms = txn.long_();
       const auto type = txn.int_();
-      t.body = std::string(entry);
       changes_of(type, entry.substr(txn.at()), t.changes);
+      // What two servers' copies must agree on: who, and what it changed.
+      t.body = std::to_string(t.session);
+      for (const auto& c : t.changes)
+        t.body += " " + std::to_string(c.kind) + (c.ephemeral ? "e" : "p") + c.path;
       out.push_back(std::move(t));
     }
   } catch (const std::out_of_range&) {
@@ -182,15 +192,38 @@ std::int64_t parse_hex(const std::string& text) {
 
 }  // namespace
 
-ServerRecord read_txn_logs(const std::vector<std::string>& files, const std::string& prefix) {
+ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers, const std::string& prefix) {
   ServerRecord record;
+  // Each zxid's copies, by server. A transaction is taken as committed when a
+  // majority of the servers logged it (the same change): a committed one was
+  // logged by a quorum, and logs are never purged here. A leader cut off (a
+  // frozen one, say) may log proposals of its own that no quorum ever saw,
+  // stamped while the others had moved on; a server that came back by a
+  // snapshot keeps such a tail in its old log. Those are not the truth.
+  std::map<std::int64_t, std::vector<Txn>> copies;
+  for (std::size_t server = 0; server < servers.size(); ++server) {
+    std::set<std::int64_t> seen;  // one copy per server (a zxid in two of its files: once)
+    for (const auto& file : servers[server])
+      for (auto& t : read_log(file, record.problems))
+        if (seen.insert(t.zxid).second) copies[t.zxid].push_back(std::move(t));
+  }
+  const std::size_t quorum = servers.size() / 2 + 1;
   std::map<std::int64_t, Txn> by_zxid;
-  for (const auto& file : files) {
-    for (auto& t : read_log(file, record.problems)) {
-      const auto [it, fresh] = by_zxid.try_emplace(t.zxid, std::move(t));
-      if (!fresh && it->second.body != t.body)
-        record.problems.push_back(file + ": zxid " + std::to_string(t.zxid) +
-                                  " differs from another server's copy");
+  for (auto& [zxid, list] : copies) {
+    std::map<std::string, std::size_t> votes;
+    for (const auto& t : list) ++votes[t.body];
+    const auto best = std::max_element(votes.begin(), votes.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (best->second >= quorum) {
+      for (auto& t : list)
+        if (t.body == best->first) {
+          by_zxid.emplace(zxid, std::move(t));
+          break;
+        }
+    } else if (list.size() >= quorum) {
+      record.problems.push_back("zxid " + std::to_string(zxid) + ": the servers' copies disagree");
+    } else {
+      ++record.unconfirmed;
     }
   }
   std::map<std::string, std::size_t> alive;                 // path -> index in lives
@@ -239,18 +272,20 @@ ServerRecord read_txn_logs(const std::vector<std::string>& files, const std::str
   return record;
 }
 
-std::vector<std::string> txn_log_files(const std::string& ensemble_dir) {
+std::vector<std::vector<std::string>> txn_log_files(const std::string& ensemble_dir) {
   namespace fs = std::filesystem;
-  std::vector<std::string> files;
+  std::vector<std::vector<std::string>> servers;
   for (const auto& server : fs::directory_iterator(ensemble_dir)) {
     if (!server.path().filename().string().starts_with("data-")) continue;
+    std::vector<std::string> files;
     const auto logs = server.path() / "version-2";
-    if (!fs::is_directory(logs)) continue;
-    for (const auto& file : fs::directory_iterator(logs))
-      if (file.path().filename().string().starts_with("log.")) files.push_back(file.path().string());
+    if (fs::is_directory(logs))
+      for (const auto& file : fs::directory_iterator(logs))
+        if (file.path().filename().string().starts_with("log.")) files.push_back(file.path().string());
+    std::sort(files.begin(), files.end());
+    servers.push_back(std::move(files));
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  return servers;
 }
 
 Fields life_fields(const NodeLife& life) {

@@ -11,11 +11,13 @@
 //
 // A node's life ends with a delete (alone or in a multi) or with the close of
 // the session that owns it (expiry included): ephemeral nodes get no delete
-// record of their own. Every committed transaction was logged by a quorum, so
-// the union of the three servers' logs has them all; one zxid seen with two
-// different contents is a problem of the record.
+// record of their own. A transaction is taken as committed when a majority of
+// the servers logged it: every committed one was, and a leader cut off from
+// the others may log proposals no quorum ever saw (they are counted as
+// unconfirmed and left out). Copies of one zxid that disagree with no
+// majority are a problem of the record.
 //
-//   auto record = zkr::chaos::read_txn_logs(files, "/chaos/locks/");
+//   auto record = zkr::chaos::read_txn_logs(txn_log_files(dir), "/chaos/locks/");
 //   for (const auto& life : record.lives) ... life.path, life.created, life.deleted
 #pragma once
 
@@ -42,19 +44,20 @@ struct NodeLife {
 
 struct ServerRecord {
   std::vector<NodeLife> lives;  // in czxid order
-  std::int64_t transactions = 0;
+  std::int64_t transactions = 0;  // committed (logged by a majority)
+  std::int64_t unconfirmed = 0;   // logged by fewer servers: never committed
   std::int64_t last_zxid = 0;
   std::vector<std::string> problems;
 };
 
 // Reads every transaction of the given log files (log.<zxid> of each server's
-// dataDir/version-2) and keeps the lives of the nodes whose path starts with
+// dataDir/version-2; one list per server) and keeps the lives of the nodes whose path starts with
 // `prefix` and whose name is a lock node's (contains "-lock-"). Times are
 // wall-clock ns (ms precision).
-ServerRecord read_txn_logs(const std::vector<std::string>& files, const std::string& prefix);
+ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers, const std::string& prefix);
 
-// DIR/data-*/version-2/log.*: the logs of an ensemble made by scripts/ensemble.
-std::vector<std::string> txn_log_files(const std::string& ensemble_dir);
+// DIR/data-*/version-2/log.*: the logs of an ensemble made by scripts/ensemble, by server.
+std::vector<std::vector<std::string>> txn_log_files(const std::string& ensemble_dir);
 
 // One life as a record's fields ("life" lines of RUN/server-record.txt), and back.
 Fields life_fields(const NodeLife& life);

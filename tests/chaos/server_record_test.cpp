@@ -90,22 +90,28 @@ std::string write_log(const std::string& name, const std::vector<Txn>& txns) {
 TEST(ChaosServerRecord, ReadsLockNodeLivesFromTransactionLogs) {
   const std::string n0 = "/chaos/locks/k0/_c_g-lock-0000000001";
   const std::string n1 = "/chaos/locks/k1/_c_h-lock-0000000002";
-  const std::vector<Txn> server1 = {
+  const std::vector<Txn> all = {
       {0x1, 0x100000001, 1000, -10, Out().i32(4000).bytes},                           // createSession
       {0x1, 0x100000002, 1001, 14, multi_txn({{1, create_txn(n0, true)}, {5, "x"}})},  // a lock node in a multi
       {0x1, 0x100000003, 1002, 1, create_txn("/chaos/locks/k0", false)},             // a directory
       {0x2, 0x100000004, 1003, 15, create_txn(n1, true)},                            // create2
-  };
-  const std::vector<Txn> server2 = {
-      server1[3],                                                                   // the same transaction
-      {0x3, 0x100000005, 1004, 2, delete_txn(n0)},                                  // another client deletes n0
-      {0x2, 0x100000006, 1005, -11, ""},                                            // n1's session closes
+      {0x3, 0x100000005, 1004, 2, delete_txn(n0)},                                   // another client deletes n0
+      {0x2, 0x100000006, 1005, -11, ""},                                             // n1's session closes
       {0x4, 0x100000007, 1006, 1, create_txn("/elsewhere/_c_x-lock-0000000001", true)},
   };
-  const auto record =
-      read_txn_logs({write_log("zkr-txn-a.log", server1), write_log("zkr-txn-b.log", server2)}, "/chaos/locks/");
+  // Server 1 has everything, in two files; server 2 came back by a snapshot
+  // and lacks the first three; server 3, a leader cut off, logged n0's
+  // deletion at 1003 in an epoch no quorum followed, and nothing after.
+  const std::vector<Txn> first(all.begin(), all.begin() + 4), rest(all.begin() + 4, all.end());
+  const std::vector<Txn> from_snapshot(all.begin() + 3, all.end());
+  const std::vector<Txn> cut_off = {all[0], all[1], {0x9, 0x100000004, 1003, 2, delete_txn(n0)}};
+  const auto record = read_txn_logs({{write_log("zkr-txn-1a.log", first), write_log("zkr-txn-1b.log", rest)},
+                                     {write_log("zkr-txn-2.log", from_snapshot)},
+                                     {write_log("zkr-txn-3.log", cut_off)}},
+                                    "/chaos/locks/");
   EXPECT_TRUE(record.problems.empty()) << record.problems.front();
-  EXPECT_EQ(record.transactions, 7);
+  EXPECT_EQ(record.transactions, 6);  // the directory's create: one copy only, left out
+  EXPECT_EQ(record.unconfirmed, 1);
   ASSERT_EQ(record.lives.size(), 2u);
   const auto& a = record.lives[0];
   EXPECT_EQ(a.path, n0);
@@ -123,11 +129,27 @@ TEST(ChaosServerRecord, ReadsLockNodeLivesFromTransactionLogs) {
   EXPECT_EQ(b.dzxid, 0x100000006);
 }
 
+// A release's multi whose directory delete failed (not empty): the node's
+// delete in it did not happen either. The leader logs the parts already
+// marked error, the followers as proposed.
+TEST(ChaosServerRecord, TheLeadersCopyOfAFailedMultiAgreesWithTheFollowers) {
+  const std::string n0 = "/chaos/locks/k0/_c_g-lock-0000000001";
+  const auto error = Out().i32(-111).bytes;
+  const auto follower = write_log("zkr-txn-e.log", {{0x1, 0x10, 1000, 1, create_txn(n0, true)},
+                                                    {0x1, 0x11, 1001, 14, multi_txn({{2, delete_txn(n0)}, {-1, error}})}});
+  const auto leader = write_log("zkr-txn-f.log", {{0x1, 0x10, 1000, 1, create_txn(n0, true)},
+                                                  {0x1, 0x11, 1001, 14, multi_txn({{-1, delete_txn(n0)}, {-1, error}})}});
+  const auto record = read_txn_logs({{follower}, {leader}}, "/chaos/locks/");
+  EXPECT_TRUE(record.problems.empty()) << record.problems.front();
+  ASSERT_EQ(record.lives.size(), 1u);
+  EXPECT_FALSE(record.lives[0].deleted.has_value());
+}
+
 TEST(ChaosServerRecord, TwoDifferentCopiesOfOneZxidAreAProblem) {
   const std::string n0 = "/chaos/locks/k0/_c_g-lock-0000000001";
   const auto a = write_log("zkr-txn-c.log", {{0x1, 0x10, 1000, 1, create_txn(n0, true)}});
   const auto b = write_log("zkr-txn-d.log", {{0x1, 0x10, 1000, 2, delete_txn(n0)}});
-  EXPECT_EQ(read_txn_logs({a, b}, "/chaos/locks/").problems.size(), 1u);
+  EXPECT_EQ(read_txn_logs({{a}, {b}}, "/chaos/locks/").problems.size(), 1u);
 }
 
 TEST(ChaosServerRecord, LifeRecordRoundTrips) {
