@@ -283,7 +283,7 @@ class Checker {
                                          " after value " + std::to_string(v - 1) + " by " +
                                          describe(prev_op) + " token " + std::to_string(prev_token));
         }
-        if (w->late) ++result_.late_applied;  // sent while its node still lived: the servers decide
+        if (w->late && w->sent <= fences_[w->op]) late_applied_.insert(w);  // its node still lived
         if (w->sent > fences_[w->op])
           violation("late_write", "key " + key + ": " + describe(op) + " write " +
                                       std::to_string(w->n) + " (" + w->result + (w->late ? ", made late on purpose" : "") +
@@ -306,7 +306,10 @@ class Checker {
     }
   }
 
-  void finish_counts() { result_.unknown_applied = static_cast<std::int64_t>(unknown_applied_.size()); }
+  void finish_counts() {
+    result_.unknown_applied = static_cast<std::int64_t>(unknown_applied_.size());
+    result_.late_applied = static_cast<std::int64_t>(late_applied_.size());
+  }
 
   void check_acquires() {
     for (const auto& [id, op] : ops_) {
@@ -408,6 +411,7 @@ class Checker {
   std::map<std::string, std::vector<const NodeLife*>> lives_;  // by path, every incarnation
   std::map<std::string, std::int64_t> fences_;
   std::set<const Write*> unknown_applied_;
+  std::set<const Write*> late_applied_;  // late on purpose, applied while the node lived
   std::int64_t origin_ = 0;
   const std::int64_t& phase_from_ = parsed_.phase_from;
   const std::int64_t& phase_to_ = parsed_.phase_to;
