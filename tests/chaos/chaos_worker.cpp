@@ -16,9 +16,12 @@
 // LOG (tests/chaos/event_log.hpp): the checker, not this program, judges it.
 //
 // A holder stops writing when its lease says lost, as a correct client does;
-// but once per hold whose session is gone or whose node was deleted it makes
-// one more "late" write on purpose: fencing must reject it. After a refused
-// write (its lock node is gone) it waits, bounded, for its lease to say lost.
+// but once per hold that ended in doubt (a loss, a refusal, an unknown
+// outcome) it waits, bounded, until the hold is surely void (a new session,
+// or the node deleted) and then makes one more "late" write on purpose:
+// fencing must reject it. After a refused write (its lock node is gone) it
+// waits, bounded, for its lease to say lost. Each grant's record names its
+// lock nodes, which the checker finds in the servers' record.
 //
 // Holder texts (LockOptions::holder_id) are random: valid ones, adversarial
 // content included ("held", "__REVOKE__", 1024 printable bytes), and, before
@@ -28,8 +31,9 @@
 // it did ("holder" records), then makes the lock with a valid text.
 //
 // --broken makes the worker a deliberately broken lock user, for the test of
-// the checker: `nolock` takes no lock at all; `unguarded` locks but writes
-// without the lease check (and on after a loss).
+// the checker: `nolock` makes a lock node like any contender's and goes on
+// without waiting for those before it; `unguarded` locks but writes without
+// the lease check (and on after a loss).
 //
 // SIGTERM: each thread ends its current hold and stops. The process dies with
 // its parent (PR_SET_PDEATHSIG), and stops itself after SECONDS in any case.
@@ -38,6 +42,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
@@ -224,6 +229,17 @@ struct LostFlag {
   bool lost = false;  // guarded by mutex
 };
 
+// Rung by the Client's state listener and by every lost notice: a thread
+// waiting for its hold's session to be surely gone waits on it, bounded.
+struct StateSignal {
+  std::mutex mutex;
+  std::condition_variable cv;
+  void ring() {
+    std::lock_guard lock(mutex);
+    cv.notify_all();
+  }
+};
+
 std::string hex_id(std::int64_t id) {
   char text[32];
   std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(id));
@@ -232,8 +248,8 @@ std::string hex_id(std::int64_t id) {
 
 class Worker {
  public:
-  Worker(const Config& config, zkr::Client& client, EventLog& log)
-      : config_(config), client_(client), log_(log) {
+  Worker(const Config& config, zkr::Client& client, EventLog& log, StateSignal& signal)
+      : config_(config), client_(client), log_(log), signal_(signal) {
     options_.suspended_policy = zkr::SuspendedPolicy::lost;
     factory_ = std::make_unique<zkr::LockFactory>(client, config.root + "/locks",
                                                   zkr::LockLayout::flat(), options_);
@@ -378,6 +394,17 @@ class Worker {
       return;
     }
     std::vector<zkr::LockLease> leases;
+    std::string nolock_node;
+    if (config_.broken == "nolock") {
+      // A lock that excludes nobody: a lock node like any contender's, and
+      // no wait for those before it. The servers' record shows each such
+      // grant alive beside others.
+      nolock_node = make_nolock_node(keys[0], rng);
+      if (nolock_node.empty()) {
+        log_.write("noacq", {{"op", op}, {"why", "error"}, {"msg", "nolock_create_failed"}});
+        return;
+      }
+    }
     try {
       leases = hold.leases();
     } catch (const std::exception& e) {
@@ -388,7 +415,7 @@ class Worker {
         log_.write("release", {{"op", op}, {"ok", *released ? "1" : "0"}});
       return;
     }
-    std::string nodes;
+    std::string nodes = nolock_node;
     for (const auto& lease : leases) nodes += (nodes.empty() ? "" : ",") + lease.node_path();
     std::vector<std::pair<std::string, std::int64_t>> tokens;
     for (std::size_t i = 0; i < keys.size(); ++i)
@@ -416,31 +443,24 @@ class Worker {
           lost_flag->lost = true;
         }
         lost_flag->cv.notify_all();
+        signal_.ring();
       });
     }
 
     const int writes = 1 + static_cast<int>(pick(3));
+    bool in_doubt = false;  // the hold ended on a loss, a refusal or an unknown outcome
+    bool late_made = false;
     for (int w = 0; w < writes; ++w) {
       bool late = false;
-      if (config_.broken != "unguarded") {
-        bool lost = false;
-        bool void_for_sure = false;
-        for (const auto& lease : leases) {
-          if (!lease.lost()) continue;
-          lost = true;
-          // The session that granted it is gone (the Client has moved on to
-          // a new one), or the node was deleted: nothing can revive the lock.
-          void_for_sure = void_for_sure || lease.lost_reason() != zkr::LostReason::suspended ||
-                          lease.session_epoch() != client_.session_epoch();
-        }
-        if (lost) {
-          // A correct holder stops here. Once, where the lease is certainly
-          // void, write anyway: fencing must refuse.
-          if (!void_for_sure) break;
-          late = true;
-        }
+      if (config_.broken != "unguarded" && any_lost(leases)) {
+        in_doubt = true;
+        // A correct holder stops here. Where the lease is certainly void,
+        // write once anyway: fencing must refuse.
+        if (!surely_void(leases)) break;
+        late = true;
       }
       const auto outcome = write(op, w, keys, tokens, leases, late);
+      late_made = late_made || (late && !outcome.empty());
       if (outcome == "rejected" && !leases.empty()) {
         // Refused: the lock node is gone (the check is all that can fail),
         // so the lease must say lost, a watch event away. Wait for it, past
@@ -448,24 +468,101 @@ class Worker {
         std::unique_lock lock(lost_flag->mutex);
         lost_flag->cv.wait_for(lock, zkr::chaos::kLostNoticeGrace + 1s, [&] { return lost_flag->lost; });
       }
-      if (outcome != "ok" || late) break;
+      if (outcome != "ok" || late) {
+        in_doubt = true;
+        break;
+      }
       // The "work" of the critical section: faults get a chance to land mid-hold.
       std::this_thread::sleep_for(milliseconds(pick(60)));
     }
+    // A hold that ended in doubt (a paused or expired holder's first write
+    // after it runs again fails with the link; its lease may say lost only
+    // later): once its session or node is surely gone, one late write, which
+    // fencing must refuse. Bounded: a session that lives on is no reason.
+    if (!leases.empty() && !late_made && (in_doubt || any_lost(leases)) && !stop_requested &&
+        wait_surely_void(leases))
+      (void)write(op, writes, keys, tokens, leases, true);
     log_.write("exit", {{"op", op}});
+    if (!nolock_node.empty()) {
+      try {
+        (void)client_.keeper()->try_remove(nolock_node);  // its session's end takes it otherwise
+      } catch (const std::exception&) {
+      }
+    }
     if (const auto released = hold.release())
       log_.write("release", {{"op", op}, {"ok", *released ? "1" : "0"}});
   }
 
-  // Returns the outcome: ok, rejected, unknown, or "" if nothing was sent.
+  static bool any_lost(const std::vector<zkr::LockLease>& leases) {
+    return std::any_of(leases.begin(), leases.end(), [](const auto& l) { return l.lost(); });
+  }
+
+  // The session that granted a lease is gone (the Client has moved on to a
+  // new one), or a node was deleted: nothing can revive the lock.
+  bool surely_void(const std::vector<zkr::LockLease>& leases) const {
+    for (const auto& lease : leases) {
+      if (lease.session_epoch() != client_.session_epoch()) return true;
+      if (lease.lost() && lease.lost_reason() != zkr::LostReason::suspended) return true;
+    }
+    return false;
+  }
+
+  // Waits until the hold is surely void, up to a session timeout and two
+  // seconds; gives up after a second if the Client is connected in the
+  // hold's own session (the link failed and came back: the lock may live).
+  bool wait_surely_void(const std::vector<zkr::LockLease>& leases) {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_lock lock(signal_.mutex);
+    if (signal_.cv.wait_until(lock, start + 1s, [&] { return surely_void(leases); })) return true;
+    if (client_.is_connected() && client_.session_epoch() == leases.front().session_epoch()) return false;
+    return signal_.cv.wait_until(lock, start + config_.session_timeout + 2s, [&] { return surely_void(leases); });
+  }
+
+  // nolock's lock node in the key's lock directory (made if missing); "" if
+  // it could not be made.
+  std::string make_nolock_node(const std::string& key, std::mt19937_64& rng) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string guid(32, '0');
+    for (auto& c : guid) c = kDigits[rng() % 16];
+    const auto dir = factory_->path_for(key);
+    try {
+      auto keeper = client_.keeper();
+      (void)keeper->try_create(dir);  // node_exists is fine
+      auto made = keeper->try_create(dir + "/_c_" + guid + "-lock-", "nolock", zkr::CreateMode::ephemeral_sequential);
+      return made.ok() ? made.value().path : "";
+    } catch (const std::exception&) {
+      return "";
+    }
+  }
+
+  // Returns the outcome: ok, rejected, unknown, or "" if nothing was sent. A
+  // late write is tried again (a read failed: the Client is between
+  // sessions) until it is sent, for up to a session timeout and two seconds,
+  // waiting for a change of the Client's state in between.
   std::string write(const std::string& op, int n, const std::vector<std::string>& keys,
+                    const std::vector<std::pair<std::string, std::int64_t>>& tokens,
+                    const std::vector<zkr::LockLease>& leases, bool late) {
+    if (!late) return write_once(op, n, keys, tokens, leases, false);
+    const auto deadline = std::chrono::steady_clock::now() + config_.session_timeout + 2s;
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      const auto outcome = write_once(op, n, keys, tokens, leases, true);
+      if (!outcome.empty() || std::chrono::steady_clock::now() >= deadline || stop_requested) return outcome;
+      std::unique_lock lock(signal_.mutex);
+      signal_.cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + 500ms));
+    }
+    return "";
+  }
+
+  std::string write_once(const std::string& op, int n, const std::vector<std::string>& keys,
              const std::vector<std::pair<std::string, std::int64_t>>& tokens,
              const std::vector<zkr::LockLease>& leases, bool late) {
     std::shared_ptr<zkr::Keeper> keeper;
     std::vector<std::pair<std::string, std::int64_t>> values;
     std::vector<zkr::Op> ops;
     try {
-      keeper = client_.keeper();
+      // A late write goes out in whatever session the Client has next.
+      keeper = late ? client_.keeper_when_connected(std::chrono::steady_clock::now() + config_.session_timeout)
+                    : client_.keeper();
       for (std::size_t i = 0; i < keys.size(); ++i) {
         auto read = keeper->try_get(counter_path(config_, keys[i]));
         if (!read.ok()) {
@@ -498,8 +595,13 @@ class Worker {
     // An error the multi's results pin on one operation is a refusal; an
     // error with no results (the link, the session) leaves the outcome unknown.
     const std::string outcome = result.ok() ? "ok" : result.results.empty() ? "unknown" : "rejected";
+    // Whether the lease already said lost when the reply was back: the watch
+    // event of the node's deletion comes before the reply of any request the
+    // server ordered after it (silent_loss).
+    const bool lost_at_reply = any_lost(leases);
     log_.write("write", {{"op", op}, {"n", std::to_string(n)}, {"sent", std::to_string(sent)},
                          {"result", outcome}, {"err", std::string(zkr::errc_name(result.error))},
+                         {"lost", lost_at_reply ? "1" : "0"},
                          {"values", zkr::chaos::format_key_ints(values)},
                          {"tokens", zkr::chaos::format_key_ints(tokens)}, {"late", late ? "1" : "0"}});
     return outcome;
@@ -508,6 +610,7 @@ class Worker {
   const Config& config_;
   zkr::Client& client_;
   EventLog& log_;
+  StateSignal& signal_;
   zkr::LockOptions options_;  // everything but the holder text
   std::unique_ptr<zkr::LockFactory> factory_;
   // Shared by every thread, by key; made before the threads start, destroyed
@@ -528,6 +631,7 @@ int run(const Config& config) {
   options.connection_timeout = config.session_timeout;
   // Patient enough to ride out a leader election on a loaded machine.
   options.retry_policy = std::make_shared<zkr::BoundedExponentialBackoffRetry>(100ms, 1s, 20s);
+  StateSignal signal;  // outlives the Client, whose listener rings it
   zkr::Client client(options);
   // The nemesis expires sessions by id and password: it reads them here.
   const auto publish_session = [&] {
@@ -543,6 +647,7 @@ int run(const Config& config) {
     return session;
   };
   client.add_listener([&](zkr::ConnectionState state) {
+    signal.ring();
     std::string session = "0";
     if (state == zkr::ConnectionState::connected || state == zkr::ConnectionState::reconnected)
       session = publish_session();
@@ -553,7 +658,7 @@ int run(const Config& config) {
     return 1;
   }
   (void)publish_session();  // the first connection may have come before the listener
-  Worker worker(config, client, log);
+  Worker worker(config, client, log, signal);
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(config.seconds);
   {
     std::vector<std::jthread> threads;

@@ -1,27 +1,29 @@
 // The chaos run's independent checker. It knows nothing of the lock code: it
-// reads the workers' logs, the nemesis log and the final znode state, and
-// asks what a correct lock must answer "no" to (see README.md for the rules):
+// reads the workers' logs, the nemesis log, the final znode state and the
+// servers' record of every lock node's life (server_record.hpp), and asks
+// what a correct lock must answer "no" to (see README.md for the rules):
 //
-//   overlap          two holder intervals of one key overlap, where an
-//                    interval is [enter, end] and end is the earliest of:
-//                    exit; the first suspended/lost notice (of the lease or
-//                    the Client); the send time of the last accepted write if
-//                    a later one was rejected; the moment the nemesis froze,
-//                    killed or expired the holder's process or session
+//   overlap          two grants of one key in force at once, judged by the
+//                    servers: a grant is in force from the moment the worker
+//                    had it until its lock node was deleted on the servers
+//                    (released, deleted by another client, or gone with its
+//                    session), whatever the client believed meanwhile
 //   token_order      applied writes of a key, in counter order, whose fencing
 //                    token does not grow (equal only within one hold)
-//   late_write       a write applied although sent after its holder's lease
-//                    was surely void (session lost, node deleted, or the
-//                    nemesis had frozen/killed/expired it)
+//   late_write       a write that took effect although sent after its grant's
+//                    node was deleted on the servers, or after its lease said
+//                    session_lost/node_deleted
+//   silent_loss      a guarded write refused (its lock node was gone) while no
+//                    lease of the hold said lost, by the time the reply came
 //   lost_update      two accepted writes set a key's counter to one value, or
 //                    a counter value no write explains, or an accepted value
 //                    above the final counter
 //   final_token      the token node does not hold the last write's token
 //   acquire_overrun  an acquire returned later than its deadline plus one
 //                    session timeout (plus any time its process was paused)
-//   lost_unnoticed   a hold whose lock node was surely gone (the nemesis
-//                    deleted it, or a guarded write was refused) stayed
-//                    kLostNoticeGrace or longer without its lease saying lost
+//   lost_unnoticed   a hold whose lock node was gone (servers' record, or a
+//                    refused guarded write) that ran kLostNoticeGrace or
+//                    longer without its lease saying lost
 //   release_refused  a thread's release of a lock it was granted returned
 //                    false: the object lost track of the grant (two threads
 //                    sharing one lock object, one grant overwriting another)
@@ -35,11 +37,10 @@
 //                    created again, or had its data changed by the end of
 //                    the run and one sweep of the lock root (clean_lock_root)
 //
-// A `cut` with a node (delete_holder_node) ends only the hold of that node:
-// its interval on that key ends when the deletion was sent, and its writes
-// sent after the deletion's reply must be refused. Nodes the nemesis made
-// from a session of its own (`foreign` records) are not the library's: one
-// left at the end is a problem of the run, not an orphan.
+// Nodes the nemesis made from a session of its own (`foreign` records) are
+// not the library's: one left at the end is a problem of the run, not an
+// orphan. The nemesis's `cut` records no longer end holds: they only say
+// which faults hit a holder (holder_hits).
 //
 // Writes whose outcome is unknown (the link failed) count as applied exactly
 // when the final counter needs them: counters only ever take the values
@@ -60,6 +61,7 @@
 #include <vector>
 
 #include "event_log.hpp"
+#include "server_record.hpp"
 
 namespace zkr::chaos {
 
@@ -117,6 +119,8 @@ struct RunInput {
   std::vector<Event> nemesis;
   FinalState final_state;
   BystanderRecord bystanders;  // empty for a run made before issue 11
+  std::vector<NodeLife> lives;  // the servers' record, times on CLOCK_MONOTONIC
+  bool has_server_record = false;
 };
 
 struct CheckResult {
@@ -131,6 +135,7 @@ struct CheckResult {
   std::int64_t unknown_applied = 0;
   std::int64_t late_writes = 0;
   std::int64_t late_rejected = 0;
+  std::int64_t late_applied = 0;  // late on purpose, yet sent while the node lived (no violation)
   std::int64_t invalid_holders_tried = 0;    // lock constructors given an invalid holder text
   std::int64_t invalid_holders_refused = 0;  // ...that threw std::invalid_argument, as they must
   std::int64_t shared_holds = 0;             // holds on a lock object two threads share
@@ -139,6 +144,9 @@ struct CheckResult {
   std::map<std::string, std::int64_t> lost_notices;   // by reason
   std::map<std::string, std::int64_t> client_states;  // suspended, lost, ...
   std::map<std::string, std::int64_t> faults;         // by kind
+  std::map<std::string, std::int64_t> holder_hits;    // faults of a kind that hit a lock holder
+  std::int64_t server_lives = 0;  // lock node lives in the servers' record
+  std::int64_t void_grants = 0;   // grants whose node was gone before the worker had them
   std::map<std::string, std::int64_t> counters;       // final, by key
 
   // Violations, by rule, with a few examples each.
@@ -160,14 +168,24 @@ inline constexpr std::size_t kExamplesPerRule = 5;
 
 CheckResult check(const RunInput& input);
 
+// The fault kinds aimed at a lock holder: each must hit one at least once.
+inline const std::vector<std::string> kHolderFaultKinds = {"kill_worker", "pause_worker", "expire_session",
+                                                          "delete_holder_node"};
+
+// What a run with these fault kinds must have shown to mean something: every
+// kind of kHolderFaultKinds it used hit a holder, and (if it used one that
+// ends a holder's session or node) at least one late write was made and
+// refused. One line per shortfall.
+std::vector<std::string> bite_problems(const CheckResult& result, const std::vector<std::string>& kinds);
+
 // Final state file: one line per fact, in the event format with time 0:
 //   "0 counter key=k0 value=17", "0 token key=k0 value=4294967391",
 //   "0 node path=/chaos/locks/k0 owner=0", "0 live session=1a2b..."
 void write_final_state(const std::string& path, const FinalState& state);
 FinalState read_final_state(const std::string& path);
 
-// Reads DIR/worker-*.log, DIR/nemesis.log, DIR/final-state.txt and
-// DIR/bystanders.txt (if there is one).
+// Reads DIR/worker-*.log, DIR/nemesis.log, DIR/final-state.txt,
+// DIR/bystanders.txt and DIR/server-record.txt (each if there is one).
 RunInput load_run(const std::string& dir);
 
 }  // namespace zkr::chaos

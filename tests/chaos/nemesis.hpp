@@ -3,12 +3,15 @@
 //
 //   fault  kind=K from=NS to=NS effective=0|1 detail=...
 //                                            once each fault is healed
-//   cut    pid=P why=K from=NS to=NS         P's holds end at `from`; any write
-//                                            of them sent after `to` must fail
+//   cut    pid=P why=K from=NS to=NS node=N  a fault aimed at P's hold of lock
+//                                            node N (kill_worker, pause_worker,
+//                                            expire_session with session=S);
+//                                            the checker counts it as a holder
+//                                            hit by the servers' record
 //   paused pid=P from=NS to=NS               P was stopped (SIGSTOP) meanwhile
 //   cut    pid=P why=delete_holder_node from=NS to=NS node=PATH
-//                                            only the hold of lock node PATH
-//                                            ends (deleted between from and to)
+//                                            the holder's node PATH deleted
+//                                            between from and to
 //   foreign session=S via=direct|proxyN      a session of the nemesis's own
 //   foreign path=PATH session=S              a node it made in a lock directory
 //
@@ -120,6 +123,7 @@ class Nemesis {
     pid_t pid = 0;
     std::int64_t session = 0;
     std::string node;
+    std::int64_t stopped_at = 0;  // when stop_a_holder stopped it
   };
   struct LockDir {
     std::string path;
@@ -143,8 +147,11 @@ class Nemesis {
   // when `middle` (where a forged hand-off mark would let its successor
   // skip). then_delete: a waiting node written is deleted a moment later.
   std::string write_into_lock_node(const std::string& data, bool middle, bool then_delete);
-  // A lock holder if there is one, else any worker; pid 0 if no worker runs.
-  Holder pick_victim();
+  // A lock holder, stopped (SIGSTOP), that still holds its node once
+  // stopped; waited for (bounded); pid 0 if none was caught.
+  Holder stop_a_holder();
+  // The worker's log shows the grant of h.node, and no exit since.
+  bool granted_in_log(const Holder& h);
   // The password of a worker's session, from the workers' session files.
   std::string session_password(std::int64_t session);
   std::vector<TcpProxy*> some_proxies();
@@ -157,6 +164,7 @@ class Nemesis {
   EventLog& log_;
   std::map<std::string, int> injected_;
   std::vector<std::string> leftovers_;  // nemesis nodes a move could not remove
+  std::map<pid_t, std::string> worker_logs_;  // pid -> its log file
 };
 
 }  // namespace zkr::chaos

@@ -20,7 +20,7 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
   out << "guarded writes       " << r.writes_accepted << " accepted, " << r.writes_rejected
       << " rejected, " << r.writes_unknown << " unknown (" << r.unknown_applied
       << " of them applied); late writes " << r.late_writes << " (" << r.late_rejected
-      << " rejected)\n";
+      << " refused, " << r.late_applied << " applied while the node still lived)\n";
   out << "holder texts         " << r.invalid_holders_tried << " invalid ones tried, "
       << r.invalid_holders_refused << " refused by the constructor as they must be\n";
   out << "shared lock objects  " << r.shared_holds << " holds on an object two threads share\n";
@@ -40,6 +40,15 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
     out << kind << "=" << n << " ";
   }
   out << "(total " << faults << ")\n";
+  out << "holder hits          ";
+  for (const auto& kind : kHolderFaultKinds) {
+    const auto hits = r.holder_hits.count(kind) ? r.holder_hits.at(kind) : 0;
+    const auto injected = r.faults.count(kind) ? r.faults.at(kind) : 0;
+    out << kind << "=" << hits << "/" << injected << " ";
+  }
+  out << "(faults that hit a lock holder, of those injected)\n";
+  out << "servers' record      " << r.server_lives << " lock node lives from the transaction logs; "
+      << r.void_grants << " grants came after their node was gone (void)\n";
   out << "violations           " << r.violation_count();
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";
