@@ -8,6 +8,7 @@
 #include "context.hpp"
 #include "plots.hpp"
 #include "rss.hpp"
+#include "server_cost.hpp"
 #include "workloads.hpp"
 #include "zkr/cleanup.hpp"
 
@@ -39,6 +40,22 @@ void prepare_root(Client& client, const std::string& root) {
                    "choose another --root");
 }
 
+// Whether the servers fsync their transaction log, as ZooKeeper does by
+// default (forceSync=yes), told by the leader's own count of fsyncs over the
+// run: a benchmark on servers that skip it measures a faster, unsafe setting.
+std::string durability_line(const std::optional<ServerCounters>& before,
+                            const std::optional<ServerCounters>& after) {
+  if (!before || !after)
+    return "Durability: unknown (the servers' mntr/srvr did not answer; forceSync not checked)";
+  const auto fsyncs = after->leader_fsyncs - before->leader_fsyncs;
+  const auto writes = after->leader_zxid - before->leader_zxid;
+  if (fsyncs > 0)
+    return "Durability: ZooKeeper's default, forceSync=yes (the leader fsynced its log " +
+           std::to_string(fsyncs) + " times for " + std::to_string(writes) + " zxids)";
+  return "Durability: forceSync=no (the leader never fsynced, for " + std::to_string(writes) +
+         " zxids): faster than ZooKeeper's default; not the figures to publish";
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
@@ -59,7 +76,9 @@ int run_workloads(const Options& options) {
     prepare_root(*client, options.root);
   }
   std::cerr << "bench: ensemble " << options.connect << ", root " << options.root
-            << (options.quick ? ", quick sizes" : "") << "\n";
+            << (options.quick ? ", quick sizes" : "") << (options.no_lock ? ", NO LOCK in W2 and W5" : "")
+            << "\n";
+  const auto counters_before = read_server_counters(options.connect);
 
   run_floor_and_w1(ctx, options.wants("W1"));
   if (options.wants("W2")) run_w2_contended(ctx);
@@ -68,7 +87,8 @@ int run_workloads(const Options& options) {
   if (options.wants("W5")) run_w5_queue_depth(ctx);
 
   std::string table = reporter.table();
-  table += "\nClient peak RSS (getrusage): " + std::to_string(peak_rss_kib() / 1024) + " MiB\n";
+  table += "\n" + durability_line(counters_before, read_server_counters(options.connect)) + "\n";
+  table += "Client peak RSS (getrusage): " + std::to_string(peak_rss_kib() / 1024) + " MiB\n";
   (options.json ? std::cerr : std::cout) << "\n" << table << std::flush;
   if (options.out_dir) {
     write_file(*options.out_dir + "/results.txt", table);

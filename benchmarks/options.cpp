@@ -88,6 +88,9 @@ Options parse_options(const std::vector<std::string>& args) {
                          options.root + "')");
     } else if (arg == "--max-keys") {
       options.max_keys = parse_count(arg, value());
+    } else if (arg == "--no-lock") {
+      no_value();
+      options.no_lock = true;
     } else if (arg == "-h" || arg == "--help") {
       no_value();
       options.help = true;
@@ -130,8 +133,11 @@ ephemeral-sequential, list, delete) with synchronous ZooKeeper C client calls.
 
 Workloads:
   W1  uncontended: one session acquires and releases one lock (~10 s)
-  W2  contended: 8 workers, each with its own session, on one lock (~15 s):
-      acquisitions/s, wait p50/p99/max, fairness, mutual-exclusion violations
+  W2  contended: 8 workers, each with its own session, on one lock, first
+      with the floor's lock, then ours (~15 s each): acquisitions/s, wait and
+      hand-off p50/p99, fairness; each holder does a read-modify-write of a
+      counter only the lock protects, judged by the exclusion checker
+      (overlaps, token order, lost updates)
   W3  many distinct locks: K = 1,000, 10,000, 100,000 keys in sequence:
       cycles/s, server znode count (mntr) before, right after and 5 s after,
       leftover znodes, the client's peak RSS
@@ -139,7 +145,11 @@ Workloads:
       lock keys under the same root, flat and hashed layouts; time to list and
       to clean the root at each N
   W5  queue depth: hand-off latency with N = 0, 10, 100, 1,000 waiters queued
-      behind the contender receiving the lock
+      behind the contender receiving the lock (judged like W2)
+
+Every workload also shows requests and writes per operation, counted by the
+servers (mntr's zk_packets_received over every server, the leader's zxid from
+srvr), and the run says whether the servers fsync (forceSync).
 
 Options:
   --connect HOSTS     ensemble, host:port,... (default: $ZK_CONNECT)
@@ -152,6 +162,9 @@ Options:
   --json              one JSON object per run on stdout; the table goes to stderr
   --out DIR           also write results.jsonl, results.txt and PNG plots there
   --strict            a missed performance target also makes the exit code 1
+  --no-lock           W2 and W5 run their critical sections without the lock:
+                      the control of the exclusion checks, which must report
+                      overlaps and lost updates (and so exit 1)
   -h, --help          this help
 
 Exit codes: 0 ran and every check held; 1 a check failed (a mutual-exclusion

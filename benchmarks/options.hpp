@@ -25,6 +25,9 @@ struct Options {
   std::optional<std::string> out_dir;  // JSON lines, table and plots go there
   std::string root = "/zkr-bench";
   std::uint64_t max_keys = 1'000'000;  // cap on W4's N
+  // W2 and W5 take no lock: the control of their exclusion checks, which
+  // must then report overlaps and lost updates (exit 1).
+  bool no_lock = false;
   bool help = false;
 
   bool wants(const std::string& workload) const;

@@ -6,6 +6,7 @@
 #include "floor.hpp"
 #include "progress.hpp"
 #include "rss.hpp"
+#include "server_cost.hpp"
 #include "workloads.hpp"
 #include "zkr/lock.hpp"
 
@@ -39,19 +40,26 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
     mutex = std::make_unique<InterProcessMutex>(*client, ctx.path("w1/lock"));
   }
   Samples floor_samples, zkr_samples;
+  CostMeter floor_cost(ctx.options.connect), zkr_cost(ctx.options.connect);
   std::uint64_t floor_cycles = 0, zkr_cycles = 0;
   double floor_seconds = 0, zkr_seconds = 0;
   const auto total = ctx.plan.w1_duration;
   Progress progress(with_w1 ? "floor and W1, in alternating slices" : "floor", 0);
   for (auto done = std::chrono::milliseconds(0); done < total; done += kSlice) {
     const auto slice = std::min(kSlice, total - done);
+    floor_cost.begin();
     auto t0 = Clock::now();
-    floor_cycles += floor.cycle_for(slice, kMaxCycles, floor_samples);
+    const auto floor_done = floor.cycle_for(slice, kMaxCycles, floor_samples);
     floor_seconds += seconds_since(t0);
+    floor_cost.end(floor_done);
+    floor_cycles += floor_done;
     if (with_w1) {
+      zkr_cost.begin();
       t0 = Clock::now();
-      zkr_cycles += zkr_cycles_for(*mutex, slice, zkr_samples);
+      const auto zkr_done = zkr_cycles_for(*mutex, slice, zkr_samples);
       zkr_seconds += seconds_since(t0);
+      zkr_cost.end(zkr_done);
+      zkr_cycles += zkr_done;
     }
     progress.update(floor_cycles + zkr_cycles);
   }
@@ -64,6 +72,8 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
   f.ops = floor_cycles;
   f.seconds = floor_seconds;
   f.latency = floor_samples.percentiles();
+  f.requests_per_op = floor_cost.requests_per_op();
+  f.writes_per_op = floor_cost.writes_per_op();
   f.note = "create+list+delete, sync";
   const double floor_rate = f.ops_per_sec();
   ctx.reporter.set_floor(floor_rate, f.latency->p50_ms);
@@ -78,9 +88,17 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
   r.seconds = zkr_seconds;
   r.latency = zkr_samples.percentiles();
   r.extra.add("peak_rss_kib", peak_rss_kib());
+  r.requests_per_op = zkr_cost.requests_per_op();
+  r.writes_per_op = zkr_cost.writes_per_op();
   r.note = "acquire+release";
   const double rate = r.ops_per_sec();
+  const auto writes = r.writes_per_op;
   ctx.reporter.add(std::move(r));
+  if (writes)
+    ctx.reporter.verdict({"W1 writes per cycle <= 2.0 (the lock node's create and delete)", false,
+                          *writes <= 2.05, !ctx.options.quick,
+                          strprintf("%.2f writes per cycle (leader zxid); the floor's %.2f", *writes,
+                                    floor_cost.writes_per_op().value_or(0))});
   ctx.reporter.verdict({"W1 uncontended cycles >= 1.3x floor rate", false,
                         floor_rate > 0 && rate >= 1.3 * floor_rate, !ctx.options.quick,
                         strprintf("%.1f cycles/s = %.2fx the floor's %.1f/s (wanted >= 1.3x)", rate,

@@ -12,6 +12,7 @@
 #include "mntr.hpp"
 #include "progress.hpp"
 #include "rss.hpp"
+#include "server_cost.hpp"
 #include "workloads.hpp"
 #include "zkr/lock_factory.hpp"
 
@@ -88,6 +89,8 @@ void run_w3_many_locks(Context& ctx) {
     const auto before = leader_znode_count(ctx.options.connect);
     Shared shared;
     std::vector<Samples> samples(threads);
+    CostMeter cost(ctx.options.connect);
+    cost.begin();
     const auto start = Clock::now();
     // Generous: a healthy ensemble does 100,000 in a minute or two here.
     const auto deadline = start + std::chrono::milliseconds(60) * static_cast<std::int64_t>(keys) +
@@ -107,6 +110,7 @@ void run_w3_many_locks(Context& ctx) {
         progress.update(shared.done.load());
     }  // joins
     const double seconds = seconds_since(start);
+    cost.end(keys);
     if (shared.failed) throw RunError("W3 K=" + std::to_string(keys) + ": " + shared.first_error);
     if (shared.done.load() < keys) throw RunError("W3 K=" + std::to_string(keys) + ": timed out");
 
@@ -131,6 +135,8 @@ void run_w3_many_locks(Context& ctx) {
     r.ops = keys;
     r.seconds = seconds;
     r.latency = all.percentiles();
+    r.requests_per_op = cost.requests_per_op();
+    r.writes_per_op = cost.writes_per_op();
     r.extra.add("cycles_per_sec", r.ops_per_sec());
     add_count(r.extra, "znodes_before", before);
     add_count(r.extra, "znodes_right_after", right_after);

@@ -72,6 +72,12 @@ jq -e -s 'any(.[]; .impl == "floor" and .ops > 0)' "$work/lines.jsonl" >/dev/nul
 # Correctness: no violations, no leftovers, ratios to the floor present.
 jq -e -s '[.[] | select(.workload == "W2" or .workload == "W5") | .violations] | length > 0 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "mutual-exclusion violations (or no count of them)"
+# W2 runs the floor's lock and ours; the checker saw every hold of each: one
+# per acquisition, the counter at the count; each has its hand-off latency.
+jq -e -s '[.[] | select(.workload == "W2")] | length == 2 and (map(.impl) | sort) == ["floor", "zkr"] and
+    all(.[]; .counter == .ops and .ops > 0 and (.handoff_p50_ms | type == "number") and
+             (.handoff_p99_ms | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W2: not both the floor and zkr, or a counter that is not its acquisitions, or no hand-off latency"
 jq -e -s '[.[] | select(.workload == "W3") | .leftover_znodes] | length == 3 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W3 left znodes behind (or did not say)"
 jq -e -s '[.[] | select(.workload == "W3") | .znodes_after_settle] | all(type == "number")' \
@@ -81,12 +87,41 @@ jq -e -s 'any(.[]; .workload == "W1" and .impl == "zkr" and (.x_floor_rate | typ
 jq -e -s '[.[] | select(.workload == "W4-clean") | .left_below_root] | all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W4's sweep left znodes"
 
+# The servers' count of what each run cost: requests and writes per
+# operation, for the floor and every workload of the lock (the ensemble here
+# is local, so mntr answers); the floor's protocol is create, list, delete.
+for w in W1 W2 W3 W5; do
+  jq -e -s --arg w "$w" '[.[] | select(.workload == $w)] | length > 0 and
+      all(.[]; (.requests_per_op | type == "number") and (.writes_per_op | type == "number"))' \
+    "$work/lines.jsonl" >/dev/null || fail "$w has no requests or writes per operation"
+done
+jq -e -s 'any(.[]; .impl == "floor" and .writes_per_op >= 1.9 and .writes_per_op <= 2.2)' \
+  "$work/lines.jsonl" >/dev/null || fail "the floor's writes per cycle are not 2 (create, delete)"
+grep -q '^Durability: ' "$work/stderr.txt" || fail "the run did not say whether the servers fsync"
+
 # What --out wrote.
 for f in results.jsonl results.txt targets.json w4.png w5.png; do
   [[ -s $work/out/$f ]] || fail "--out wrote no $f"
 done
 jq -e 'length > 0' "$work/out/targets.json" >/dev/null || fail "targets.json does not parse"
 grep -q 'Targets and checks' "$work/stderr.txt" || fail "no table of targets on stderr"
+
+# The control: the same W2 and W5 with no lock must be caught, by overlaps
+# and by lost updates both (not merely by tokens, which are all 0 without a
+# lock), and exit 1.
+say "${bench[*]} --quick --no-lock --workloads W2,W5"
+rc=0
+timeout 60 "${bench[@]}" --quick --json --no-lock --workloads W2,W5 --root "$root-nolock" \
+  >"$work/nolock.jsonl" 2>"$work/nolock.txt" || rc=$?
+[[ $rc -eq 1 ]] || fail "--no-lock exited $rc, wanted 1 (a failed check)"
+for w in W2 W5; do
+  jq -e -s --arg w "$w" '[.[] | select(.workload == $w)] | length > 0 and
+      any(.[]; .overlaps > 0) and any(.[]; .lost_updates > 0)' "$work/nolock.jsonl" >/dev/null ||
+    fail "--no-lock: the checker missed the overlaps or the lost updates of $w"
+done
+grep -q 'MUTUAL EXCLUSION VIOLATED' "$work/nolock.txt" || fail "--no-lock printed no checker report"
+took=$((SECONDS - start))
+((took < 60)) || fail "both runs took ${took}s (wanted under 60)"
 
 if [[ $failures -ne 0 ]]; then
   say "$failures failure(s); stderr of the run:"
