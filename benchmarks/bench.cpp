@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "context.hpp"
+#include "delayed_ensemble.hpp"
 #include "plots.hpp"
 #include "rss.hpp"
 #include "server_cost.hpp"
@@ -82,6 +83,14 @@ int run_workloads(const Options& options) {
 
   run_floor_and_w1(ctx, options.wants("W1"));
   if (options.wants("W2")) run_w2_contended(ctx);
+  for (const double rtt : plan.rtts_ms) {
+    if (rtt <= 0 || !(options.wants("W1") || options.wants("W2"))) continue;
+    const DelayedEnsemble delayed(options.connect, rtt);
+    Context at_rtt{options, plan, reporter, delayed.connect_string(), rtt};
+    std::cerr << "bench: W1 and W2 with " << rtt << " ms of round trip added (" << delayed.connect_string() << ")\n";
+    if (options.wants("W1")) run_floor_and_w1(at_rtt, true);
+    if (options.wants("W2")) run_w2_contended(at_rtt);
+  }
   if (options.wants("W3")) run_w3_many_locks(ctx);
   if (options.wants("W4")) run_w4_znode_growth(ctx);
   if (options.wants("W5")) run_w5_queue_depth(ctx);

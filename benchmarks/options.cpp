@@ -38,6 +38,23 @@ std::uint64_t parse_count(const std::string& option, const std::string& text) {
   return value;
 }
 
+std::vector<double> parse_rtts(const std::string& text) {
+  std::vector<double> rtts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    double ms = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), ms);
+    if (ec != std::errc() || ptr != item.data() + item.size() || ms < 0 || ms > 1000)
+      throw UsageError("--rtt needs milliseconds from 0 to 1000, comma-separated (got '" + item + "')");
+    if (std::find(rtts.begin(), rtts.end(), ms) == rtts.end()) rtts.push_back(ms);
+    start = comma + 1;
+  }
+  std::sort(rtts.begin(), rtts.end());
+  return rtts;
+}
+
 }  // namespace
 
 bool Options::wants(const std::string& workload) const {
@@ -88,6 +105,8 @@ Options parse_options(const std::vector<std::string>& args) {
                          options.root + "')");
     } else if (arg == "--max-keys") {
       options.max_keys = parse_count(arg, value());
+    } else if (arg == "--rtt") {
+      options.rtts_ms = parse_rtts(value());
     } else if (arg == "--no-lock") {
       no_value();
       options.no_lock = true;
@@ -118,6 +137,9 @@ Plan make_plan(const Options& options) {
                 milliseconds(30000), 300, 2000,
                 {0, 10, 100, 1000}, 1000, milliseconds(15000)};
   }
+  // W1 and W2 at added round trips: 0, 1 and 5 ms in a full run; in a quick
+  // one only when asked.
+  plan.rtts_ms = options.rtts_ms.value_or(options.quick ? std::vector<double>{0} : std::vector<double>{0, 1, 5});
   std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });
   if (plan.w4_keys.empty() || plan.w4_keys.back() < options.max_keys)
     if (options.max_keys < (options.quick ? 1000u : 1000000u)) plan.w4_keys.push_back(options.max_keys);
@@ -156,6 +178,9 @@ Options:
   --workloads LIST    which to run, e.g. W1,W3 (default: all; the floor always runs)
   --quick             tiny sizes and durations: a smoke test (well under a minute)
   --max-keys N        cap W4's N (default 1000000)
+  --rtt LIST          also run W1 and W2 with this much round-trip latency added,
+                      in ms, through a delay proxy in front of each server
+                      (default 0,1,5; with --quick, 0)
   --root PATH         znode under which everything is made (default /zkr-bench);
                       must be empty or absent, or hold only what a sweep may
                       remove (empty directories, orphaned lock nodes)

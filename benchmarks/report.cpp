@@ -49,7 +49,7 @@ void Reporter::set_floor(double ops_per_sec, double p50_ms) {
 std::optional<Reporter::FloorFigures> Reporter::floor_for(const Record& r) const {
   if (r.impl == "floor" || !r.latency) return std::nullopt;
   for (const auto& f : records_)
-    if (f.impl == "floor" && f.workload == r.workload && f.workload != "W1" && f.latency)
+    if (f.impl == "floor" && f.workload == r.workload && f.added_rtt_ms == r.added_rtt_ms && f.latency)
       return FloorFigures{f.ops_per_sec(), f.latency->p50_ms};
   if (!floor_rate_ || *floor_rate_ <= 0) return std::nullopt;
   return FloorFigures{*floor_rate_, floor_p50_.value_or(0)};
@@ -58,6 +58,7 @@ std::optional<Reporter::FloorFigures> Reporter::floor_for(const Record& r) const
 std::string Reporter::json_of(const Record& r) const {
   JsonObject o;
   o.add("impl", r.impl).add("workload", r.workload).add("params", r.params);
+  if (r.workload == "W1" || r.workload == "W2") o.add("added_rtt_ms", r.added_rtt_ms);
   o.add("ops", r.ops).add("seconds", r.seconds).add("ops_per_sec", r.ops_per_sec());
   if (r.latency) {
     o.add("p50_ms", r.latency->p50_ms).add("p99_ms", r.latency->p99_ms).add("max_ms", r.latency->max_ms);

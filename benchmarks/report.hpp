@@ -18,6 +18,7 @@ struct Record {
   std::string impl = "zkr";   // "zkr" or "floor"
   std::string workload;       // "W1" .. "W5", or "W4-list", "W4-clean"
   std::string label;          // the params, short, for the table: "flat N=1000"
+  double added_rtt_ms = 0;    // round-trip latency added by a delay proxy (W1, W2)
   JsonObject params;
   std::uint64_t ops = 0;
   double seconds = 0;

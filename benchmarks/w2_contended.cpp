@@ -113,7 +113,9 @@ Summary run_impl(Context& ctx, const std::string& impl, const std::string& lock_
   Record r;
   r.impl = impl;
   r.workload = "W2";
-  r.label = std::to_string(workers) + " sessions, one key" + (kind == "none" ? ", NO LOCK" : "");
+  r.added_rtt_ms = ctx.added_rtt_ms;
+  r.label = std::to_string(workers) + " sessions, one key" + (kind == "none" ? ", NO LOCK" : "") +
+            (ctx.added_rtt_ms > 0 ? strprintf(", +%g ms RTT", ctx.added_rtt_ms) : "");
   r.params.add("workers", workers).add("sessions", workers).add("lock", lock_name);
   r.ops = total;
   r.seconds = seconds;
@@ -136,7 +138,8 @@ Summary run_impl(Context& ctx, const std::string& impl, const std::string& lock_
   ctx.reporter.add(std::move(r));
   if (!judgement.report.ok())
     std::cerr << "bench: W2 " << impl << ": " << exclusion::format_report(judgement.report);
-  ctx.reporter.verdict({"W2 " + impl + " mutual-exclusion violations == 0", true,
+  const std::string at_rtt = ctx.added_rtt_ms > 0 ? strprintf(" at +%g ms RTT", ctx.added_rtt_ms) : "";
+  ctx.reporter.verdict({"W2 " + impl + at_rtt + " mutual-exclusion violations == 0", true,
                         violations == 0 && shared.errors.load() == 0, true,
                         strprintf("%llu overlaps, %llu token inversions, %lld lost updates, "
                                   "%llu acquire timeouts in %llu acquisitions",
@@ -176,9 +179,9 @@ void run_w2_contended(Context& ctx) {
   std::optional<Summary> floor;
   if (!ctx.options.no_lock) {
     const std::string dir = ctx.path("w2-floor");
-    FloorLock::create_dir(ctx.options.connect, ctx.options.root, dir);
+    FloorLock::create_dir(ctx.session_connect(), ctx.options.root, dir);
     std::vector<std::unique_ptr<FloorLock>> locks;
-    for (unsigned i = 0; i < workers; ++i) locks.push_back(std::make_unique<FloorLock>(ctx.options.connect, dir));
+    for (unsigned i = 0; i < workers; ++i) locks.push_back(std::make_unique<FloorLock>(ctx.session_connect(), dir));
     floor = run_impl(ctx, "floor", "bare C client: create, list, watch the next lower, delete", "floor", locks);
     locks.clear();  // closes the sessions
     (void)ctx.connect()->keeper()->try_remove(dir);  // best effort: a later run's sweep takes it
@@ -190,7 +193,7 @@ void run_w2_contended(Context& ctx) {
     locks.push_back(std::make_unique<HolderLock>(*clients[i], ctx.path("w2/lock"), ctx.options.no_lock));
   const Summary zkr = run_impl(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex",
            ctx.options.no_lock ? "none" : "mutex", locks);
-  if (floor) w2_targets(ctx, *floor, zkr);
+  if (floor && ctx.added_rtt_ms == 0) w2_targets(ctx, *floor, zkr);
 }
 
 }  // namespace zkr::bench

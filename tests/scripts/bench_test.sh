@@ -120,8 +120,21 @@ for w in W2 W5; do
     fail "--no-lock: the checker missed the overlaps or the lost updates of $w"
 done
 grep -q 'MUTUAL EXCLUSION VIOLATED' "$work/nolock.txt" || fail "--no-lock printed no checker report"
+# Added round-trip latency through the delay proxies: the floor and W1 again,
+# at +2 ms, each record saying so, and slower than without it (three round
+# trips a cycle for the floor: at least 6 ms).
+say "${bench[*]} --quick --workloads W1 --rtt 0,2"
+rc=0
+timeout 60 "${bench[@]}" --quick --json --workloads W1 --rtt 0,2 --root "$root-rtt" \
+  >"$work/rtt.jsonl" 2>"$work/rtt.txt" || rc=$?
+[[ $rc -eq 0 ]] || fail "--rtt 0,2 exited $rc"
+jq -e -s '[.[] | select(.workload == "W1" and .added_rtt_ms == 2)] | length == 2 and
+    all(.[]; .ops > 0)' "$work/rtt.jsonl" >/dev/null ||
+  fail "--rtt: no floor and zkr W1 records at +2 ms"
+jq -e -s 'any(.[]; .impl == "floor" and .added_rtt_ms == 2 and .p50_ms >= 6)' "$work/rtt.jsonl" >/dev/null ||
+  fail "--rtt: the floor's cycle at +2 ms took under three added round trips (is the delay applied?)"
 took=$((SECONDS - start))
-((took < 60)) || fail "both runs took ${took}s (wanted under 60)"
+((took < 60)) || fail "the runs took ${took}s (wanted under 60)"
 
 if [[ $failures -ne 0 ]]; then
   say "$failures failure(s); stderr of the run:"
