@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "context.hpp"
+#include "curator_peer.hpp"
 #include "delayed_ensemble.hpp"
 #include "plots.hpp"
 #include "rss.hpp"
@@ -80,6 +81,17 @@ int run_workloads(const Options& options) {
             << (options.quick ? ", quick sizes" : "") << (options.no_lock ? ", NO LOCK in W2 and W5" : "")
             << "\n";
   const auto counters_before = read_server_counters(options.connect);
+  // Curator: javac once; a JVM of sessions per ensemble address (direct, or
+  // through the delay proxies).
+  std::optional<CuratorBuild> curator_build;
+  std::unique_ptr<CuratorPeer> curator;
+  const bool curator_wanted = options.curator && (options.wants("W1") || options.wants("W2"));
+  if (curator_wanted) {
+    std::cerr << "bench: compiling and starting the Curator peer\n";
+    curator_build.emplace();
+    curator = std::make_unique<CuratorPeer>(*curator_build, options.connect, plan.w2_workers);
+    ctx.curator = curator.get();
+  }
 
   run_floor_and_w1(ctx, options.wants("W1"));
   if (options.wants("W2")) run_w2_contended(ctx);
@@ -87,10 +99,18 @@ int run_workloads(const Options& options) {
     if (rtt <= 0 || !(options.wants("W1") || options.wants("W2"))) continue;
     const DelayedEnsemble delayed(options.connect, rtt);
     Context at_rtt{options, plan, reporter, delayed.connect_string(), rtt};
+    std::unique_ptr<CuratorPeer> delayed_curator;
+    if (curator_wanted) {
+      delayed_curator = std::make_unique<CuratorPeer>(*curator_build, delayed.connect_string(), plan.w2_workers);
+      at_rtt.curator = delayed_curator.get();
+    }
     std::cerr << "bench: W1 and W2 with " << rtt << " ms of round trip added (" << delayed.connect_string() << ")\n";
     if (options.wants("W1")) run_floor_and_w1(at_rtt, true);
     if (options.wants("W2")) run_w2_contended(at_rtt);
   }
+  // The JVM's sessions go before W3: nothing of theirs is counted after.
+  ctx.curator = nullptr;
+  curator.reset();
   if (options.wants("W3")) run_w3_many_locks(ctx);
   if (options.wants("W4")) run_w4_znode_growth(ctx);
   if (options.wants("W5")) run_w5_queue_depth(ctx);

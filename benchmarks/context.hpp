@@ -14,6 +14,8 @@
 
 namespace zkr::bench {
 
+class CuratorPeer;
+
 // The run cannot go on (no ensemble, an unexpected error): exit code 3.
 class RunError : public std::runtime_error {
  public:
@@ -29,6 +31,8 @@ struct Context {
   // read from options.connect.
   std::string via = {};
   double added_rtt_ms = 0;
+  // With --peers curator: a JVM of Curator sessions to session_connect().
+  CuratorPeer* curator = nullptr;
 
   const std::string& session_connect() const { return via.empty() ? options.connect : via; }
   // A new Client (one session) to session_connect(), connected, or RunError.

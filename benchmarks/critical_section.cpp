@@ -39,13 +39,17 @@ std::uint64_t Judgement::violations() const {
 Judgement judge(const std::vector<const HoldLog*>& logs, const GuardedCounter& counter) {
   std::vector<exclusion::HolderInterval> all;
   for (const auto* log : logs) all.insert(all.end(), log->intervals().begin(), log->intervals().end());
+  return judge(std::move(all), counter.value());
+}
+
+Judgement judge(std::vector<exclusion::HolderInterval> all, std::int64_t counter) {
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.enter_ns < b.enter_ns; });
   Judgement j;
   j.handoffs = Samples(all.size());
   for (std::size_t i = 1; i < all.size(); ++i)
     j.handoffs.add(static_cast<double>(std::max<std::int64_t>(0, all[i].enter_ns - all[i - 1].exit_ns)) / 1e6);
   const auto acquisitions = static_cast<std::int64_t>(all.size());
-  j.report = exclusion::check_exclusion(std::move(all), counter.value(), acquisitions);
+  j.report = exclusion::check_exclusion(std::move(all), counter, acquisitions);
   return j;
 }
 

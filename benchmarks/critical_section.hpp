@@ -65,6 +65,8 @@ struct Judgement {
   std::uint64_t violations() const;  // overlaps + token inversions + |lost updates| + missing records
 };
 Judgement judge(const std::vector<const HoldLog*>& logs, const GuardedCounter& counter);
+// The same, for holds recorded elsewhere (the Curator peer's interval file).
+Judgement judge(std::vector<exclusion::HolderInterval> holds, std::int64_t counter);
 
 // Adds the checker's counts to a record's extra fields.
 void add_judgement(JsonObject& extra, const Judgement& judgement);

@@ -107,6 +107,10 @@ Options parse_options(const std::vector<std::string>& args) {
       options.max_keys = parse_count(arg, value());
     } else if (arg == "--rtt") {
       options.rtts_ms = parse_rtts(value());
+    } else if (arg == "--peers") {
+      const std::string peers = value();
+      if (peers != "curator") throw UsageError("--peers knows only 'curator' (got '" + peers + "')");
+      options.curator = true;
     } else if (arg == "--no-lock") {
       no_value();
       options.no_lock = true;
@@ -187,6 +191,9 @@ Options:
   --json              one JSON object per run on stdout; the table goes to stderr
   --out DIR           also write results.jsonl, results.txt and PNG plots there
   --strict            a missed performance target also makes the exit code 1
+  --peers curator     Apache Curator's InterProcessMutex (Java, Debian's 5.4
+                      jars, compiled with javac at the start) runs W1 and W2
+                      too, interleaved with the floor and ours
   --no-lock           W2 and W5 run their critical sections without the lock:
                       the control of the exclusion checks, which must report
                       overlaps and lost updates (and so exit 1)

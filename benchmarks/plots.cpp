@@ -127,8 +127,8 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
              floor_line(floor_p50));
   }
   if (rtt.size() > 1) {
-    const std::vector<std::string> series = {"floor W1", "zkr W1", "floor W2", "zkr W2"};
-    std::string data = "# added_rtt_ms  floor_W1 zkr_W1 floor_W2 zkr_W2 (operations/s)\n";
+    const std::vector<std::string> series = {"floor W1", "zkr W1", "floor W2", "zkr W2", "curator W1", "curator W2"};
+    std::string data = "# added_rtt_ms  floor_W1 zkr_W1 floor_W2 zkr_W2 curator_W1 curator_W2 (operations/s)\n";
     for (const auto& [ms, rates] : rtt) {
       data += format_number(ms);
       for (const auto& name : series) {
@@ -148,7 +148,9 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
          "plot '" + dat + "' using 1:2 with linespoints lw 1 pt 6 dt 2 lc rgb 'gray40' title 'floor W1 (cycles/s)', \\\n"
          "     '" + dat + "' using 1:3 with linespoints lw 2 pt 7 lc rgb 'blue' title 'zkr W1 (cycles/s)', \\\n"
          "     '" + dat + "' using 1:4 with linespoints lw 1 pt 4 dt 2 lc rgb 'gray20' title 'floor W2 (acquisitions/s)', \\\n"
-         "     '" + dat + "' using 1:5 with linespoints lw 2 pt 5 lc rgb 'red' title 'zkr W2 (acquisitions/s)'\n");
+         "     '" + dat + "' using 1:5 with linespoints lw 2 pt 5 lc rgb 'red' title 'zkr W2 (acquisitions/s)', \\\n"
+         "     '" + dat + "' using 1:6 with linespoints lw 1 pt 9 lc rgb 'dark-green' title 'Curator W1 (cycles/s)', \\\n"
+         "     '" + dat + "' using 1:7 with linespoints lw 1 pt 11 lc rgb 'orange' title 'Curator W2 (acquisitions/s)'\n");
   }
   return made;
 }

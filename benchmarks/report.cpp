@@ -111,12 +111,12 @@ std::string Reporter::table() const {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + '\n';
   };
-  row({{"impl", -5}, {"workload", -8}, {"params", -22}, {"ops", 8}, {"s", 7}, {"ops/s", 9},
+  row({{"impl", -7}, {"workload", -8}, {"params", -22}, {"ops", 8}, {"s", 7}, {"ops/s", 9},
        {"p50 ms", 8}, {"p99 ms", 8}, {"max ms", 8}, {"x floor/s", 9}, {"x floor p50", 11},
        {"req/op", 6}, {"wr/op", 5}, {"notes", -5}});
   for (const auto& r : records_) {
     const auto floor = floor_for(r);
-    row({{r.impl, -5},
+    row({{r.impl, -7},
          {r.workload, -8},
          {r.label, -22},
          {std::to_string(r.ops), 8},

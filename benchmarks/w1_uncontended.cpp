@@ -3,6 +3,7 @@
 // alternating slices of a second, so that both see the same machine: on a
 // shared, busy machine the load drifts over tens of seconds, and running one
 // after the other would compare two different moments.
+#include "curator_peer.hpp"
 #include "floor.hpp"
 #include "progress.hpp"
 #include "rss.hpp"
@@ -41,10 +42,14 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
     client = ctx.connect();
     mutex = std::make_unique<InterProcessMutex>(*client, ctx.path("w1/lock"));
   }
-  Samples floor_samples, zkr_samples;
-  CostMeter floor_cost(ctx.options.connect), zkr_cost(ctx.options.connect);
-  std::uint64_t floor_cycles = 0, zkr_cycles = 0;
-  double floor_seconds = 0, zkr_seconds = 0;
+  Samples floor_samples, zkr_samples, curator_samples;
+  CostMeter floor_cost(ctx.options.connect), zkr_cost(ctx.options.connect), curator_cost(ctx.options.connect);
+  std::uint64_t floor_cycles = 0, zkr_cycles = 0, curator_cycles = 0;
+  double floor_seconds = 0, zkr_seconds = 0, curator_seconds = 0;
+  CuratorPeer* curator = with_w1 ? ctx.curator : nullptr;
+  const std::string curator_path = ctx.path("curator-w1/lock");
+  // Unrecorded: the JVM's first second is its JIT compiler's.
+  if (curator) (void)curator->w1(curator_path, kSlice);
   const auto total = ctx.plan.w1_duration;
   Progress progress(with_w1 ? "floor and W1, in alternating slices" : "floor", 0);
   for (auto done = std::chrono::milliseconds(0); done < total; done += kSlice) {
@@ -62,6 +67,15 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
       zkr_seconds += seconds_since(t0);
       zkr_cost.end(zkr_done);
       zkr_cycles += zkr_done;
+    }
+    if (curator) {
+      curator_cost.begin();
+      t0 = Clock::now();
+      const auto result = curator->w1(curator_path, slice);
+      curator_seconds += seconds_since(t0);
+      curator_cost.end(result.cycles);
+      curator_cycles += result.cycles;
+      for (const double ms : result.latencies_ms) curator_samples.add(ms);
     }
     progress.update(floor_cycles + zkr_cycles);
   }
@@ -98,6 +112,28 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
   const double rate = r.ops_per_sec();
   const auto writes = r.writes_per_op;
   ctx.reporter.add(std::move(r));
+  std::optional<double> curator_rate;
+  if (curator) {
+    Record c;
+    c.impl = "curator";
+    c.workload = "W1";
+    c.label = "one session, one key" + at_rtt;
+    c.added_rtt_ms = rtt;
+    c.params.add("sessions", 1).add("lock", "Curator 5.4 InterProcessMutex");
+    c.ops = curator_cycles;
+    c.seconds = curator_seconds;
+    c.latency = curator_samples.percentiles();
+    c.requests_per_op = curator_cost.requests_per_op();
+    c.writes_per_op = curator_cost.writes_per_op();
+    c.note = "acquire+release (Java)";
+    curator_rate = c.ops_per_sec();
+    ctx.reporter.add(std::move(c));
+  }
+  if (curator_rate && rtt == 0)
+    ctx.reporter.verdict({"W1 uncontended cycles >= 1.3x Curator's InterProcessMutex", false,
+                          *curator_rate > 0 && rate >= 1.3 * *curator_rate, !ctx.options.quick,
+                          strprintf("%.1f cycles/s = %.2fx Curator's %.1f/s (wanted >= 1.3x)", rate,
+                                    *curator_rate > 0 ? rate / *curator_rate : 0.0, *curator_rate)});
   if (rtt == 1)
     ctx.reporter.verdict({"W1 at 1 ms added round trip >= 2.5x the floor's rate", false,
                           floor_rate > 0 && rate >= 2.5 * floor_rate, !ctx.options.quick,

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "critical_section.hpp"
+#include "curator_peer.hpp"
 #include "floor.hpp"
 #include "holder_lock.hpp"
 #include "rss.hpp"
@@ -69,6 +70,68 @@ struct Summary {
   std::optional<double> writes_per_op;
 };
 
+// What one implementation's run gives the report.
+struct Outcome {
+  double seconds = 0;
+  Samples waits;
+  std::vector<std::uint64_t> per_worker;  // acquisitions
+  Judgement judgement;
+  std::uint64_t errors = 0;  // acquire timeouts and errors
+};
+
+Summary report(Context& ctx, const std::string& impl, const std::string& lock_name, const std::string& kind,
+               const Outcome& outcome, const CostMeter& cost) {
+  const auto workers = static_cast<unsigned>(outcome.per_worker.size());
+  std::uint64_t total = 0, most = 0, least = UINT64_MAX;
+  for (const auto n : outcome.per_worker) {
+    total += n;
+    most = std::max(most, n);
+    least = std::min(least, n);
+  }
+  const Judgement& judgement = outcome.judgement;
+  const auto handoff = judgement.handoffs.percentiles();
+  const std::uint64_t violations = judgement.violations();
+  Record r;
+  r.impl = impl;
+  r.workload = "W2";
+  r.added_rtt_ms = ctx.added_rtt_ms;
+  r.label = std::to_string(workers) + " sessions, one key" + (kind == "none" ? ", NO LOCK" : "") +
+            (ctx.added_rtt_ms > 0 ? strprintf(", +%g ms RTT", ctx.added_rtt_ms) : "");
+  r.params.add("workers", workers).add("sessions", workers).add("lock", lock_name);
+  r.ops = total;
+  r.seconds = outcome.seconds;
+  r.latency = outcome.waits.percentiles();
+  r.requests_per_op = cost.requests_per_op();
+  r.writes_per_op = cost.writes_per_op();
+  const double fairness = least > 0 ? static_cast<double>(most) / static_cast<double>(least) : 0;
+  r.extra.add("acquisitions_per_sec", r.ops_per_sec())
+      .add("fairness_max_over_min", fairness)
+      .add("max_per_worker", most)
+      .add("min_per_worker", least)
+      .add("handoff_p50_ms", handoff.p50_ms)
+      .add("handoff_p99_ms", handoff.p99_ms)
+      .add("timeouts", outcome.errors)
+      .add("peak_rss_kib", peak_rss_kib());
+  add_judgement(r.extra, judgement);
+  r.note = strprintf("latency = wait; hand-off p50 %.2f p99 %.2f ms; fairness %.2f, violations %llu",
+                     handoff.p50_ms, handoff.p99_ms, fairness, static_cast<unsigned long long>(violations));
+  const Summary summary{r.ops_per_sec(), handoff, r.writes_per_op};
+  ctx.reporter.add(std::move(r));
+  if (!judgement.report.ok())
+    std::cerr << "bench: W2 " << impl << ": " << exclusion::format_report(judgement.report);
+  const std::string at_rtt = ctx.added_rtt_ms > 0 ? strprintf(" at +%g ms RTT", ctx.added_rtt_ms) : "";
+  ctx.reporter.verdict({"W2 " + impl + at_rtt + " mutual-exclusion violations == 0", true,
+                        violations == 0 && outcome.errors == 0, true,
+                        strprintf("%llu overlaps, %llu token inversions, %lld lost updates, "
+                                  "%llu acquire timeouts in %llu acquisitions",
+                                  static_cast<unsigned long long>(judgement.report.overlaps),
+                                  static_cast<unsigned long long>(judgement.report.token_inversions),
+                                  static_cast<long long>(judgement.report.lost_updates),
+                                  static_cast<unsigned long long>(outcome.errors),
+                                  static_cast<unsigned long long>(total))});
+  return summary;
+}
+
 // One implementation's run: every worker on its own lock object (and
 // session), all started at once, for the plan's duration.
 template <class Lock>
@@ -98,57 +161,35 @@ Summary run_impl(Context& ctx, const std::string& impl, const std::string& lock_
   std::uint64_t total = 0;
   for (const auto& w : results) total += w.acquisitions;
   cost.end(total);
-  Samples waits;
-  std::uint64_t most = 0, least = UINT64_MAX;
+  Outcome outcome;
+  outcome.seconds = seconds;
+  outcome.errors = shared.errors.load();
   std::vector<const HoldLog*> logs;
   for (const auto& w : results) {
-    waits.merge(w.waits);
+    outcome.waits.merge(w.waits);
     logs.push_back(&w.holds);
-    most = std::max(most, w.acquisitions);
-    least = std::min(least, w.acquisitions);
+    outcome.per_worker.push_back(w.acquisitions);
   }
-  const Judgement judgement = judge(logs, shared.counter);
-  const auto handoff = judgement.handoffs.percentiles();
-  const std::uint64_t violations = judgement.violations();
-  Record r;
-  r.impl = impl;
-  r.workload = "W2";
-  r.added_rtt_ms = ctx.added_rtt_ms;
-  r.label = std::to_string(workers) + " sessions, one key" + (kind == "none" ? ", NO LOCK" : "") +
-            (ctx.added_rtt_ms > 0 ? strprintf(", +%g ms RTT", ctx.added_rtt_ms) : "");
-  r.params.add("workers", workers).add("sessions", workers).add("lock", lock_name);
-  r.ops = total;
-  r.seconds = seconds;
-  r.latency = waits.percentiles();
-  r.requests_per_op = cost.requests_per_op();
-  r.writes_per_op = cost.writes_per_op();
-  const double fairness = least > 0 ? static_cast<double>(most) / static_cast<double>(least) : 0;
-  r.extra.add("acquisitions_per_sec", r.ops_per_sec())
-      .add("fairness_max_over_min", fairness)
-      .add("max_per_worker", most)
-      .add("min_per_worker", least)
-      .add("handoff_p50_ms", handoff.p50_ms)
-      .add("handoff_p99_ms", handoff.p99_ms)
-      .add("timeouts", shared.errors.load())
-      .add("peak_rss_kib", peak_rss_kib());
-  add_judgement(r.extra, judgement);
-  r.note = strprintf("latency = wait; hand-off p50 %.2f p99 %.2f ms; fairness %.2f, violations %llu",
-                     handoff.p50_ms, handoff.p99_ms, fairness, static_cast<unsigned long long>(violations));
-  const Summary summary{r.ops_per_sec(), handoff, r.writes_per_op};
-  ctx.reporter.add(std::move(r));
-  if (!judgement.report.ok())
-    std::cerr << "bench: W2 " << impl << ": " << exclusion::format_report(judgement.report);
-  const std::string at_rtt = ctx.added_rtt_ms > 0 ? strprintf(" at +%g ms RTT", ctx.added_rtt_ms) : "";
-  ctx.reporter.verdict({"W2 " + impl + at_rtt + " mutual-exclusion violations == 0", true,
-                        violations == 0 && shared.errors.load() == 0, true,
-                        strprintf("%llu overlaps, %llu token inversions, %lld lost updates, "
-                                  "%llu acquire timeouts in %llu acquisitions",
-                                  static_cast<unsigned long long>(judgement.report.overlaps),
-                                  static_cast<unsigned long long>(judgement.report.token_inversions),
-                                  static_cast<long long>(judgement.report.lost_updates),
-                                  static_cast<unsigned long long>(shared.errors.load()),
-                                  static_cast<unsigned long long>(total))});
-  return summary;
+  outcome.judgement = judge(logs, shared.counter);
+  return report(ctx, impl, lock_name, kind, outcome, cost);
+}
+
+// Curator's run, in its JVM: the same critical section, holds judged here.
+Summary run_curator(Context& ctx, CuratorPeer& peer, unsigned workers) {
+  CostMeter cost(ctx.options.connect);
+  cost.begin();
+  const auto start = Clock::now();
+  const auto result = peer.w2(ctx.path("curator-w2/lock"), workers, ctx.plan.w2_duration);
+  Outcome outcome;
+  outcome.seconds = seconds_since(start);
+  cost.end(result.acquisitions);
+  for (const double ms : result.waits_ms) outcome.waits.add(ms);
+  auto holds = exclusion::read_interval_file(result.interval_file);
+  outcome.per_worker.assign(workers, 0);
+  for (const auto& h : holds)
+    if (h.thread >= 0 && h.thread < static_cast<std::int64_t>(workers)) ++outcome.per_worker[static_cast<std::size_t>(h.thread)];
+  outcome.judgement = judge(std::move(holds), result.counter);
+  return report(ctx, "curator", "Curator 5.4 InterProcessMutex", "curator", outcome, cost);
 }
 
 // Issue 13's targets for W2, against the floor measured in the same run.
@@ -186,6 +227,8 @@ void run_w2_contended(Context& ctx) {
     locks.clear();  // closes the sessions
     (void)ctx.connect()->keeper()->try_remove(dir);  // best effort: a later run's sweep takes it
   }
+  std::optional<Summary> curator;
+  if (ctx.curator && !ctx.options.no_lock) curator = run_curator(ctx, *ctx.curator, workers);
   std::vector<std::unique_ptr<Client>> clients;
   for (unsigned i = 0; i < workers; ++i) clients.push_back(ctx.connect());
   std::vector<std::unique_ptr<HolderLock>> locks;
@@ -194,6 +237,11 @@ void run_w2_contended(Context& ctx) {
   const Summary zkr = run_impl(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex",
            ctx.options.no_lock ? "none" : "mutex", locks);
   if (floor && ctx.added_rtt_ms == 0) w2_targets(ctx, *floor, zkr);
+  if (curator && ctx.added_rtt_ms == 0)
+    ctx.reporter.verdict({"W2 acquisitions/s >= 1.5x Curator's InterProcessMutex", false,
+                          curator->rate > 0 && zkr.rate >= 1.5 * curator->rate, !ctx.options.quick,
+                          strprintf("%.1f/s = %.2fx Curator's %.1f/s (wanted >= 1.5x)", zkr.rate,
+                                    curator->rate > 0 ? zkr.rate / curator->rate : 0.0, curator->rate)});
 }
 
 }  // namespace zkr::bench

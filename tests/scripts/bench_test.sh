@@ -122,13 +122,17 @@ done
 grep -q 'MUTUAL EXCLUSION VIOLATED' "$work/nolock.txt" || fail "--no-lock printed no checker report"
 # Added round-trip latency through the delay proxies: the floor and W1 again,
 # at +2 ms, each record saying so, and slower than without it (three round
-# trips a cycle for the floor: at least 6 ms).
-say "${bench[*]} --quick --workloads W1 --rtt 0,2"
+# trips a cycle for the floor: at least 6 ms). Curator's InterProcessMutex
+# runs too (javac and the jars are part of scripts/setup), at both RTTs.
+say "${bench[*]} --quick --workloads W1 --rtt 0,2 --peers curator"
 rc=0
-timeout 60 "${bench[@]}" --quick --json --workloads W1 --rtt 0,2 --root "$root-rtt" \
+timeout 60 "${bench[@]}" --quick --json --workloads W1 --rtt 0,2 --peers curator --root "$root-rtt" \
   >"$work/rtt.jsonl" 2>"$work/rtt.txt" || rc=$?
-[[ $rc -eq 0 ]] || fail "--rtt 0,2 exited $rc"
-jq -e -s '[.[] | select(.workload == "W1" and .added_rtt_ms == 2)] | length == 2 and
+[[ $rc -eq 0 ]] || { fail "--rtt 0,2 --peers curator exited $rc"; tail -n 20 "$work/rtt.txt" >&2; }
+jq -e -s '[.[] | select(.impl == "curator" and .workload == "W1")] | length == 2 and
+    all(.[]; .ops > 0 and (.x_floor_rate | type == "number") and (.writes_per_op | type == "number"))' \
+  "$work/rtt.jsonl" >/dev/null || fail "--peers curator: no Curator W1 records with ratios and costs"
+jq -e -s '[.[] | select((.impl == "zkr" or .impl == "floor") and .workload == "W1" and .added_rtt_ms == 2)] | length == 2 and
     all(.[]; .ops > 0)' "$work/rtt.jsonl" >/dev/null ||
   fail "--rtt: no floor and zkr W1 records at +2 ms"
 jq -e -s 'any(.[]; .impl == "floor" and .added_rtt_ms == 2 and .p50_ms >= 6)' "$work/rtt.jsonl" >/dev/null ||
