@@ -85,7 +85,8 @@ int run_workloads(const Options& options) {
   // through the delay proxies).
   std::optional<CuratorBuild> curator_build;
   std::unique_ptr<CuratorPeer> curator;
-  const bool curator_wanted = options.curator && (options.wants("W1") || options.wants("W2"));
+  const bool curator_wanted =
+      options.curator && (options.wants("W1") || options.wants("W2") || options.wants("W3"));
   if (curator_wanted) {
     std::cerr << "bench: compiling and starting the Curator peer\n";
     curator_build.emplace();
@@ -108,10 +109,10 @@ int run_workloads(const Options& options) {
     if (options.wants("W1")) run_floor_and_w1(at_rtt, true);
     if (options.wants("W2")) run_w2_contended(at_rtt);
   }
-  // The JVM's sessions go before W3: nothing of theirs is counted after.
+  if (options.wants("W3")) run_w3_many_locks(ctx);
+  // The JVM's sessions go before W4: nothing of theirs is counted after.
   ctx.curator = nullptr;
   curator.reset();
-  if (options.wants("W3")) run_w3_many_locks(ctx);
   if (options.wants("W4")) run_w4_znode_growth(ctx);
   if (options.wants("W5")) run_w5_queue_depth(ctx);
 

@@ -175,6 +175,17 @@ CuratorPeer::W1 CuratorPeer::w1(const std::string& path, std::chrono::millisecon
   return result;
 }
 
+CuratorPeer::W1 CuratorPeer::w3(const std::string& root, std::uint64_t keys, unsigned threads,
+                                std::chrono::milliseconds duration) {
+  const auto w = command("w3 " + root + " " + std::to_string(keys) + " " + std::to_string(threads) + " " +
+                             std::to_string(duration.count()),
+                         duration + std::chrono::seconds(90));
+  W1 result;
+  result.cycles = std::stoull(w.at(0));
+  for (std::size_t i = 1; i < w.size(); ++i) result.latencies_ms.push_back(std::stod(w[i]) / 1000.0);
+  return result;
+}
+
 CuratorPeer::W2 CuratorPeer::w2(const std::string& path, unsigned workers, std::chrono::milliseconds duration) {
   W2 result;
   result.interval_file = build_.dir() + "/w2-" + std::to_string(next_file_++) + ".intervals";

@@ -49,6 +49,10 @@ class CuratorPeer {
   };
   W1 w1(const std::string& path, std::chrono::milliseconds duration);
 
+  // W3: keys distinct locks under root, once each, by threads over the
+  // peer's sessions; at most duration.
+  W1 w3(const std::string& root, std::uint64_t keys, unsigned threads, std::chrono::milliseconds duration);
+
   struct W2 {
     std::uint64_t acquisitions = 0;
     std::int64_t counter = 0;

@@ -15,6 +15,10 @@
 //          the interval file in the format of benchmarks/checker/exclusion_checker.hpp
 //          (pid thread enter_ns exit_ns token kind; CLOCK_MONOTONIC, as
 //          System.nanoTime is on Linux; the token is the node's sequence number)
+//   w3 <root> <keys> <threads> <ms>
+//       -> done <cycles> <latency us>...: <threads> threads over the sessions
+//          each take the next of <keys> distinct keys (<root>/k<i>), acquire
+//          and release it once, until every key is done or ms have passed
 //   quit -> bye
 // Anything that goes wrong -> error <message>. "ready" once every session is up.
 import java.io.BufferedReader;
@@ -98,6 +102,8 @@ public final class CuratorBench {
           return;
         } else if (w[0].equals("w1") && w.length == 3) {
           out.println(w1(w[1], Long.parseLong(w[2])));
+        } else if (w[0].equals("w3") && w.length == 5) {
+          out.println(w3(w[1], Long.parseLong(w[2]), Integer.parseInt(w[3]), Long.parseLong(w[4])));
         } else if (w[0].equals("w2") && w.length == 5) {
           out.println(w2(w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]), w[4]));
         } else {
@@ -123,6 +129,41 @@ public final class CuratorBench {
       reply.append(' ').append((System.nanoTime() - t0) / 1000);
     }
     return "done " + cycles + reply;
+  }
+
+  private String w3(String root, long keys, int threads, long ms) throws Exception {
+    AtomicLong next = new AtomicLong();
+    long deadline = System.nanoTime() + ms * 1_000_000;
+    List<Worker> results = new ArrayList<>();
+    List<Thread> running = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      Worker worker = new Worker();
+      CuratorFramework session = sessions.get(t % sessions.size());
+      results.add(worker);
+      running.add(new Thread(() -> {
+        try {
+          for (long i = next.getAndIncrement(); i < keys && System.nanoTime() < deadline; i = next.getAndIncrement()) {
+            long t0 = System.nanoTime();
+            InterProcessMutex mutex = new InterProcessMutex(session, root + "/k" + i);
+            if (!mutex.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) throw new Exception("acquire timed out");
+            mutex.release();
+            worker.waits.add((System.nanoTime() - t0) / 1000);
+          }
+        } catch (Exception e) {
+          worker.error = e;
+        }
+      }));
+    }
+    for (Thread t : running) t.start();
+    for (Thread t : running) t.join();
+    long cycles = 0;
+    StringBuilder latencies = new StringBuilder();
+    for (Worker worker : results) {
+      if (worker.error != null) return "error " + worker.error;
+      cycles += worker.waits.size();
+      for (long us : worker.waits) latencies.append(' ').append(us);
+    }
+    return "done " + cycles + latencies;
   }
 
   private static final class Worker {
