@@ -86,7 +86,7 @@ int run_workloads(const Options& options) {
   std::optional<CuratorBuild> curator_build;
   std::unique_ptr<CuratorPeer> curator;
   const bool curator_wanted =
-      options.curator && (options.wants("W1") || options.wants("W2") || options.wants("W3"));
+      options.curator && (options.wants("W1") || options.wants("W2") || options.wants("W3") || options.wants("W5"));
   if (curator_wanted) {
     std::cerr << "bench: compiling and starting the Curator peer\n";
     curator_build.emplace();
@@ -110,11 +110,13 @@ int run_workloads(const Options& options) {
     if (options.wants("W2")) run_w2_contended(at_rtt);
   }
   if (options.wants("W3")) run_w3_many_locks(ctx);
-  // The JVM's sessions go before W4: nothing of theirs is counted after.
+  // The JVM waits (idle sessions) through W4, and runs W5 beside ours.
+  ctx.curator = nullptr;
+  if (options.wants("W4")) run_w4_znode_growth(ctx);
+  ctx.curator = curator.get();
+  if (options.wants("W5")) run_w5_queue_depth(ctx);
   ctx.curator = nullptr;
   curator.reset();
-  if (options.wants("W4")) run_w4_znode_growth(ctx);
-  if (options.wants("W5")) run_w5_queue_depth(ctx);
 
   std::string table = reporter.table();
   table += "\n" + durability_line(counters_before, read_server_counters(options.connect)) + "\n";

@@ -186,6 +186,18 @@ CuratorPeer::W1 CuratorPeer::w3(const std::string& root, std::uint64_t keys, uns
   return result;
 }
 
+CuratorPeer::W5 CuratorPeer::w5(const std::string& path, std::uint64_t waiters, std::uint64_t handoffs,
+                                std::chrono::milliseconds duration) {
+  const auto w = command("w5 " + path + " " + std::to_string(waiters) + " " + std::to_string(handoffs) + " " +
+                             std::to_string(duration.count()),
+                         duration + std::chrono::seconds(300));
+  W5 result;
+  result.handoffs = std::stoull(w.at(0));
+  result.seconds = std::stod(w.at(1)) / 1e9;
+  for (std::size_t i = 2; i < w.size(); ++i) result.handoffs_ms.push_back(std::stod(w[i]) / 1000.0);
+  return result;
+}
+
 CuratorPeer::W2 CuratorPeer::w2(const std::string& path, unsigned workers, std::chrono::milliseconds duration) {
   W2 result;
   result.interval_file = build_.dir() + "/w2-" + std::to_string(next_file_++) + ".intervals";

@@ -53,6 +53,13 @@ class CuratorPeer {
   // peer's sessions; at most duration.
   W1 w3(const std::string& root, std::uint64_t keys, unsigned threads, std::chrono::milliseconds duration);
 
+  struct W5 {
+    std::uint64_t handoffs = 0;
+    double seconds = 0;  // from the first release to the last measured grant
+    std::vector<double> handoffs_ms;
+  };
+  W5 w5(const std::string& path, std::uint64_t waiters, std::uint64_t handoffs, std::chrono::milliseconds duration);
+
   struct W2 {
     std::uint64_t acquisitions = 0;
     std::int64_t counter = 0;

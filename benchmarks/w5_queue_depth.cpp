@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "critical_section.hpp"
+#include "curator_peer.hpp"
 #include "holder_lock.hpp"
 #include "rss.hpp"
 #include "server_cost.hpp"
@@ -146,6 +147,28 @@ void run_w5_queue_depth(Context& ctx) {
       p50_at_max = r.latency->p50_ms;
     }
     ctx.reporter.add(std::move(r));
+    if (ctx.curator && !ctx.options.no_lock) {
+      CostMeter curator_cost(ctx.options.connect);
+      curator_cost.begin();
+      const auto c = ctx.curator->w5(ctx.path("curator-w5/lock-" + std::to_string(n)), n, ctx.plan.w5_handoffs,
+                                     ctx.plan.w5_duration);
+      curator_cost.end(c.handoffs + contenders);  // as ours: the last turns counted
+      Samples handoffs(c.handoffs_ms.size());
+      for (const double ms : c.handoffs_ms) handoffs.add(ms);
+      Record cr;
+      cr.impl = "curator";
+      cr.workload = "W5";
+      cr.label = "N=" + std::to_string(n) + " waiters";
+      cr.params.add("waiters", n).add("contenders", contenders).add("lock", "Curator 5.4 InterProcessMutex");
+      cr.ops = handoffs.size();
+      cr.seconds = c.seconds;
+      cr.latency = handoffs.percentiles();
+      cr.requests_per_op = curator_cost.requests_per_op();
+      cr.writes_per_op = curator_cost.writes_per_op();
+      cr.extra.add("handoffs_per_sec", cr.ops_per_sec());
+      cr.note = "latency = hand-off (Java)";
+      ctx.reporter.add(std::move(cr));
+    }
   }
   if (p50_at_10 && p50_at_max && max_n > 10) {
     const double ratio = *p50_at_max / *p50_at_10;

@@ -19,6 +19,12 @@
 //       -> done <cycles> <latency us>...: <threads> threads over the sessions
 //          each take the next of <keys> distinct keys (<root>/k<i>), acquire
 //          and release it once, until every key is done or ms have passed
+//   w5 <lock path> <waiters> <handoffs> <ms>
+//       -> done <handoffs> <ns> <latency us>...: a holder takes the lock; N + 2
+//          contenders (threads over the sessions) queue behind it; then the
+//          holder releases and hand-offs are timed, from just before a release
+//          to the next holder's acquire returning, with N waiting behind the
+//          receiver (whoever releases queues again), until <handoffs> or ms
 //   quit -> bye
 // Anything that goes wrong -> error <message>. "ready" once every session is up.
 import java.io.BufferedReader;
@@ -102,6 +108,8 @@ public final class CuratorBench {
           return;
         } else if (w[0].equals("w1") && w.length == 3) {
           out.println(w1(w[1], Long.parseLong(w[2])));
+        } else if (w[0].equals("w5") && w.length == 5) {
+          out.println(w5(w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]), Long.parseLong(w[4])));
         } else if (w[0].equals("w3") && w.length == 5) {
           out.println(w3(w[1], Long.parseLong(w[2]), Integer.parseInt(w[3]), Long.parseLong(w[4])));
         } else if (w[0].equals("w2") && w.length == 5) {
@@ -164,6 +172,78 @@ public final class CuratorBench {
       for (long us : worker.waits) latencies.append(' ').append(us);
     }
     return "done " + cycles + latencies;
+  }
+
+  private String w5(String path, int waiters, long target, long ms) throws Exception {
+    Mutex holder = new Mutex(sessions.get(0), path);
+    if (!holder.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) return "error the holder timed out";
+    int contenders = waiters + 2;
+    AtomicLong lastRelease = new AtomicLong();
+    AtomicLong handoffs = new AtomicLong();
+    long[] window = new long[2];  // deadline, stopped_at: written before the lock hands over
+    boolean[] flags = new boolean[2];  // measuring, stop: the same
+    Object guard = new Object();
+    List<Worker> results = new ArrayList<>();
+    List<Thread> running = new ArrayList<>();
+    for (int c = 0; c < contenders; c++) {
+      Worker worker = new Worker();
+      Mutex mutex = new Mutex(sessions.get(c % sessions.size()), path);
+      results.add(worker);
+      running.add(new Thread(() -> {
+        try {
+          for (int round = 0; round < 1_000_000; round++) {
+            if (!mutex.acquire(120_000, TimeUnit.MILLISECONDS)) throw new Exception("acquire timed out");
+            long granted = System.nanoTime();
+            boolean leave;
+            synchronized (guard) {  // uncontended: the lock under test orders the holders
+              if (flags[0] && !flags[1]) {
+                worker.waits.add((granted - lastRelease.get()) / 1000);
+                if (handoffs.incrementAndGet() >= target || granted >= window[0]) {
+                  window[1] = granted;
+                  flags[1] = true;
+                }
+              }
+              leave = flags[1];
+            }
+            lastRelease.set(System.nanoTime());
+            mutex.release();
+            if (leave) return;
+          }
+        } catch (Exception e) {
+          worker.error = e;
+        }
+      }));
+    }
+    for (Thread t : running) t.start();
+    // Every contender queued behind the holder: a child watch, no polling.
+    long queueDeadline = System.nanoTime() + 120_000_000_000L;
+    for (;;) {
+      CountDownLatch changed = new CountDownLatch(1);
+      int children = sessions.get(0).getChildren().usingWatcher(
+          (org.apache.curator.framework.api.CuratorWatcher) event -> changed.countDown()).forPath(path).size();
+      if (children >= contenders + 1) break;
+      long left = queueDeadline - System.nanoTime();
+      if (left <= 0) return "error the queue did not form";
+      changed.await(left, TimeUnit.NANOSECONDS);
+    }
+    long start = System.nanoTime();
+    synchronized (guard) {
+      window[0] = start + ms * 1_000_000;
+      flags[0] = true;
+    }
+    lastRelease.set(System.nanoTime());
+    holder.release();
+    for (Thread t : running) t.join();
+    StringBuilder latencies = new StringBuilder();
+    for (Worker worker : results) {
+      if (worker.error != null) return "error " + worker.error;
+      for (long us : worker.waits) latencies.append(' ').append(us);
+    }
+    long stopped;
+    synchronized (guard) {
+      stopped = flags[1] ? window[1] : System.nanoTime();
+    }
+    return "done " + handoffs.get() + " " + (stopped - start) + latencies;
   }
 
   private static final class Worker {
