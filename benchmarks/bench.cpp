@@ -6,8 +6,11 @@
 #include <iostream>
 
 #include "context.hpp"
+#include "curator_peer.hpp"
+#include "delayed_ensemble.hpp"
 #include "plots.hpp"
 #include "rss.hpp"
+#include "server_cost.hpp"
 #include "workloads.hpp"
 #include "zkr/cleanup.hpp"
 
@@ -39,6 +42,22 @@ void prepare_root(Client& client, const std::string& root) {
                    "choose another --root");
 }
 
+// Whether the servers fsync their transaction log, as ZooKeeper does by
+// default (forceSync=yes), told by the leader's own count of fsyncs over the
+// run: a benchmark on servers that skip it measures a faster, unsafe setting.
+std::string durability_line(const std::optional<ServerCounters>& before,
+                            const std::optional<ServerCounters>& after) {
+  if (!before || !after)
+    return "Durability: unknown (the servers' mntr/srvr did not answer; forceSync not checked)";
+  const auto fsyncs = after->leader_fsyncs - before->leader_fsyncs;
+  const auto writes = after->leader_zxid - before->leader_zxid;
+  if (fsyncs > 0)
+    return "Durability: ZooKeeper's default, forceSync=yes (the leader fsynced its log " +
+           std::to_string(fsyncs) + " times for " + std::to_string(writes) + " zxids)";
+  return "Durability: forceSync=no (the leader never fsynced, for " + std::to_string(writes) +
+         " zxids): faster than ZooKeeper's default; not the figures to publish";
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
@@ -59,16 +78,49 @@ int run_workloads(const Options& options) {
     prepare_root(*client, options.root);
   }
   std::cerr << "bench: ensemble " << options.connect << ", root " << options.root
-            << (options.quick ? ", quick sizes" : "") << "\n";
+            << (options.quick ? ", quick sizes" : "") << (options.no_lock ? ", NO LOCK in W2 and W5" : "")
+            << "\n";
+  const auto counters_before = read_server_counters(options.connect);
+  // Curator: javac once; a JVM of sessions per ensemble address (direct, or
+  // through the delay proxies).
+  std::optional<CuratorBuild> curator_build;
+  std::unique_ptr<CuratorPeer> curator;
+  const bool curator_wanted =
+      options.curator && (options.wants("W1") || options.wants("W2") || options.wants("W3") || options.wants("W5"));
+  if (curator_wanted) {
+    std::cerr << "bench: compiling and starting the Curator peer\n";
+    curator_build.emplace();
+    curator = std::make_unique<CuratorPeer>(*curator_build, options.connect, plan.w2_workers);
+    ctx.curator = curator.get();
+  }
 
   run_floor_and_w1(ctx, options.wants("W1"));
   if (options.wants("W2")) run_w2_contended(ctx);
+  for (const double rtt : plan.rtts_ms) {
+    if (rtt <= 0 || !(options.wants("W1") || options.wants("W2"))) continue;
+    const DelayedEnsemble delayed(options.connect, rtt);
+    Context at_rtt{options, plan, reporter, delayed.connect_string(), rtt};
+    std::unique_ptr<CuratorPeer> delayed_curator;
+    if (curator_wanted) {
+      delayed_curator = std::make_unique<CuratorPeer>(*curator_build, delayed.connect_string(), plan.w2_workers);
+      at_rtt.curator = delayed_curator.get();
+    }
+    std::cerr << "bench: W1 and W2 with " << rtt << " ms of round trip added (" << delayed.connect_string() << ")\n";
+    if (options.wants("W1")) run_floor_and_w1(at_rtt, true);
+    if (options.wants("W2")) run_w2_contended(at_rtt);
+  }
   if (options.wants("W3")) run_w3_many_locks(ctx);
+  // The JVM waits (idle sessions) through W4, and runs W5 beside ours.
+  ctx.curator = nullptr;
   if (options.wants("W4")) run_w4_znode_growth(ctx);
+  ctx.curator = curator.get();
   if (options.wants("W5")) run_w5_queue_depth(ctx);
+  ctx.curator = nullptr;
+  curator.reset();
 
   std::string table = reporter.table();
-  table += "\nClient peak RSS (getrusage): " + std::to_string(peak_rss_kib() / 1024) + " MiB\n";
+  table += "\n" + durability_line(counters_before, read_server_counters(options.connect)) + "\n";
+  table += "Client peak RSS (getrusage): " + std::to_string(peak_rss_kib() / 1024) + " MiB\n";
   (options.json ? std::cerr : std::cout) << "\n" << table << std::flush;
   if (options.out_dir) {
     write_file(*options.out_dir + "/results.txt", table);

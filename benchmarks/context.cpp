@@ -11,7 +11,7 @@ namespace zkr::bench {
 
 std::unique_ptr<Client> Context::connect() const {
   ClientOptions client_options;
-  client_options.connect_string = options.connect;
+  client_options.connect_string = session_connect();
   std::unique_ptr<Client> client;
   try {
     client = std::make_unique<Client>(client_options);

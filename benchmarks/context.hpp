@@ -14,6 +14,8 @@
 
 namespace zkr::bench {
 
+class CuratorPeer;
+
 // The run cannot go on (no ensemble, an unexpected error): exit code 3.
 class RunError : public std::runtime_error {
  public:
@@ -24,8 +26,16 @@ struct Context {
   const Options& options;
   const Plan& plan;
   Reporter& reporter;
+  // Where the workload's sessions connect: the ensemble, or delay proxies in
+  // front of it (added_rtt_ms > 0). The servers' counters (mntr) are always
+  // read from options.connect.
+  std::string via = {};
+  double added_rtt_ms = 0;
+  // With --peers curator: a JVM of Curator sessions to session_connect().
+  CuratorPeer* curator = nullptr;
 
-  // A new Client (one session), connected, or RunError.
+  const std::string& session_connect() const { return via.empty() ? options.connect : via; }
+  // A new Client (one session) to session_connect(), connected, or RunError.
   std::unique_ptr<Client> connect() const;
   // root + "/" + name: each workload works under a directory of its own.
   std::string path(const std::string& name) const { return options.root + "/" + name; }

@@ -3,6 +3,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
@@ -34,39 +35,79 @@ std::string error_text(const std::string& what, const std::string& path, int rc)
   return "floor: " + what + " " + path + ": " + zerror(rc);
 }
 
-}  // namespace
-
-struct Floor::Impl {
+// One session of the C client, connected.
+struct Session {
   Connection connection;
   zhandle_t* zh = nullptr;
-  std::string parent;
+
+  explicit Session(const std::string& connect) {
+    // As quiet as the library's default (warn); the library sets this global
+    // level again when it opens its own sessions.
+    zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+    zh = zookeeper_init(connect.c_str(), &on_event, 15000, nullptr, &connection, 0);
+    if (!zh) throw std::runtime_error("floor: zookeeper_init failed for " + connect);
+    std::unique_lock lock(connection.mutex);
+    if (!connection.changed.wait_for(lock, kConnectTimeout,
+                                     [&] { return connection.state == ZOO_CONNECTED_STATE; })) {
+      lock.unlock();
+      zookeeper_close(zh);
+      throw std::runtime_error("floor: no connection to " + connect + " within 15 s");
+    }
+  }
+  ~Session() { zookeeper_close(zh); }  // joins the client's threads: no callback after this
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   void create_if_missing(const std::string& path, int flags) {
     const int rc = zoo_create(zh, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, flags, nullptr, 0);
     if (rc != ZOK && rc != ZNODEEXISTS) throw std::runtime_error(error_text("creating", path, rc));
   }
-  ~Impl() {
-    if (!zh) return;
-    (void)zoo_delete(zh, parent.c_str(), -1);  // best effort: the sweep of a later run takes it
-    zookeeper_close(zh);
+};
+
+// Counts watch events; a waiter waits for the count to pass what it saw.
+struct WatchCount {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::uint64_t events = 0;  // guarded by mutex
+
+  std::uint64_t now() {
+    std::lock_guard lock(mutex);
+    return events;
+  }
+  bool wait_beyond(std::uint64_t seen, Clock::time_point deadline) {
+    std::unique_lock lock(mutex);
+    return changed.wait_until(lock, deadline, [&] { return events > seen; });
   }
 };
 
-Floor::Floor(const std::string& connect, const std::string& root) : impl_(std::make_unique<Impl>()) {
-  // As quiet as the library's default (warn); the library sets this global
-  // level again when it opens its own sessions.
-  zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
-  impl_->zh = zookeeper_init(connect.c_str(), &on_event, 15000, nullptr, &impl_->connection, 0);
-  if (!impl_->zh) throw std::runtime_error("floor: zookeeper_init failed for " + connect);
+// On the C client's event thread: count and signal.
+void on_watch(zhandle_t*, int type, int, const char*, void* context) {
+  if (type == ZOO_SESSION_EVENT) return;
+  auto* count = static_cast<WatchCount*>(context);
   {
-    auto& c = impl_->connection;
-    std::unique_lock lock(c.mutex);
-    if (!c.changed.wait_for(lock, kConnectTimeout, [&] { return c.state == ZOO_CONNECTED_STATE; }))
-      throw std::runtime_error("floor: no connection to " + connect + " within 15 s");
+    std::lock_guard lock(count->mutex);
+    ++count->events;
   }
+  count->changed.notify_all();
+}
+
+}  // namespace
+
+struct Floor::Impl {
+  explicit Impl(const std::string& connect) : session(connect) {}
+  ~Impl() {
+    (void)zoo_delete(session.zh, parent.c_str(), -1);  // best effort: the sweep of a later run takes it
+  }
+  Session session;
+  zhandle_t* zh = session.zh;
+  std::string parent;
+};
+
+Floor::Floor(const std::string& connect, const std::string& root)
+    : impl_(std::make_unique<Impl>(connect)) {
   impl_->parent = root + "/floor";
-  impl_->create_if_missing(root, ZOO_CONTAINER);
-  impl_->create_if_missing(impl_->parent, ZOO_PERSISTENT);
+  impl_->session.create_if_missing(root, ZOO_CONTAINER);
+  impl_->session.create_if_missing(impl_->parent, ZOO_PERSISTENT);
 }
 
 Floor::~Floor() = default;
@@ -94,6 +135,69 @@ std::uint64_t Floor::cycle_for(std::chrono::milliseconds duration, std::uint64_t
     samples.add(ms_between(t0, Clock::now()));
   }
   return cycles;
+}
+
+struct FloorLock::Impl {
+  explicit Impl(const std::string& connect) : session(connect) {}
+  WatchCount watches;  // declared before the session: it outlives the client's threads
+  Session session;
+  std::string dir;
+  std::string ours;  // our node's path while queued or held
+};
+
+FloorLock::FloorLock(const std::string& connect, std::string dir) : impl_(std::make_unique<Impl>(connect)) {
+  impl_->dir = std::move(dir);
+}
+
+FloorLock::~FloorLock() = default;  // closing the session deletes a node left
+
+void FloorLock::create_dir(const std::string& connect, const std::string& root, const std::string& dir) {
+  Session session(connect);
+  session.create_if_missing(root, ZOO_CONTAINER);
+  session.create_if_missing(dir, ZOO_PERSISTENT);
+}
+
+bool FloorLock::try_acquire_for(std::chrono::milliseconds timeout) {
+  zhandle_t* zh = impl_->session.zh;
+  const std::string& dir = impl_->dir;
+  const auto deadline = Clock::now() + timeout;
+  const std::string prefix = dir + "/lock-";
+  std::vector<char> created(prefix.size() + 32);
+  Stat stat{};
+  int rc = zoo_create2(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                       created.data(), static_cast<int>(created.size()), &stat);
+  if (rc != ZOK) throw std::runtime_error(error_text("creating", prefix, rc));
+  impl_->ours = created.data();
+  token_ = stat.czxid;
+  const std::string name = impl_->ours.substr(dir.size() + 1);
+  for (int round = 0; round < 1'000'000; ++round) {  // each round waits for an event
+    String_vector children{};
+    rc = zoo_get_children(zh, dir.c_str(), 0, &children);
+    if (rc != ZOK) throw std::runtime_error(error_text("listing", dir, rc));
+    std::vector<std::string> names(children.data, children.data + children.count);
+    deallocate_String_vector(&children);
+    std::sort(names.begin(), names.end());  // one prefix: the sequence orders them
+    const auto at = std::lower_bound(names.begin(), names.end(), name);
+    if (at == names.end() || *at != name) throw std::runtime_error("floor: our node " + name + " is gone");
+    if (at == names.begin()) return true;
+    const std::string predecessor = dir + "/" + *std::prev(at);
+    const std::uint64_t seen = impl_->watches.now();
+    rc = zoo_wexists(zh, predecessor.c_str(), &on_watch, &impl_->watches, &stat);
+    if (rc == ZNONODE) continue;  // gone already: list again
+    if (rc != ZOK) throw std::runtime_error(error_text("watching", predecessor, rc));
+    if (!impl_->watches.wait_beyond(seen, deadline)) break;
+  }
+  (void)zoo_delete(zh, impl_->ours.c_str(), -1);
+  impl_->ours.clear();
+  return false;
+}
+
+void FloorLock::release() {
+  if (impl_->ours.empty()) return;
+  const std::string ours = std::move(impl_->ours);
+  impl_->ours.clear();
+  const int rc = zoo_delete(impl_->session.zh, ours.c_str(), -1);
+  if (rc != ZOK) throw std::runtime_error(error_text("deleting", ours, rc));
 }
 
 }  // namespace zkr::bench

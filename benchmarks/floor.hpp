@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "stats.hpp"
@@ -30,6 +31,36 @@ class Floor {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// The floor of a contended lock (W2): the textbook protocol on the bare C
+// client, one session each. Acquire: create an ephemeral sequential node,
+// list the directory; if ours is the lowest, held; else watch the next lower
+// node (exists with a watch), wait for its event, list again. Release: delete
+// ours. No retries, no recovery: what a competent engineer writes in twenty
+// lines, and the least such a lock costs.
+class FloorLock {
+ public:
+  // Connects (std::runtime_error after 15 s); dir must exist.
+  FloorLock(const std::string& connect, std::string dir);
+  ~FloorLock();
+  FloorLock(const FloorLock&) = delete;
+  FloorLock& operator=(const FloorLock&) = delete;
+
+  // True once held; false at the deadline (our node is then deleted).
+  // Throws std::runtime_error on an error from the server.
+  bool try_acquire_for(std::chrono::milliseconds timeout);
+  void release();
+  // The czxid of our node: the fencing token of the grant.
+  std::int64_t token() const noexcept { return token_; }
+
+  // Creates dir (persistent) through a session of its own, if missing.
+  static void create_dir(const std::string& connect, const std::string& root, const std::string& dir);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::int64_t token_ = 0;
 };
 
 }  // namespace zkr::bench

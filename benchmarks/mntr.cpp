@@ -23,6 +23,8 @@ struct Fd {
   }
 };
 
+}  // namespace
+
 // Ports of the servers of `connect` that are on this machine.
 std::vector<std::uint16_t> local_ports(const std::string& connect) {
   std::vector<std::uint16_t> ports;
@@ -42,9 +44,7 @@ std::vector<std::uint16_t> local_ports(const std::string& connect) {
   return ports;
 }
 
-}  // namespace
-
-std::optional<std::map<std::string, std::string>> mntr(std::uint16_t port, int timeout_ms) {
+std::optional<std::string> four_letter_word(std::uint16_t port, const std::string& word, int timeout_ms) {
   Fd sock{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   if (sock.fd < 0) return std::nullopt;
   sockaddr_in addr{};
@@ -54,8 +54,7 @@ std::optional<std::map<std::string, std::string>> mntr(std::uint16_t port, int t
   // Loopback connects at once or is refused; the reply is what may hang (a
   // frozen server accepts but never answers), so only reads are bounded.
   if (::connect(sock.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return std::nullopt;
-  static constexpr char kWord[] = "mntr";
-  if (::send(sock.fd, kWord, sizeof kWord - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof kWord - 1))
+  if (::send(sock.fd, word.data(), word.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(word.size()))
     return std::nullopt;
   std::string reply;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -70,8 +69,14 @@ std::optional<std::map<std::string, std::string>> mntr(std::uint16_t port, int t
     if (n == 0) break;  // the server closes after its reply
     reply.append(buf, static_cast<std::size_t>(n));
   }
+  return reply;
+}
+
+std::optional<std::map<std::string, std::string>> mntr(std::uint16_t port, int timeout_ms) {
+  const auto reply = four_letter_word(port, "mntr", timeout_ms);
+  if (!reply) return std::nullopt;
   std::map<std::string, std::string> values;
-  std::stringstream lines(reply);
+  std::stringstream lines(*reply);
   std::string line;
   while (std::getline(lines, line)) {
     const auto tab = line.find('\t');

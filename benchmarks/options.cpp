@@ -38,6 +38,23 @@ std::uint64_t parse_count(const std::string& option, const std::string& text) {
   return value;
 }
 
+std::vector<double> parse_rtts(const std::string& text) {
+  std::vector<double> rtts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    double ms = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), ms);
+    if (ec != std::errc() || ptr != item.data() + item.size() || ms < 0 || ms > 1000)
+      throw UsageError("--rtt needs milliseconds from 0 to 1000, comma-separated (got '" + item + "')");
+    if (std::find(rtts.begin(), rtts.end(), ms) == rtts.end()) rtts.push_back(ms);
+    start = comma + 1;
+  }
+  std::sort(rtts.begin(), rtts.end());
+  return rtts;
+}
+
 }  // namespace
 
 bool Options::wants(const std::string& workload) const {
@@ -88,6 +105,15 @@ Options parse_options(const std::vector<std::string>& args) {
                          options.root + "')");
     } else if (arg == "--max-keys") {
       options.max_keys = parse_count(arg, value());
+    } else if (arg == "--rtt") {
+      options.rtts_ms = parse_rtts(value());
+    } else if (arg == "--peers") {
+      const std::string peers = value();
+      if (peers != "curator") throw UsageError("--peers knows only 'curator' (got '" + peers + "')");
+      options.curator = true;
+    } else if (arg == "--no-lock") {
+      no_value();
+      options.no_lock = true;
     } else if (arg == "-h" || arg == "--help") {
       no_value();
       options.help = true;
@@ -115,6 +141,9 @@ Plan make_plan(const Options& options) {
                 milliseconds(30000), 300, 2000,
                 {0, 10, 100, 1000}, 1000, milliseconds(15000)};
   }
+  // W1 and W2 at added round trips: 0, 1 and 5 ms in a full run; in a quick
+  // one only when asked.
+  plan.rtts_ms = options.rtts_ms.value_or(options.quick ? std::vector<double>{0} : std::vector<double>{0, 1, 5});
   std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });
   if (plan.w4_keys.empty() || plan.w4_keys.back() < options.max_keys)
     if (options.max_keys < (options.quick ? 1000u : 1000000u)) plan.w4_keys.push_back(options.max_keys);
@@ -130,8 +159,11 @@ ephemeral-sequential, list, delete) with synchronous ZooKeeper C client calls.
 
 Workloads:
   W1  uncontended: one session acquires and releases one lock (~10 s)
-  W2  contended: 8 workers, each with its own session, on one lock (~15 s):
-      acquisitions/s, wait p50/p99/max, fairness, mutual-exclusion violations
+  W2  contended: 8 workers, each with its own session, on one lock, first
+      with the floor's lock, then ours (~15 s each): acquisitions/s, wait and
+      hand-off p50/p99, fairness; each holder does a read-modify-write of a
+      counter only the lock protects, judged by the exclusion checker
+      (overlaps, token order, lost updates)
   W3  many distinct locks: K = 1,000, 10,000, 100,000 keys in sequence:
       cycles/s, server znode count (mntr) before, right after and 5 s after,
       leftover znodes, the client's peak RSS
@@ -139,19 +171,33 @@ Workloads:
       lock keys under the same root, flat and hashed layouts; time to list and
       to clean the root at each N
   W5  queue depth: hand-off latency with N = 0, 10, 100, 1,000 waiters queued
-      behind the contender receiving the lock
+      behind the contender receiving the lock (judged like W2)
+
+Every workload also shows requests and writes per operation, counted by the
+servers (mntr's zk_packets_received over every server, the leader's zxid from
+srvr), and the run says whether the servers fsync (forceSync).
 
 Options:
   --connect HOSTS     ensemble, host:port,... (default: $ZK_CONNECT)
   --workloads LIST    which to run, e.g. W1,W3 (default: all; the floor always runs)
   --quick             tiny sizes and durations: a smoke test (well under a minute)
   --max-keys N        cap W4's N (default 1000000)
+  --rtt LIST          also run W1 and W2 with this much round-trip latency added,
+                      in ms, through a delay proxy in front of each server
+                      (default 0,1,5; with --quick, 0)
   --root PATH         znode under which everything is made (default /zkr-bench);
                       must be empty or absent, or hold only what a sweep may
                       remove (empty directories, orphaned lock nodes)
   --json              one JSON object per run on stdout; the table goes to stderr
   --out DIR           also write results.jsonl, results.txt and PNG plots there
   --strict            a missed performance target also makes the exit code 1
+  --peers curator     Apache Curator's InterProcessMutex (Java, Debian's 5.4
+                      jars, compiled with javac at the start) runs W1, W2, W3
+                      and W5 too, beside the floor and ours (W1 in interleaved
+                      slices; the others one after the other)
+  --no-lock           W2 and W5 run their critical sections without the lock:
+                      the control of the exclusion checks, which must report
+                      overlaps and lost updates (and so exit 1)
   -h, --help          this help
 
 Exit codes: 0 ran and every check held; 1 a check failed (a mutual-exclusion

@@ -25,6 +25,12 @@ struct Options {
   std::optional<std::string> out_dir;  // JSON lines, table and plots go there
   std::string root = "/zkr-bench";
   std::uint64_t max_keys = 1'000'000;  // cap on W4's N
+  std::optional<std::vector<double>> rtts_ms;  // --rtt: added round trips for W1, W2
+  // W2 and W5 take no lock: the control of their exclusion checks, which
+  // must then report overlaps and lost updates (exit 1).
+  bool no_lock = false;
+  // --peers curator: Curator's InterProcessMutex runs W1, W2, W3 and W5 too.
+  bool curator = false;
   bool help = false;
 
   bool wants(const std::string& workload) const;
@@ -50,6 +56,7 @@ struct Plan {
   std::vector<std::uint64_t> w5_waiters;       // N
   std::uint64_t w5_handoffs;                   // measured at each N, at most
   std::chrono::milliseconds w5_duration;       // at each N, at most
+  std::vector<double> rtts_ms = {0};           // W1 and W2 at each added round trip (0: direct)
 };
 
 Plan make_plan(const Options& options);

@@ -75,9 +75,12 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
   std::vector<std::string> made;
   std::map<std::uint64_t, std::map<std::string, Point>> w4;  // N -> layout -> point
   std::map<std::uint64_t, Point> w5;
+  std::map<double, std::map<std::string, double>> rtt;  // added RTT -> "impl W" -> ops/s
   double floor_p50 = -1;  // drawn as a reference line
   for (const auto& r : records) {
-    if (r.impl == "floor" && r.latency) floor_p50 = r.latency->p50_ms;
+    if (r.impl == "floor" && r.workload == "W1" && r.added_rtt_ms == 0 && r.latency) floor_p50 = r.latency->p50_ms;
+    if ((r.workload == "W1" || r.workload == "W2") && r.latency)
+      rtt[r.added_rtt_ms][r.impl + " " + r.workload] = r.ops_per_sec();
     if (r.impl != "zkr" || !r.latency) continue;
     if (r.workload == "W4") w4[n_of(r, "n")][layout_of(r)] = {r.latency->p50_ms, r.latency->p99_ms};
     if (r.workload == "W5") w5[n_of(r, "waiters")] = {r.latency->p50_ms, r.latency->p99_ms};
@@ -122,6 +125,32 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
              "plot '" + dat + "' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'p50', \\\n"
              "     '" + dat + "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'p99'" +
              floor_line(floor_p50));
+  }
+  if (rtt.size() > 1) {
+    const std::vector<std::string> series = {"floor W1", "zkr W1", "floor W2", "zkr W2", "curator W1", "curator W2"};
+    std::string data = "# added_rtt_ms  floor_W1 zkr_W1 floor_W2 zkr_W2 curator_W1 curator_W2 (operations/s)\n";
+    for (const auto& [ms, rates] : rtt) {
+      data += format_number(ms);
+      for (const auto& name : series) {
+        const auto it = rates.find(name);
+        data += " " + value(it == rates.end() ? -1 : it->second);
+      }
+      data += "\n";
+    }
+    const std::string dat = "rtt.dat";
+    draw("rtt", data,
+         "set terminal pngcairo size 900,540 font 'sans,11'\n"
+         "set output 'rtt.png'\n"
+         "set title 'W1 and W2 against added round-trip latency (delay proxy)'\n"
+         "set xlabel 'added round trip (ms)'\n"
+         "set ylabel 'cycles or acquisitions per second (log scale)'\n"
+         "set logscale y\nset grid ytics\nset key top right\nset datafile missing 'NaN'\n"
+         "plot '" + dat + "' using 1:2 with linespoints lw 1 pt 6 dt 2 lc rgb 'gray40' title 'floor W1 (cycles/s)', \\\n"
+         "     '" + dat + "' using 1:3 with linespoints lw 2 pt 7 lc rgb 'blue' title 'zkr W1 (cycles/s)', \\\n"
+         "     '" + dat + "' using 1:4 with linespoints lw 1 pt 4 dt 2 lc rgb 'gray20' title 'floor W2 (acquisitions/s)', \\\n"
+         "     '" + dat + "' using 1:5 with linespoints lw 2 pt 5 lc rgb 'red' title 'zkr W2 (acquisitions/s)', \\\n"
+         "     '" + dat + "' using 1:6 with linespoints lw 1 pt 9 lc rgb 'dark-green' title 'Curator W1 (cycles/s)', \\\n"
+         "     '" + dat + "' using 1:7 with linespoints lw 1 pt 11 lc rgb 'orange' title 'Curator W2 (acquisitions/s)'\n");
   }
   return made;
 }

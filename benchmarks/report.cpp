@@ -46,19 +46,31 @@ void Reporter::set_floor(double ops_per_sec, double p50_ms) {
   floor_p50_ = p50_ms;
 }
 
+std::optional<Reporter::FloorFigures> Reporter::floor_for(const Record& r) const {
+  if (r.impl == "floor" || !r.latency) return std::nullopt;
+  for (const auto& f : records_)
+    if (f.impl == "floor" && f.workload == r.workload && f.added_rtt_ms == r.added_rtt_ms && f.latency)
+      return FloorFigures{f.ops_per_sec(), f.latency->p50_ms};
+  if (!floor_rate_ || *floor_rate_ <= 0) return std::nullopt;
+  return FloorFigures{*floor_rate_, floor_p50_.value_or(0)};
+}
+
 std::string Reporter::json_of(const Record& r) const {
   JsonObject o;
   o.add("impl", r.impl).add("workload", r.workload).add("params", r.params);
+  if (r.workload == "W1" || r.workload == "W2") o.add("added_rtt_ms", r.added_rtt_ms);
   o.add("ops", r.ops).add("seconds", r.seconds).add("ops_per_sec", r.ops_per_sec());
   if (r.latency) {
     o.add("p50_ms", r.latency->p50_ms).add("p99_ms", r.latency->p99_ms).add("max_ms", r.latency->max_ms);
   } else {
     o.add_null("p50_ms").add_null("p99_ms").add_null("max_ms");
   }
-  if (r.impl != "floor" && floor_rate_ && *floor_rate_ > 0 && r.latency)
-    o.add("x_floor_rate", r.ops_per_sec() / *floor_rate_);
-  if (r.impl != "floor" && floor_p50_ && *floor_p50_ > 0 && r.latency)
-    o.add("x_floor_p50", r.latency->p50_ms / *floor_p50_);
+  if (const auto floor = floor_for(r)) {
+    if (floor->rate > 0) o.add("x_floor_rate", r.ops_per_sec() / floor->rate);
+    if (floor->p50_ms > 0) o.add("x_floor_p50", r.latency->p50_ms / floor->p50_ms);
+  }
+  if (r.requests_per_op) o.add("requests_per_op", *r.requests_per_op);
+  if (r.writes_per_op) o.add("writes_per_op", *r.writes_per_op);
   return o.append(r.extra).str();  // the workload's own fields after the common ones
 }
 
@@ -99,12 +111,12 @@ std::string Reporter::table() const {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + '\n';
   };
-  row({{"impl", -5}, {"workload", -8}, {"params", -22}, {"ops", 8}, {"s", 7}, {"ops/s", 9},
+  row({{"impl", -7}, {"workload", -8}, {"params", -22}, {"ops", 8}, {"s", 7}, {"ops/s", 9},
        {"p50 ms", 8}, {"p99 ms", 8}, {"max ms", 8}, {"x floor/s", 9}, {"x floor p50", 11},
-       {"notes", -5}});
+       {"req/op", 6}, {"wr/op", 5}, {"notes", -5}});
   for (const auto& r : records_) {
-    const bool ratio = r.impl != "floor" && r.latency && floor_rate_ && *floor_rate_ > 0;
-    row({{r.impl, -5},
+    const auto floor = floor_for(r);
+    row({{r.impl, -7},
          {r.workload, -8},
          {r.label, -22},
          {std::to_string(r.ops), 8},
@@ -113,8 +125,10 @@ std::string Reporter::table() const {
          {r.latency ? fixed(r.latency->p50_ms, 2) : "-", 8},
          {r.latency ? fixed(r.latency->p99_ms, 2) : "-", 8},
          {r.latency ? fixed(r.latency->max_ms, 2) : "-", 8},
-         {ratio ? fixed(r.ops_per_sec() / *floor_rate_, 2) : "-", 9},
-         {ratio && *floor_p50_ > 0 ? fixed(r.latency->p50_ms / *floor_p50_, 2) : "-", 11},
+         {floor && floor->rate > 0 ? fixed(r.ops_per_sec() / floor->rate, 2) : "-", 9},
+         {floor && floor->p50_ms > 0 ? fixed(r.latency->p50_ms / floor->p50_ms, 2) : "-", 11},
+         {r.requests_per_op ? fixed(*r.requests_per_op, 2) : "-", 6},
+         {r.writes_per_op ? fixed(*r.writes_per_op, 2) : "-", 5},
          {r.note, -5}});
   }
   if (!verdicts_.empty()) {

@@ -18,10 +18,14 @@ struct Record {
   std::string impl = "zkr";   // "zkr" or "floor"
   std::string workload;       // "W1" .. "W5", or "W4-list", "W4-clean"
   std::string label;          // the params, short, for the table: "flat N=1000"
+  double added_rtt_ms = 0;    // round-trip latency added by a delay proxy (W1, W2)
   JsonObject params;
   std::uint64_t ops = 0;
   double seconds = 0;
   std::optional<Percentiles> latency;  // of each op; none for a single timed step
+  // Counted by the servers (server_cost.hpp), where measured: requests and
+  // quorum writes per operation.
+  std::optional<double> requests_per_op, writes_per_op;
   JsonObject extra;           // the workload's own fields
   std::string note;           // a few words for the table
 
@@ -46,7 +50,8 @@ class Reporter {
   Reporter(bool json, const std::optional<std::string>& out_dir);
 
   // The floor's cycle rate and median latency: every later record gets its
-  // ratios to them (x_floor_rate, x_floor_p50).
+  // ratios to them (x_floor_rate, x_floor_p50), unless the floor ran the
+  // record's own workload (W2): then to that.
   void set_floor(double ops_per_sec, double p50_ms);
   // Prints the record's JSON line (with --json), appends it to results.jsonl,
   // says one line on stderr, and keeps it for the table.
@@ -62,6 +67,11 @@ class Reporter {
   std::string verdicts_json() const;  // a JSON array
 
  private:
+  struct FloorFigures {
+    double rate = 0, p50_ms = 0;
+  };
+  std::optional<FloorFigures> floor_for(const Record& r) const;
+
   bool json_;
   std::ofstream jsonl_;
   std::optional<double> floor_rate_, floor_p50_;

@@ -1,15 +1,24 @@
-// W2: eight workers, each with its own session, on one lock. Mutual exclusion
-// is checked in two independent ways: a counter of holders inside the
-// critical section, and the fencing tokens, which must grow with every grant.
+// W2: eight workers, each with its own session, on one lock. Each holder
+// does a read-modify-write of a counter that only the lock protects, and
+// records its hold; the exclusion checker judges the holds afterwards
+// (overlaps, fencing tokens out of grant order, lost updates). The gaps
+// between one release and the next grant are the hand-off latency.
+// With --no-lock the same run takes no lock: the control, which must fail.
 #include <algorithm>
 #include <atomic>
 #include <latch>
 #include <mutex>
+#include <optional>
+#include <iostream>
 #include <thread>
 
+#include "critical_section.hpp"
+#include "curator_peer.hpp"
+#include "floor.hpp"
+#include "holder_lock.hpp"
 #include "rss.hpp"
+#include "server_cost.hpp"
 #include "workloads.hpp"
-#include "zkr/lock.hpp"
 
 namespace zkr::bench {
 namespace {
@@ -17,23 +26,23 @@ namespace {
 constexpr std::uint64_t kMaxAcquisitionsPerWorker = 1'000'000;
 
 struct Shared {
-  std::atomic<int> holders{0};
-  std::atomic<std::uint64_t> violations{0};
-  std::int64_t last_token = 0;       // guarded by the lock under test itself
+  GuardedCounter counter;
   std::atomic<std::uint64_t> errors{0};
   std::mutex error_mutex;
   std::string first_error;
 };
 
 struct WorkerResult {
+  WorkerResult(std::int64_t index, const std::string& kind) : holds(index, kind) {}
   std::uint64_t acquisitions = 0;
   Samples waits{4096};
+  HoldLog holds;
 };
 
-void worker(Client& client, const std::string& path, Clock::time_point deadline, Shared& shared,
-            WorkerResult& out) {
+// Lock: HolderLock (ours, or none) or FloorLock.
+template <class Lock>
+void worker(Lock& mutex, Clock::time_point deadline, Shared& shared, WorkerResult& out) {
   try {
-    InterProcessMutex mutex(client, path);
     while (out.acquisitions < kMaxAcquisitionsPerWorker) {
       const auto t0 = Clock::now();
       if (t0 >= deadline) break;
@@ -43,11 +52,7 @@ void worker(Client& client, const std::string& path, Clock::time_point deadline,
         break;
       }
       out.waits.add(ms_between(t0, Clock::now()));
-      if (shared.holders.fetch_add(1) != 0) shared.violations.fetch_add(1);
-      const std::int64_t token = mutex.lease().fencing_token();
-      if (token <= shared.last_token) shared.violations.fetch_add(1);
-      shared.last_token = token;
-      shared.holders.fetch_sub(1);
+      out.holds.hold(shared.counter, mutex.token());
       mutex.release();
       ++out.acquisitions;
     }
@@ -58,62 +63,185 @@ void worker(Client& client, const std::string& path, Clock::time_point deadline,
   }
 }
 
-}  // namespace
+// What the targets compare between implementations.
+struct Summary {
+  double rate = 0;
+  Percentiles handoff;
+  std::optional<double> writes_per_op;
+};
 
-void run_w2_contended(Context& ctx) {
-  const unsigned workers = ctx.plan.w2_workers;
-  std::vector<std::unique_ptr<Client>> clients;
-  for (unsigned i = 0; i < workers; ++i) clients.push_back(ctx.connect());
-  const std::string path = ctx.path("w2/lock");
+// What one implementation's run gives the report.
+struct Outcome {
+  double seconds = 0;
+  Samples waits;
+  std::vector<std::uint64_t> per_worker;  // acquisitions
+  Judgement judgement;
+  std::uint64_t errors = 0;  // acquire timeouts and errors
+};
+
+Summary report(Context& ctx, const std::string& impl, const std::string& lock_name, const std::string& kind,
+               const Outcome& outcome, const CostMeter& cost) {
+  const auto workers = static_cast<unsigned>(outcome.per_worker.size());
+  std::uint64_t total = 0, most = 0, least = UINT64_MAX;
+  for (const auto n : outcome.per_worker) {
+    total += n;
+    most = std::max(most, n);
+    least = std::min(least, n);
+  }
+  const Judgement& judgement = outcome.judgement;
+  const auto handoff = judgement.handoffs.percentiles();
+  const std::uint64_t violations = judgement.violations();
+  Record r;
+  r.impl = impl;
+  r.workload = "W2";
+  r.added_rtt_ms = ctx.added_rtt_ms;
+  r.label = std::to_string(workers) + " sessions, one key" + (kind == "none" ? ", NO LOCK" : "") +
+            (ctx.added_rtt_ms > 0 ? strprintf(", +%g ms RTT", ctx.added_rtt_ms) : "");
+  r.params.add("workers", workers).add("sessions", workers).add("lock", lock_name);
+  r.ops = total;
+  r.seconds = outcome.seconds;
+  r.latency = outcome.waits.percentiles();
+  r.requests_per_op = cost.requests_per_op();
+  r.writes_per_op = cost.writes_per_op();
+  const double fairness = least > 0 ? static_cast<double>(most) / static_cast<double>(least) : 0;
+  r.extra.add("acquisitions_per_sec", r.ops_per_sec())
+      .add("fairness_max_over_min", fairness)
+      .add("max_per_worker", most)
+      .add("min_per_worker", least)
+      .add("handoff_p50_ms", handoff.p50_ms)
+      .add("handoff_p99_ms", handoff.p99_ms)
+      .add("timeouts", outcome.errors)
+      .add("peak_rss_kib", peak_rss_kib());
+  add_judgement(r.extra, judgement);
+  r.note = strprintf("latency = wait; hand-off p50 %.2f p99 %.2f ms; fairness %.2f, violations %llu",
+                     handoff.p50_ms, handoff.p99_ms, fairness, static_cast<unsigned long long>(violations));
+  const Summary summary{r.ops_per_sec(), handoff, r.writes_per_op};
+  ctx.reporter.add(std::move(r));
+  if (!judgement.report.ok())
+    std::cerr << "bench: W2 " << impl << ": " << exclusion::format_report(judgement.report);
+  const std::string at_rtt = ctx.added_rtt_ms > 0 ? strprintf(" at +%g ms RTT", ctx.added_rtt_ms) : "";
+  ctx.reporter.verdict({"W2 " + impl + at_rtt + " mutual-exclusion violations == 0", true,
+                        violations == 0 && outcome.errors == 0, true,
+                        strprintf("%llu overlaps, %llu token inversions, %lld lost updates, "
+                                  "%llu acquire timeouts in %llu acquisitions",
+                                  static_cast<unsigned long long>(judgement.report.overlaps),
+                                  static_cast<unsigned long long>(judgement.report.token_inversions),
+                                  static_cast<long long>(judgement.report.lost_updates),
+                                  static_cast<unsigned long long>(outcome.errors),
+                                  static_cast<unsigned long long>(total))});
+  return summary;
+}
+
+// One implementation's run: every worker on its own lock object (and
+// session), all started at once, for the plan's duration.
+template <class Lock>
+Summary run_impl(Context& ctx, const std::string& impl, const std::string& lock_name, const std::string& kind,
+              std::vector<std::unique_ptr<Lock>>& locks) {
+  const auto workers = static_cast<unsigned>(locks.size());
   Shared shared;
-  std::vector<WorkerResult> results(workers);
+  std::vector<WorkerResult> results;
+  for (unsigned i = 0; i < workers; ++i) results.emplace_back(i, kind);
   std::latch go(1);
   Clock::time_point deadline;
   std::vector<std::jthread> threads;
   for (unsigned i = 0; i < workers; ++i)
     threads.emplace_back([&, i] {
       go.wait();
-      worker(*clients[i], path, deadline, shared, results[i]);
+      worker(*locks[i], deadline, shared, results[i]);
     });
+  CostMeter cost(ctx.options.connect);
+  cost.begin();
   const auto start = Clock::now();
   deadline = start + ctx.plan.w2_duration;
   go.count_down();  // the latch orders the write of deadline before the reads
   threads.clear();  // joins
   const double seconds = seconds_since(start);
-  if (!shared.first_error.empty()) throw RunError("W2: " + shared.first_error);
+  if (!shared.first_error.empty()) throw RunError("W2 " + impl + ": " + shared.first_error);
 
-  Samples waits;
-  std::uint64_t total = 0, most = 0, least = UINT64_MAX;
+  std::uint64_t total = 0;
+  for (const auto& w : results) total += w.acquisitions;
+  cost.end(total);
+  Outcome outcome;
+  outcome.seconds = seconds;
+  outcome.errors = shared.errors.load();
+  std::vector<const HoldLog*> logs;
   for (const auto& w : results) {
-    waits.merge(w.waits);
-    total += w.acquisitions;
-    most = std::max(most, w.acquisitions);
-    least = std::min(least, w.acquisitions);
+    outcome.waits.merge(w.waits);
+    logs.push_back(&w.holds);
+    outcome.per_worker.push_back(w.acquisitions);
   }
-  Record r;
-  r.workload = "W2";
-  r.label = std::to_string(workers) + " sessions, one key";
-  r.params.add("workers", workers).add("sessions", workers).add("lock", "InterProcessMutex");
-  r.ops = total;
-  r.seconds = seconds;
-  r.latency = waits.percentiles();
-  const double fairness = least > 0 ? static_cast<double>(most) / static_cast<double>(least) : 0;
-  r.extra.add("acquisitions_per_sec", r.ops_per_sec())
-      .add("fairness_max_over_min", fairness)
-      .add("max_per_worker", most)
-      .add("min_per_worker", least)
-      .add("violations", shared.violations.load())
-      .add("timeouts", shared.errors.load())
-      .add("peak_rss_kib", peak_rss_kib());
-  r.note = strprintf("latency = wait; fairness %.2f, violations %llu", fairness,
-                     static_cast<unsigned long long>(shared.violations.load()));
-  ctx.reporter.add(std::move(r));
-  ctx.reporter.verdict({"W2 mutual-exclusion violations == 0", true,
-                        shared.violations.load() == 0 && shared.errors.load() == 0, true,
-                        strprintf("%llu violations, %llu acquire timeouts in %llu acquisitions",
-                                  static_cast<unsigned long long>(shared.violations.load()),
-                                  static_cast<unsigned long long>(shared.errors.load()),
-                                  static_cast<unsigned long long>(total))});
+  outcome.judgement = judge(logs, shared.counter);
+  return report(ctx, impl, lock_name, kind, outcome, cost);
+}
+
+// Curator's run, in its JVM: the same critical section, holds judged here.
+Summary run_curator(Context& ctx, CuratorPeer& peer, unsigned workers) {
+  CostMeter cost(ctx.options.connect);
+  cost.begin();
+  const auto start = Clock::now();
+  const auto result = peer.w2(ctx.path("curator-w2/lock"), workers, ctx.plan.w2_duration);
+  Outcome outcome;
+  outcome.seconds = seconds_since(start);
+  cost.end(result.acquisitions);
+  for (const double ms : result.waits_ms) outcome.waits.add(ms);
+  auto holds = exclusion::read_interval_file(result.interval_file);
+  outcome.per_worker.assign(workers, 0);
+  for (const auto& h : holds)
+    if (h.thread >= 0 && h.thread < static_cast<std::int64_t>(workers)) ++outcome.per_worker[static_cast<std::size_t>(h.thread)];
+  outcome.judgement = judge(std::move(holds), result.counter);
+  return report(ctx, "curator", "Curator 5.4 InterProcessMutex", "curator", outcome, cost);
+}
+
+// Issue 13's targets for W2, against the floor measured in the same run.
+void w2_targets(Context& ctx, const Summary& floor, const Summary& zkr) {
+  const bool meaningful = !ctx.options.quick;
+  const double ratio = floor.rate > 0 ? zkr.rate / floor.rate : 0;
+  ctx.reporter.verdict({"W2 acquisitions/s >= 1.3x the floor's", false, ratio >= 1.3, meaningful,
+                        strprintf("%.1f/s = %.2fx the floor's %.1f/s (wanted >= 1.3x)", zkr.rate, ratio,
+                                  floor.rate)});
+  ctx.reporter.verdict({"W2 hand-off p50 and p99 not above the floor's", false,
+                        zkr.handoff.p50_ms <= floor.handoff.p50_ms && zkr.handoff.p99_ms <= floor.handoff.p99_ms,
+                        meaningful,
+                        strprintf("p50 %.2f ms, p99 %.2f ms; the floor's %.2f ms, %.2f ms", zkr.handoff.p50_ms,
+                                  zkr.handoff.p99_ms, floor.handoff.p50_ms, floor.handoff.p99_ms)});
+  if (zkr.writes_per_op)
+    ctx.reporter.verdict({"W2 writes per acquisition <= 2.0 (the lock node's create and delete)", false,
+                          *zkr.writes_per_op <= 2.05, meaningful,
+                          strprintf("%.2f writes per acquisition (leader zxid); the floor's %.2f",
+                                    *zkr.writes_per_op, floor.writes_per_op.value_or(0))});
+}
+
+}  // namespace
+
+void run_w2_contended(Context& ctx) {
+  const unsigned workers = ctx.plan.w2_workers;
+  // The floor first, on a directory of its own, judged by the same checker:
+  // the same critical section under the textbook lock on the bare C client.
+  std::optional<Summary> floor;
+  if (!ctx.options.no_lock) {
+    const std::string dir = ctx.path("w2-floor");
+    FloorLock::create_dir(ctx.session_connect(), ctx.options.root, dir);
+    std::vector<std::unique_ptr<FloorLock>> locks;
+    for (unsigned i = 0; i < workers; ++i) locks.push_back(std::make_unique<FloorLock>(ctx.session_connect(), dir));
+    floor = run_impl(ctx, "floor", "bare C client: create, list, watch the next lower, delete", "floor", locks);
+    locks.clear();  // closes the sessions
+    (void)ctx.connect()->keeper()->try_remove(dir);  // best effort: a later run's sweep takes it
+  }
+  std::optional<Summary> curator;
+  if (ctx.curator && !ctx.options.no_lock) curator = run_curator(ctx, *ctx.curator, workers);
+  std::vector<std::unique_ptr<Client>> clients;
+  for (unsigned i = 0; i < workers; ++i) clients.push_back(ctx.connect());
+  std::vector<std::unique_ptr<HolderLock>> locks;
+  for (unsigned i = 0; i < workers; ++i)
+    locks.push_back(std::make_unique<HolderLock>(*clients[i], ctx.path("w2/lock"), ctx.options.no_lock));
+  const Summary zkr = run_impl(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex",
+           ctx.options.no_lock ? "none" : "mutex", locks);
+  if (floor && ctx.added_rtt_ms == 0) w2_targets(ctx, *floor, zkr);
+  if (curator && ctx.added_rtt_ms == 0)
+    ctx.reporter.verdict({"W2 acquisitions/s >= 1.5x Curator's InterProcessMutex", false,
+                          curator->rate > 0 && zkr.rate >= 1.5 * curator->rate, !ctx.options.quick,
+                          strprintf("%.1f/s = %.2fx Curator's %.1f/s (wanted >= 1.5x)", zkr.rate,
+                                    curator->rate > 0 ? zkr.rate / curator->rate : 0.0, curator->rate)});
 }
 
 }  // namespace zkr::bench

@@ -9,9 +9,11 @@
 #include <mutex>
 #include <thread>
 
+#include "curator_peer.hpp"
 #include "mntr.hpp"
 #include "progress.hpp"
 #include "rss.hpp"
+#include "server_cost.hpp"
 #include "workloads.hpp"
 #include "zkr/lock_factory.hpp"
 
@@ -70,6 +72,40 @@ void add_count(JsonObject& o, const char* key, const std::optional<std::int64_t>
   if (n) o.add(key, *n); else o.add_null(key);
 }
 
+// Curator's InterProcessMutex on the same K keys (under a root of its own),
+// after ours has settled: its cycles, its costs, and what it leaves behind
+// (its parents are containers, which the server reaps on its own schedule).
+void run_curator(Context& ctx, CuratorPeer& peer, std::uint64_t keys, unsigned threads,
+                 Clock::duration limit) {
+  const std::string root = ctx.path("curator-w3");
+  CostMeter cost(ctx.options.connect);
+  cost.begin();
+  const auto start = Clock::now();
+  const auto result = peer.w3(root, keys, threads, std::chrono::duration_cast<std::chrono::milliseconds>(limit));
+  const double seconds = seconds_since(start);
+  cost.end(result.cycles);
+  std::this_thread::sleep_for(ctx.plan.w3_settle);  // a measurement, as ours
+  auto client = ctx.connect();
+  const std::uint64_t leftover = count_below(*client->keeper(), root, 1);
+  Samples samples(result.latencies_ms.size());
+  for (const double ms : result.latencies_ms) samples.add(ms);
+  Record r;
+  r.impl = "curator";
+  r.workload = "W3";
+  r.label = "K=" + std::to_string(keys);
+  r.params.add("keys", keys).add("threads", threads).add("lock", "Curator 5.4 InterProcessMutex");
+  r.ops = result.cycles;
+  r.seconds = seconds;
+  r.latency = samples.percentiles();
+  r.requests_per_op = cost.requests_per_op();
+  r.writes_per_op = cost.writes_per_op();
+  r.extra.add("cycles_per_sec", r.ops_per_sec()).add("leftover_znodes", leftover);
+  r.note = "left " + std::to_string(leftover) + " after " + std::to_string(ctx.plan.w3_settle.count() / 1000) +
+           " s (containers the server reaps)";
+  ctx.reporter.add(std::move(r));
+  if (result.cycles < keys) throw RunError("W3 curator K=" + std::to_string(keys) + ": timed out");
+}
+
 }  // namespace
 
 void run_w3_many_locks(Context& ctx) {
@@ -88,6 +124,8 @@ void run_w3_many_locks(Context& ctx) {
     const auto before = leader_znode_count(ctx.options.connect);
     Shared shared;
     std::vector<Samples> samples(threads);
+    CostMeter cost(ctx.options.connect);
+    cost.begin();
     const auto start = Clock::now();
     // Generous: a healthy ensemble does 100,000 in a minute or two here.
     const auto deadline = start + std::chrono::milliseconds(60) * static_cast<std::int64_t>(keys) +
@@ -107,6 +145,7 @@ void run_w3_many_locks(Context& ctx) {
         progress.update(shared.done.load());
     }  // joins
     const double seconds = seconds_since(start);
+    cost.end(keys);
     if (shared.failed) throw RunError("W3 K=" + std::to_string(keys) + ": " + shared.first_error);
     if (shared.done.load() < keys) throw RunError("W3 K=" + std::to_string(keys) + ": timed out");
 
@@ -131,6 +170,8 @@ void run_w3_many_locks(Context& ctx) {
     r.ops = keys;
     r.seconds = seconds;
     r.latency = all.percentiles();
+    r.requests_per_op = cost.requests_per_op();
+    r.writes_per_op = cost.writes_per_op();
     r.extra.add("cycles_per_sec", r.ops_per_sec());
     add_count(r.extra, "znodes_before", before);
     add_count(r.extra, "znodes_right_after", right_after);
@@ -145,6 +186,7 @@ void run_w3_many_locks(Context& ctx) {
              " s; left " + std::to_string(leftover) + "; peak RSS " + std::to_string(peak_after / 1024) +
              " MiB";
     ctx.reporter.add(std::move(r));
+    if (ctx.curator) run_curator(ctx, *ctx.curator, keys, threads, deadline - start);
     if (!first_peak) {
       first_peak = peak_after;
       first_keys = keys;

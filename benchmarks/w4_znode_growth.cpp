@@ -7,6 +7,7 @@
 
 #include "progress.hpp"
 #include "seeder.hpp"
+#include "w4_verdict.hpp"
 #include "workloads.hpp"
 #include "zkr/cleanup.hpp"
 #include "zkr/lock_factory.hpp"
@@ -223,27 +224,16 @@ void run_w4_znode_growth(Context& ctx) {
     const std::string root = ctx.path("w4-" + layout.name);
     const LockFactory factory(*client, root, layout.layout);
     const LockFactory control(*client, ctx.path("w4-control-" + layout.name), layout.layout);
-    std::optional<CycleResult> at_0, at_max;
+    std::vector<W4Point> points;
     for (const std::uint64_t n : ctx.plan.w4_keys) {
       if (n > 0) seed(ctx, sessions, factory, layout, n);
       const auto result = cycles(ctx, factory, control, layout, n);
-      if (n == 0) at_0 = result;
-      if (n == max_n) at_max = result;
+      points.push_back({n, result.under_n.p50_ms, result.control.p50_ms});
       list_root(ctx, *client, layout, root, n);
       clean_root(ctx, *client, layout, root, n);
     }
-    if (layout.layout.kind == LockLayout::Kind::hashed && at_0 && at_max && max_n > 0) {
-      const double ratio = at_max->under_n.p50_ms / at_0->under_n.p50_ms;
-      const double controlled = (at_max->under_n.p50_ms / at_max->control.p50_ms) /
-                                (at_0->under_n.p50_ms / at_0->control.p50_ms);
-      ctx.reporter.verdict(
-          {"W4 hashed cycle latency at the largest N within 1.25x of at 0", false, ratio <= 1.25,
-           !ctx.options.quick && max_n >= 1'000'000,
-           strprintf("p50 %.2f ms at N=%llu, %.2f ms at N=0: %.2fx (wanted <= 1.25x); "
-                     "each over its empty-root control: %.2fx",
-                     at_max->under_n.p50_ms, static_cast<unsigned long long>(max_n), at_0->under_n.p50_ms,
-                     ratio, controlled)});
-    }
+    if (layout.layout.kind == LockLayout::Kind::hashed)
+      ctx.reporter.verdict(w4_flatness_verdict(layout.name, points, !ctx.options.quick && max_n >= 1'000'000));
   }
 }
 

@@ -1,12 +1,10 @@
-// Cleanup on the live ensemble: locks leave nothing behind, contenders racing
-// a directory's removal never hang, and the cleaner sweeps what others left
-// without touching a held lock.
+// Cleanup on the live ensemble: locks leave nothing behind, and the cleaner
+// sweeps what others left without touching a held lock. (Contenders racing a
+// directory's removal: lock_stress_test.cpp.)
 #include "zkr/cleanup.hpp"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <thread>
 
 #include "lock_directory.hpp"
 #include "support/ensemble.hpp"
@@ -80,36 +78,6 @@ TEST_F(CleanupIntegrationTest, DistinctKeysLockedOnceLeaveNothingBehind) {
       << root_ << " keeps more than its layout record";
   keeper->remove(root_ + "/" + std::string(kLayoutNodeName));
   EXPECT_TRUE(test::wait_gone(*keeper, root_, kWait)) << root_ << " still there";
-}
-
-// Every release removes the directory while others create it again: no
-// acquire may hang or fail, and no two contenders may hold at once.
-TEST_F(CleanupIntegrationTest, ContendersRacingTheDirectoryRemovalNeverHang) {
-  constexpr int kContenders = 4;
-  constexpr int kCycles = 60;
-  const std::string dir = root_ + "/key";
-  std::atomic<int> holders{0};
-  std::atomic<int> overlaps{0};
-  std::atomic<int> acquired{0};
-  std::vector<Client*> sessions;
-  for (int i = 0; i < kContenders; ++i) sessions.push_back(&client());
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kContenders; ++i) {
-    threads.emplace_back([&, i] {
-      InterProcessSemaphoreMutex lock(*sessions[i], dir);
-      for (int n = 0; n < kCycles; ++n) {
-        if (!lock.try_acquire_for(kWait)) return;  // counted below
-        if (holders.fetch_add(1) != 0) ++overlaps;
-        ++acquired;
-        holders.fetch_sub(1);
-        EXPECT_TRUE(lock.release());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(acquired.load(), kContenders * kCycles);
-  EXPECT_EQ(overlaps.load(), 0);
-  EXPECT_FALSE(sessions[0]->keeper()->exists(dir)) << "the last release left " << dir;
 }
 
 TEST_F(CleanupIntegrationTest, CleanerSweepsItsLeftoversAndNothingElse) {

@@ -4,7 +4,7 @@
 // shared by a few threads, take the same lock thousands of times and, while
 // holding it, increment a counter znode by an unprotected read-modify-write.
 // Each records when it held the lock and with what fencing token; the checker
-// (tests/support/exclusion_checker.hpp), which knows nothing of the lock code,
+// (benchmarks/checker/exclusion_checker.hpp), which knows nothing of the lock code,
 // then looks for overlapping holds, tokens that do not grow in grant order, and
 // lost increments. The same run with no lock at all must fail the checker, or
 // the checker proves nothing.
@@ -22,16 +22,24 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <barrier>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <time.h>
+#include <unistd.h>
+
+#include "exclusion_checker.hpp"
 #include "support/child_process.hpp"
 #include "support/ensemble.hpp"
-#include "support/exclusion_checker.hpp"
 #include "support/waits.hpp"
 #include "zkr/client.hpp"
+#include "zkr/lock.hpp"
 #include "zkr/path.hpp"
 
 #ifndef ZKR_LOCK_WORKER
@@ -44,7 +52,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-using test::HolderInterval;
+using exclusion::HolderInterval;
 
 constexpr auto kWait = 30s;
 // Beyond a worker's own time bound: its connect (30 s at worst), its check for
@@ -153,7 +161,7 @@ class LockStressTest : public ::testing::Test {
 
     for (const auto& output : outputs) {
       if (!std::filesystem::exists(output)) continue;  // its worker failed: reported above
-      const auto intervals = test::read_interval_file(output);
+      const auto intervals = exclusion::read_interval_file(output);
       outcome.intervals.insert(outcome.intervals.end(), intervals.begin(), intervals.end());
     }
     outcome.counter = client_->with_retry([&](Keeper& k) {
@@ -191,18 +199,18 @@ class LockStressTest : public ::testing::Test {
   }
 
   // Checks everything a run of a real lock must satisfy, and prints the totals.
-  void expect_exclusion(const std::string& label, const Outcome& outcome) {
+  void expect_exclusion(const std::string& label, const Outcome& outcome, int workers) {
     const auto acquisitions = static_cast<std::int64_t>(outcome.intervals.size());
     const double seconds = static_cast<double>(outcome.elapsed.count()) / 1000.0;
     std::cout << "[ stress   ] " << label << ": " << acquisitions << " acquisitions in "
               << seconds << " s, " << static_cast<double>(acquisitions) / seconds
               << " acquisitions/s\n";
-    const auto report = test::check_exclusion(outcome.intervals, outcome.counter, acquisitions);
-    std::cout << test::format_report(report);
+    const auto report = exclusion::check_exclusion(outcome.intervals, outcome.counter, acquisitions);
+    std::cout << exclusion::format_report(report);
 
     EXPECT_TRUE(outcome.worker_failures.empty())
         << testing::PrintToString(outcome.worker_failures);
-    EXPECT_GT(acquisitions, 0);
+    expect_contention(outcome.intervals, workers);
     EXPECT_TRUE(report.ok());
     EXPECT_EQ(report.overlaps, 0u);
     EXPECT_EQ(report.token_inversions, 0u);
@@ -220,6 +228,27 @@ class LockStressTest : public ::testing::Test {
 
   static constexpr milliseconds kLeftoverWait{40'000};
 
+  // A run in which the processes took turns without ever competing (one
+  // finished before the next began) would pass every exclusion check and
+  // prove nothing. Contending processes interleave: in grant order, the lock
+  // passes from one process to another at most grants, and every process
+  // gets it many times.
+  static void expect_contention(std::vector<HolderInterval> intervals, int workers) {
+    std::sort(intervals.begin(), intervals.end(),
+              [](const auto& a, const auto& b) { return a.enter_ns < b.enter_ns; });
+    std::size_t changes = 0;
+    for (std::size_t i = 1; i < intervals.size(); ++i)
+      if (intervals[i].pid != intervals[i - 1].pid) ++changes;
+    std::set<std::int64_t> pids;
+    for (const auto& interval : intervals) pids.insert(interval.pid);
+    std::cout << "[ stress   ] " << changes << " hand-overs between " << pids.size()
+              << " processes in " << intervals.size() << " grants\n";
+    EXPECT_EQ(pids.size(), static_cast<std::size_t>(workers)) << "a worker never held the lock";
+    EXPECT_GE(changes, intervals.size() / 4)
+        << "the processes hardly interleaved: the run had too little contention to mean anything";
+    EXPECT_GE(changes, static_cast<std::size_t>(10 * workers));
+  }
+
   std::unique_ptr<Client> client_;
   std::string root_;
   std::string lock_path_;
@@ -235,7 +264,7 @@ TEST_P(LockKindStressTest, MultiProcessMutualExclusion) {
   // a three-server ensemble. The time bound stops a slower machine short
   // rather than failing it.
   const Load load{.workers = 6, .threads = 3, .acquisitions = 200, .seconds = 45};
-  expect_exclusion(GetParam(), run(GetParam(), load));
+  expect_exclusion(GetParam(), run(GetParam(), load), load.workers);
 }
 
 // Waiters that give up all the time: each timed-out acquire leaves the queue
@@ -243,7 +272,7 @@ TEST_P(LockKindStressTest, MultiProcessMutualExclusion) {
 TEST_P(LockKindStressTest, MutualExclusionWhileWaitersTimeOut) {
   const Load load{.workers = 6, .threads = 3, .acquisitions = 60, .seconds = 30,
                   .acquire_timeout_ms = 30};
-  expect_exclusion(GetParam() + " with 30 ms acquire timeouts", run(GetParam(), load));
+  expect_exclusion(GetParam() + " with 30 ms acquire timeouts", run(GetParam(), load), load.workers);
 }
 
 // A follower, then the leader, killed and restarted while the workers run.
@@ -290,7 +319,7 @@ TEST_P(LockKindStressTest, MutualExclusionThroughServerRestarts) {
       }
     }
   });
-  expect_exclusion(GetParam() + " through server restarts", outcome);
+  expect_exclusion(GetParam() + " through server restarts", outcome, load.workers);
 }
 
 INSTANTIATE_TEST_SUITE_P(LockKinds, LockKindStressTest, ::testing::Values("mutex", "semaphore"),
@@ -301,11 +330,114 @@ TEST_F(LockStressTest, CheckerCatchesABrokenLock) {
   const auto outcome = run("none", load);
   EXPECT_TRUE(outcome.worker_failures.empty()) << testing::PrintToString(outcome.worker_failures);
   const auto acquisitions = static_cast<std::int64_t>(outcome.intervals.size());
-  const auto report = test::check_exclusion(outcome.intervals, outcome.counter, acquisitions);
+  const auto report = exclusion::check_exclusion(outcome.intervals, outcome.counter, acquisitions);
   std::cout << "[ stress   ] no lock: " << acquisitions << " acquisitions\n"
-            << test::format_report(report);
-  EXPECT_FALSE(report.ok());
-  EXPECT_TRUE(report.overlaps > 0 || report.lost_updates > 0) << test::format_report(report);
+            << exclusion::format_report(report);
+  // Caught for the right reasons: both the holds and the counter show it.
+  // (Tokens are all 0 without a lock, so token order alone would fire
+  // whatever happened.)
+  EXPECT_GT(report.overlaps, 0u) << exclusion::format_report(report);
+  EXPECT_GT(report.lost_updates, 0) << exclusion::format_report(report);
+}
+
+// The lock directory is removed and made again all the time: by the library
+// (a release may remove it; others queue in it meanwhile) and, between rounds,
+// by the test, as any client may; contenders then race to create it again.
+// No acquire may hang or fail, no two holds may overlap, no increment of the
+// counter (read, then set, under the lock) may be lost; and the race must
+// have happened: the directory's czxid, read at every round, changed.
+TEST_F(LockStressTest, ContendersRacingTheDirectoryRemoval) {
+  constexpr int kContenders = 4;
+  constexpr int kRounds = 40;
+  const std::string dir = root_ + "/race";
+  std::vector<std::unique_ptr<Client>> sessions;
+  for (int i = 0; i < kContenders; ++i) {
+    ClientOptions options;
+    options.connect_string = test::connect_string();
+    sessions.push_back(std::make_unique<Client>(options));
+    ASSERT_TRUE(sessions.back()->block_until_connected(kWait));
+  }
+  const auto monotonic_ns = [] {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+  };
+  // Runs alone, while every contender waits at the barrier: removes the
+  // directory if the releases left it, once its lock nodes are gone.
+  int removals = 0;
+  std::string round_error;
+  const auto between_rounds = [&]() noexcept {
+    try {
+      auto keeper = client_->keeper();
+      if (!test::wait_children(*keeper, dir, [](const auto& n) { return n.empty(); }, kWait))
+        throw std::runtime_error("lock nodes left in " + dir + " after every release");
+      const auto removed = keeper->try_remove(dir);
+      if (removed.ok()) ++removals;
+      else if (removed.error() != Errc::no_node) throw KeeperError(removed.error(), dir);
+    } catch (const std::exception& e) {
+      if (round_error.empty()) round_error = e.what();
+    }
+  };
+  // The czxid of the directory each holder's node was in, read while it held.
+  std::mutex czxids_mutex;
+  std::set<std::int64_t> czxids;
+  std::barrier rounds(kContenders, between_rounds);
+  std::vector<std::vector<HolderInterval>> held(kContenders);
+  std::atomic<int> timeouts{0};
+  std::vector<std::jthread> threads;
+  for (int i = 0; i < kContenders; ++i) {
+    threads.emplace_back([&, i] {
+      Client& session = *sessions[static_cast<std::size_t>(i)];
+      InterProcessSemaphoreMutex lock(session, dir);
+      for (int round = 0; round < kRounds; ++round) {
+        if (lock.try_acquire_for(kWait)) {
+          HolderInterval interval{::getpid(), i, monotonic_ns(), 0, lock.lease().fencing_token(),
+                                  "semaphore"};
+          try {
+            session.with_retry([&](Keeper& k) {
+              const auto value = std::stoll(k.get(counter_path_).data);
+              return k.set(counter_path_, std::to_string(value + 1));
+            });
+            if (const auto stat = session.keeper()->exists(dir)) {
+              std::lock_guard guard(czxids_mutex);
+              czxids.insert(stat->czxid);
+            } else {
+              ADD_FAILURE() << dir << " absent while a holder's node is in it";
+            }
+          } catch (const std::exception& e) {
+            ADD_FAILURE() << "increment: " << e.what();
+          }
+          interval.exit_ns = monotonic_ns();
+          held[static_cast<std::size_t>(i)].push_back(interval);
+          EXPECT_TRUE(lock.release());
+        } else {
+          ++timeouts;
+        }
+        rounds.arrive_and_wait();
+      }
+    });
+  }
+  threads.clear();  // joins
+  EXPECT_EQ(round_error, "");
+  EXPECT_EQ(timeouts.load(), 0) << "an acquire hung racing the directory's removal";
+
+  std::vector<HolderInterval> intervals;
+  for (const auto& h : held) intervals.insert(intervals.end(), h.begin(), h.end());
+  const auto counter = client_->with_retry([&](Keeper& k) {
+    k.sync(root_);
+    return std::stoll(k.get(counter_path_).data);
+  });
+  const auto acquisitions = static_cast<std::int64_t>(intervals.size());
+  const auto report = exclusion::check_exclusion(intervals, counter, acquisitions);
+  std::cout << "[ stress   ] directory race: " << czxids.size() << " czxids of " << dir
+            << " seen by holders, " << removals << " removed by the test\n"
+            << exclusion::format_report(report);
+  EXPECT_EQ(acquisitions, kContenders * kRounds);
+  EXPECT_TRUE(report.ok()) << exclusion::format_report(report);
+  // The race happened: holders held in more than one life of the directory,
+  // made again after a removal; a run in which it never changed tested nothing.
+  const std::size_t recreated = czxids.empty() ? 0 : czxids.size() - 1;
+  EXPECT_GE(recreated, 1u) << "the directory's czxid never changed";
 }
 
 }  // namespace

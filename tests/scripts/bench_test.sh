@@ -2,8 +2,11 @@
 # tests/scripts/bench_test.sh — the benchmarks at --quick sizes on the test
 # ensemble: they must finish well within a minute, exit 0, and print JSON
 # lines that parse and carry the fields issue 4 asks for, with zero
-# mutual-exclusion violations and zero znodes left behind by W3. The usage
-# errors exit 2. Also checks the plots and files that --out writes.
+# mutual-exclusion violations and zero znodes left behind by W3, and the
+# servers' count of requests and writes. The usage errors exit 2. Also checks
+# the plots and files that --out writes. Then two short runs: the --no-lock
+# control, which the exclusion checker must catch (overlaps and lost
+# updates), and W1 at +2 ms round trip with Curator's InterProcessMutex.
 # Environment: ZK_CONNECT (without it: skipped, exit 77), ZKR_BUILD_DIR.
 set -euo pipefail
 say() { printf 'bench_test: %s\n' "$*" >&2; }
@@ -72,6 +75,12 @@ jq -e -s 'any(.[]; .impl == "floor" and .ops > 0)' "$work/lines.jsonl" >/dev/nul
 # Correctness: no violations, no leftovers, ratios to the floor present.
 jq -e -s '[.[] | select(.workload == "W2" or .workload == "W5") | .violations] | length > 0 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "mutual-exclusion violations (or no count of them)"
+# W2 runs the floor's lock and ours; the checker saw every hold of each: one
+# per acquisition, the counter at the count; each has its hand-off latency.
+jq -e -s '[.[] | select(.workload == "W2")] | length == 2 and (map(.impl) | sort) == ["floor", "zkr"] and
+    all(.[]; .counter == .ops and .ops > 0 and (.handoff_p50_ms | type == "number") and
+             (.handoff_p99_ms | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W2: not both the floor and zkr, or a counter that is not its acquisitions, or no hand-off latency"
 jq -e -s '[.[] | select(.workload == "W3") | .leftover_znodes] | length == 3 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W3 left znodes behind (or did not say)"
 jq -e -s '[.[] | select(.workload == "W3") | .znodes_after_settle] | all(type == "number")' \
@@ -81,6 +90,18 @@ jq -e -s 'any(.[]; .workload == "W1" and .impl == "zkr" and (.x_floor_rate | typ
 jq -e -s '[.[] | select(.workload == "W4-clean") | .left_below_root] | all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W4's sweep left znodes"
 
+# The servers' count of what each run cost: requests and writes per
+# operation, for the floor and every workload of the lock (the ensemble here
+# is local, so mntr answers); the floor's protocol is create, list, delete.
+for w in W1 W2 W3 W5; do
+  jq -e -s --arg w "$w" '[.[] | select(.workload == $w)] | length > 0 and
+      all(.[]; (.requests_per_op | type == "number") and (.writes_per_op | type == "number"))' \
+    "$work/lines.jsonl" >/dev/null || fail "$w has no requests or writes per operation"
+done
+jq -e -s 'any(.[]; .impl == "floor" and .writes_per_op >= 1.9 and .writes_per_op <= 2.2)' \
+  "$work/lines.jsonl" >/dev/null || fail "the floor's writes per cycle are not 2 (create, delete)"
+grep -q '^Durability: ' "$work/stderr.txt" || fail "the run did not say whether the servers fsync"
+
 # What --out wrote.
 for f in results.jsonl results.txt targets.json w4.png w5.png; do
   [[ -s $work/out/$f ]] || fail "--out wrote no $f"
@@ -88,9 +109,46 @@ done
 jq -e 'length > 0' "$work/out/targets.json" >/dev/null || fail "targets.json does not parse"
 grep -q 'Targets and checks' "$work/stderr.txt" || fail "no table of targets on stderr"
 
+# The control: the same W2 and W5 with no lock must be caught, by overlaps
+# and by lost updates both (not merely by tokens, which are all 0 without a
+# lock), and exit 1.
+say "${bench[*]} --quick --no-lock --workloads W2,W5"
+part=$SECONDS
+rc=0
+timeout 60 "${bench[@]}" --quick --json --no-lock --workloads W2,W5 --root "$root-nolock" \
+  >"$work/nolock.jsonl" 2>"$work/nolock.txt" || rc=$?
+[[ $rc -eq 1 ]] || fail "--no-lock exited $rc, wanted 1 (a failed check)"
+for w in W2 W5; do
+  jq -e -s --arg w "$w" '[.[] | select(.workload == $w)] | length > 0 and
+      any(.[]; .overlaps > 0) and any(.[]; .lost_updates > 0)' "$work/nolock.jsonl" >/dev/null ||
+    fail "--no-lock: the checker missed the overlaps or the lost updates of $w"
+done
+grep -q 'MUTUAL EXCLUSION VIOLATED' "$work/nolock.txt" || fail "--no-lock printed no checker report"
+((SECONDS - part < 20)) || fail "the --no-lock run took $((SECONDS - part))s (wanted under 20)"
+# Added round-trip latency through the delay proxies: the floor and W1 again,
+# at +2 ms, each record saying so, and slower than without it (three round
+# trips a cycle for the floor: at least 6 ms). Curator's InterProcessMutex
+# runs too (javac and the jars are part of scripts/setup), at both RTTs.
+say "${bench[*]} --quick --workloads W1 --rtt 0,2 --peers curator"
+part=$SECONDS
+rc=0
+timeout 60 "${bench[@]}" --quick --json --workloads W1 --rtt 0,2 --peers curator --root "$root-rtt" \
+  >"$work/rtt.jsonl" 2>"$work/rtt.txt" || rc=$?
+[[ $rc -eq 0 ]] || { fail "--rtt 0,2 --peers curator exited $rc"; tail -n 20 "$work/rtt.txt" >&2; }
+jq -e -s '[.[] | select(.impl == "curator" and .workload == "W1")] | length == 2 and
+    all(.[]; .ops > 0 and (.x_floor_rate | type == "number") and (.writes_per_op | type == "number"))' \
+  "$work/rtt.jsonl" >/dev/null || fail "--peers curator: no Curator W1 records with ratios and costs"
+jq -e -s '[.[] | select((.impl == "zkr" or .impl == "floor") and .workload == "W1" and .added_rtt_ms == 2)] | length == 2 and
+    all(.[]; .ops > 0)' "$work/rtt.jsonl" >/dev/null ||
+  fail "--rtt: no floor and zkr W1 records at +2 ms"
+jq -e -s 'any(.[]; .impl == "floor" and .added_rtt_ms == 2 and .p50_ms >= 6)' "$work/rtt.jsonl" >/dev/null ||
+  fail "--rtt: the floor's cycle at +2 ms took under three added round trips (is the delay applied?)"
+((SECONDS - part < 30)) || fail "the --rtt --peers curator run took $((SECONDS - part))s (wanted under 30)"
+took=$((SECONDS - start))
+
 if [[ $failures -ne 0 ]]; then
   say "$failures failure(s); stderr of the run:"
   tail -n 60 "$work/stderr.txt" >&2
   exit 1
 fi
-say "ok: $lines JSON lines in ${took}s"
+say "ok: $lines JSON lines; the three runs took ${took}s"

@@ -27,7 +27,7 @@
 // bound had passed: a test that injects faults stops the workers when done.
 //
 // At the end it writes one line per acquisition to OUTPUT, in the format of
-// tests/support/exclusion_checker.hpp, prints a one-line summary on stdout, and
+// benchmarks/checker/exclusion_checker.hpp, prints a one-line summary on stdout, and
 // exits 0, or 1 after errors (printed on stderr), or 64 for bad arguments.
 // The library logs through ZKR_LOG_LEVEL (warn by default).
 #include <signal.h>
@@ -48,7 +48,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "support/exclusion_checker.hpp"
+#include "exclusion_checker.hpp"
 #include "support/waits.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
@@ -59,7 +59,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-using zkr::test::HolderInterval;
+using zkr::exclusion::HolderInterval;
 
 // Bounds each acquire by default: with fair locks a waiter is served within
 // one turn of every process ahead of it, far less than this on a healthy
@@ -315,7 +315,7 @@ int run(const Config& config) {
   }
 
   std::ofstream out(config.output);
-  for (const auto& interval : intervals) out << zkr::test::format_interval(interval) << '\n';
+  for (const auto& interval : intervals) out << zkr::exclusion::format_interval(interval) << '\n';
   out.close();
   if (!out) errors.push_back("cannot write " + config.output);
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "support/exclusion_checker.hpp"
+#include "exclusion_checker.hpp"
 
-namespace zkr::test {
+namespace zkr::exclusion {
 namespace {
 
 HolderInterval held(std::int64_t enter, std::int64_t exit, std::int64_t token,
@@ -165,4 +165,4 @@ TEST(IntervalFormat, AMissingFileIsAnError) {
 }
 
 }  // namespace
-}  // namespace zkr::test
+}  // namespace zkr::exclusion

@@ -1,18 +1,21 @@
-// A mutual-exclusion checker for lock stress tests, independent of the lock
-// code: it sees only what the holders wrote down.
+// A mutual-exclusion checker, independent of the lock code: it sees only what
+// the holders wrote down. Shared by the lock stress tests and `zkr bench`
+// (W2, W5), which judge every lock they run, ours, the floor's and Curator's,
+// by the same rules.
 //
 // Each holder records one interval per acquisition: when it entered and left
 // the critical section (CLOCK_MONOTONIC, which one machine's processes share),
-// and the fencing token it was granted. The checker then asks three questions
-// a correct lock must answer "no" to:
+// and the fencing token it was granted. In the critical section it does a
+// read-modify-write of a counter with nothing but the lock to protect it (read,
+// hold a moment, write the value + 1). The checker then asks three questions a
+// correct lock must answer "no" to:
 //   - did two intervals overlap?
 //   - in the order the lock was granted, did a token fail to grow?
-//   - did a counter that holders incremented without any protection of its own
-//     end below the number of acquisitions (lost updates)?
+//   - did the counter end below the number of acquisitions (lost updates)?
 //
-//   auto intervals = zkr::test::read_interval_file("/tmp/worker-1.intervals");
-//   auto report = zkr::test::check_exclusion(intervals, counter, intervals.size());
-//   EXPECT_TRUE(report.ok()) << zkr::test::format_report(report);
+//   auto intervals = zkr::exclusion::read_interval_file("/tmp/worker-1.intervals");
+//   auto report = zkr::exclusion::check_exclusion(intervals, counter, intervals.size());
+//   EXPECT_TRUE(report.ok()) << zkr::exclusion::format_report(report);
 #pragma once
 
 #include <cstddef>
@@ -22,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-namespace zkr::test {
+namespace zkr::exclusion {
 
 // One acquisition, as its holder saw it.
 struct HolderInterval {
@@ -86,4 +89,4 @@ ExclusionReport check_exclusion(std::vector<HolderInterval> intervals, std::int6
 // A few lines: the totals, then the examples.
 std::string format_report(const ExclusionReport& report);
 
-}  // namespace zkr::test
+}  // namespace zkr::exclusion

@@ -1,5 +1,8 @@
-// A TCP proxy on 127.0.0.1 in front of one ZooKeeper server, so the nemesis
-// can sever or stall client connections without touching the server.
+// A TCP proxy on 127.0.0.1 in front of one ZooKeeper server, so the chaos
+// nemesis can sever or stall client connections without touching the server,
+// and the benchmarks can add round-trip latency (ProxyMode::delay). Shared by
+// both (library zkr_tcp_proxy); it was written for the chaos suite, whose
+// namespace it keeps.
 //
 // Workers connect to the proxy; each accepted connection gets its own
 // upstream connection and two pump threads (one per direction). Both pumps
@@ -9,7 +12,7 @@
 // Faults (each applies to connections open now and, for modes, to new ones):
 //   reset_all()        RST every connection (SO_LINGER 0), both sides
 //   set_mode(blackhole) stop forwarding both ways, sockets kept open
-//   set_mode(delay, d)  forward every chunk d later than it arrived
+//   set_mode(delay, d)  forward every chunk d later than it arrived (each way)
 //   arm_drop_reply()   on the next mutating request (create, delete, setData,
 //                      multi...) any client sends, drop the server's reply to
 //                      it and reset that connection: the server applied the
@@ -45,7 +48,8 @@ class TcpProxy {
   TcpProxy& operator=(const TcpProxy&) = delete;
 
   int port() const noexcept { return port_; }
-  void set_mode(ProxyMode mode, std::chrono::milliseconds delay = {});
+  // delay: each way, for ProxyMode::delay (a round trip gets twice it).
+  void set_mode(ProxyMode mode, std::chrono::microseconds delay = {});
   // Returns how many connections were reset.
   int reset_all();
   // opcodes: the requests whose reply may be dropped; empty: any mutating one.
@@ -67,7 +71,7 @@ class TcpProxy {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int> mode_{0};
-  std::atomic<std::int64_t> delay_ms_{0};
+  std::atomic<std::int64_t> delay_us_{0};
   std::atomic<bool> drop_armed_{false};
 
   mutable std::mutex mutex_;

@@ -1,4 +1,4 @@
-#include "support/exclusion_checker.hpp"
+#include "exclusion_checker.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace zkr::test {
+namespace zkr::exclusion {
 namespace {
 
 constexpr std::string_view kFormat = "<pid> <thread> <enter_ns> <exit_ns> <token> <kind>";
@@ -163,4 +163,4 @@ std::string format_report(const ExclusionReport& report) {
   return out.str();
 }
 
-}  // namespace zkr::test
+}  // namespace zkr::exclusion

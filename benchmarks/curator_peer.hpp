@@ -1,0 +1,84 @@
+// Apache Curator's InterProcessMutex as a third implementation in the same
+// run (`zkr bench --peers curator`): benchmarks/curator/CuratorBench.java,
+// compiled with javac against Debian's Curator 5.4 jars (/usr/share/java, as
+// the interop test finds them) and driven one command per line, so that its
+// slices interleave with the floor's and ours.
+//
+//   CuratorBuild build;                       // javac once, into a temporary directory
+//   CuratorPeer peer(build, connect, 8);      // a JVM with 8 sessions
+//   auto w1 = peer.w1("/zkr-bench/curator-w1/lock", 1000ms);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace zkr::bench {
+
+// The compiled peer. Throws RunError saying what is missing (javac, java, a
+// jar) or javac's failure.
+class CuratorBuild {
+ public:
+  CuratorBuild();
+  ~CuratorBuild();  // removes the temporary directory
+  CuratorBuild(const CuratorBuild&) = delete;
+  CuratorBuild& operator=(const CuratorBuild&) = delete;
+
+  const std::string& java() const noexcept { return java_; }
+  const std::string& classpath() const noexcept { return classpath_; }
+  const std::string& dir() const noexcept { return dir_; }
+
+ private:
+  std::string java_, classpath_, dir_;
+};
+
+class CuratorPeer {
+ public:
+  // Starts the JVM and waits (60 s at most) for its sessions; RunError if not.
+  CuratorPeer(const CuratorBuild& build, const std::string& connect, unsigned sessions);
+  // quit, then SIGKILL if it has not exited within 10 s.
+  ~CuratorPeer();
+  CuratorPeer(const CuratorPeer&) = delete;
+  CuratorPeer& operator=(const CuratorPeer&) = delete;
+
+  struct W1 {
+    std::uint64_t cycles = 0;
+    std::vector<double> latencies_ms;
+  };
+  W1 w1(const std::string& path, std::chrono::milliseconds duration);
+
+  // W3: keys distinct locks under root, once each, by threads over the
+  // peer's sessions; at most duration.
+  W1 w3(const std::string& root, std::uint64_t keys, unsigned threads, std::chrono::milliseconds duration);
+
+  struct W5 {
+    std::uint64_t handoffs = 0;
+    double seconds = 0;  // from the first release to the last measured grant
+    std::vector<double> handoffs_ms;
+  };
+  W5 w5(const std::string& path, std::uint64_t waiters, std::uint64_t handoffs, std::chrono::milliseconds duration);
+
+  struct W2 {
+    std::uint64_t acquisitions = 0;
+    std::int64_t counter = 0;
+    std::vector<double> waits_ms;
+    std::string interval_file;  // the holds, in the checker's format
+  };
+  W2 w2(const std::string& path, unsigned workers, std::chrono::milliseconds duration);
+
+ private:
+  // Sends one command line; returns the reply's words after "done". RunError
+  // on "error ...", end of output, or no reply by the deadline.
+  std::vector<std::string> command(const std::string& line, std::chrono::milliseconds timeout);
+  std::string read_line(std::chrono::steady_clock::time_point deadline);
+
+  const CuratorBuild& build_;
+  pid_t pid_ = -1;
+  int to_peer_ = -1, from_peer_ = -1;
+  std::string pending_;  // read but not yet returned
+  unsigned next_file_ = 0;
+};
+
+}  // namespace zkr::bench

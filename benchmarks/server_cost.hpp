@@ -1,0 +1,50 @@
+// What a workload costs the servers, counted by the servers: requests
+// (zk_packets_received, summed over every local server: each request is one
+// packet at the server its session is connected to) and writes (the leader's
+// zxid, from srvr: every transaction that went through the quorum, an error
+// transaction such as a create that found the node or a refused delete
+// included). Measured around the timed part of a workload only, so that
+// connects and setup do not count; pings are the noise (one per idle session
+// every third of its timeout).
+//
+//   CostMeter cost(ctx.options.connect);
+//   cost.begin(); ...cycles...; cost.end(cycles);
+//   record.requests_per_op = cost.requests_per_op();
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace zkr::bench {
+
+// One reading of the local servers' counters; nullopt if a server did not
+// answer (down, not local, or the four-letter words not allowed) or no leader
+// was found.
+struct ServerCounters {
+  std::int64_t packets_received = 0;  // summed over the servers
+  std::int64_t leader_zxid = 0;
+  std::int64_t leader_fsyncs = 0;     // zk_cnt_fsynctime: 0 growth means forceSync=no
+};
+std::optional<ServerCounters> read_server_counters(const std::string& connect);
+
+// Accumulates the counters' growth over several timed spans (W1's slices).
+// A span in which a reading failed or the leader changed (a new epoch) is
+// left out; the cost is per operation of the spans kept.
+class CostMeter {
+ public:
+  explicit CostMeter(std::string connect) : connect_(std::move(connect)) {}
+  void begin();
+  void end(std::uint64_t ops);  // the operations done since begin()
+  std::optional<double> requests_per_op() const;
+  std::optional<double> writes_per_op() const;
+  std::int64_t fsyncs() const noexcept { return fsyncs_; }
+
+ private:
+  std::string connect_;
+  std::optional<ServerCounters> start_;
+  std::int64_t packets_ = 0, writes_ = 0, fsyncs_ = 0;
+  std::uint64_t ops_ = 0;
+};
+
+}  // namespace zkr::bench
