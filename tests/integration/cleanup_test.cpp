@@ -78,8 +78,9 @@ TEST_F(CleanupIntegrationTest, DistinctKeysLockedOnceLeaveNothingBehind) {
   EXPECT_TRUE(test::wait_gone(*keeper, root_, kWait)) << root_ << " still there";
 }
 
-// Every release removes the directory while others create it again: no
-// acquire may hang or fail, and no two contenders may hold at once.
+// With no grace, every release that leaves its Client's use of the directory
+// at zero has it removed while others create it again: no acquire may hang
+// or fail, and no two contenders may hold at once.
 TEST_F(CleanupIntegrationTest, ContendersRacingTheDirectoryRemovalNeverHang) {
   constexpr int kContenders = 4;
   constexpr int kCycles = 60;
@@ -92,7 +93,9 @@ TEST_F(CleanupIntegrationTest, ContendersRacingTheDirectoryRemovalNeverHang) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kContenders; ++i) {
     threads.emplace_back([&, i] {
-      InterProcessSemaphoreMutex lock(*sessions[i], dir);
+      LockOptions no_grace;
+      no_grace.directory_grace = std::chrono::milliseconds(0);
+      InterProcessSemaphoreMutex lock(*sessions[i], dir, no_grace);
       for (int n = 0; n < kCycles; ++n) {
         if (!lock.try_acquire_for(kWait)) return;  // counted below
         if (holders.fetch_add(1) != 0) ++overlaps;
@@ -105,7 +108,8 @@ TEST_F(CleanupIntegrationTest, ContendersRacingTheDirectoryRemovalNeverHang) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(acquired.load(), kContenders * kCycles);
   EXPECT_EQ(overlaps.load(), 0);
-  EXPECT_FALSE(sessions[0]->keeper()->exists(dir)) << "the last release left " << dir;
+  // The lock objects are gone: their Clients remove the directory at once.
+  EXPECT_TRUE(test::wait_gone(*sessions[0]->keeper(), dir, kWait)) << "the last release left " << dir;
 }
 
 TEST_F(CleanupIntegrationTest, CleanerSweepsItsLeftoversAndNothingElse) {
