@@ -26,6 +26,11 @@ std::chrono::milliseconds jittered(std::chrono::milliseconds pause) {
       std::uniform_int_distribution<std::int64_t>(pause.count() / 2, pause.count() * 3 / 2)(random));
 }
 
+// "At once" means within this long: directories whose lock objects close
+// one after another (a million keys, each locked once) go in one batch, not
+// three round trips each.
+constexpr std::chrono::milliseconds kBatchWindow{100};
+
 // How long the thread waits on one release reply before it looks at its other
 // work (a due removal, close()).
 constexpr std::chrono::milliseconds kReplySlice{50};
@@ -42,7 +47,7 @@ DirectoryRegistry::Use::Use(std::shared_ptr<DirectoryRegistry> registry, std::st
   auto& entry = registry_->entries_[dir_];
   ++entry.uses;
   entry.in_use_retries = 0;
-  entry.due.reset();  // in use: not removed on our account
+  registry_->unschedule(entry);  // in use: not removed on our account
 }
 
 DirectoryRegistry::Use::~Use() {
@@ -78,7 +83,7 @@ void DirectoryRegistry::detach(const std::string& dir, bool removable) {
   auto& entry = it->second;
   if (--entry.objects > 0 || entry.uses > 0) return;
   // The last lock object on it is gone: no reason to keep the directory.
-  if (removable && entry.removable) schedule(dir, entry, Clock::now());
+  if (removable && entry.removable) schedule(dir, entry, Clock::now() + kBatchWindow);
   else forget_if_idle(dir);
 }
 
@@ -94,7 +99,7 @@ void DirectoryRegistry::leave(const std::string& dir, bool removable,
     forget_if_idle(dir);
     return;
   }
-  schedule(dir, entry, entry.objects > 0 ? Clock::now() + grace : Clock::now());
+  schedule(dir, entry, Clock::now() + (entry.objects > 0 ? grace : kBatchWindow));
 }
 
 bool DirectoryRegistry::known(const std::string& dir) {
@@ -137,9 +142,9 @@ void DirectoryRegistry::watch_release(std::string path, std::uint64_t epoch,
 }
 
 void DirectoryRegistry::schedule(const std::string& dir, Entry& entry, Clock::time_point at) {
-  if (entry.due && *entry.due <= at) return;
-  entry.due = at;
-  timetable_.emplace(at, dir);
+  if (entry.due && (*entry.due)->first <= at) return;
+  unschedule(entry);
+  entry.due = timetable_.emplace(at, dir);
   wake_.notify_all();
 }
 
@@ -150,30 +155,30 @@ void DirectoryRegistry::forget_if_idle(const std::string& dir) {
   if (entry.objects == 0 && entry.uses == 0 && !entry.removing && !entry.due) entries_.erase(it);
 }
 
+void DirectoryRegistry::unschedule(Entry& entry) {
+  if (!entry.due) return;
+  timetable_.erase(*entry.due);
+  entry.due.reset();
+}
+
 std::optional<DirectoryRegistry::Clock::time_point> DirectoryRegistry::next_due() {
-  while (!timetable_.empty()) {
-    const auto first = timetable_.begin();
-    const auto it = entries_.find(first->second);
-    if (it != entries_.end() && it->second.due == first->first) return first->first;
-    timetable_.erase(first);  // stale
-  }
-  return std::nullopt;
+  if (timetable_.empty()) return std::nullopt;
+  return timetable_.begin()->first;
 }
 
 std::vector<std::string> DirectoryRegistry::take_due(Clock::time_point now, std::size_t max) {
   std::vector<std::string> due;
   while (!timetable_.empty() && due.size() < max && timetable_.begin()->first <= now) {
-    auto node = timetable_.extract(timetable_.begin());
-    const auto it = entries_.find(node.mapped());
-    if (it == entries_.end() || it->second.due != node.key()) continue;  // stale
-    auto& entry = it->second;
-    entry.due.reset();
+    const auto it = entries_.find(timetable_.begin()->second);
+    auto& entry = it->second;  // an entry with a due is never forgotten
+    const std::string dir = it->first;
+    unschedule(entry);
     if (entry.uses > 0 || entry.removing || !entry.removable) {
-      forget_if_idle(node.mapped());
+      forget_if_idle(dir);
       continue;
     }
     entry.removing = true;
-    due.push_back(std::move(node.mapped()));
+    due.push_back(dir);
   }
   return due;
 }
@@ -181,8 +186,20 @@ std::vector<std::string> DirectoryRegistry::take_due(Clock::time_point now, std:
 void DirectoryRegistry::run() {
   std::unique_lock lock(mutex_);
   while (!closed_) {
-    if (!releases_.empty()) {
-      // Replies of one session come in order: the front one is the next.
+    // Replies of one session come in order: settle every one that is in.
+    std::vector<PendingRelease> settled;
+    while (!releases_.empty() &&
+           releases_.front().reply.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      settled.push_back(std::move(releases_.front()));
+      releases_.pop_front();
+    }
+    if (!settled.empty()) {
+      lock.unlock();
+      for (auto& pending : settled) settle(pending, true);
+      settled.clear();
+      lock.lock();
+    } else if (!releases_.empty()) {
+      // The front one is the next to come.
       auto& front = releases_.front();
       auto until = std::min(front.give_up_at, Clock::now() + kReplySlice);
       if (const auto due = next_due()) until = std::min(until, *due);
@@ -339,9 +356,21 @@ bool DirectoryRegistry::wait_idle(std::chrono::milliseconds timeout) {
     if (busy_ || !releases_.empty()) return false;
     const auto now = Clock::now();
     return std::none_of(entries_.begin(), entries_.end(), [&](const auto& e) {
-      return e.second.removing || (e.second.due && *e.second.due <= now && e.second.uses == 0);
+      // Due within the batch window counts as due: "at once" for a caller.
+      return e.second.removing ||
+             (e.second.due && (*e.second.due)->first <= now + kBatchWindow && e.second.uses == 0);
     });
   });
+}
+
+std::size_t DirectoryRegistry::remembered() {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+std::size_t DirectoryRegistry::scheduled() {
+  std::lock_guard lock(mutex_);
+  return timetable_.size();
 }
 
 }  // namespace zkr::detail

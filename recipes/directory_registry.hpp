@@ -114,8 +114,15 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
   // For tests: true once no removal is due by now or under way and no
   // release reply is awaited, false at the timeout.
   bool wait_idle(std::chrono::milliseconds timeout);
+  // For tests: how many directories it remembers, and how many removals it
+  // has scheduled: bounded by the lock objects alive and the directories
+  // idle, never by the keys locked so far.
+  std::size_t remembered();
+  std::size_t scheduled();
 
  private:
+  // Scheduled removals in time order, each naming its directory.
+  using Timetable = std::multimap<Clock::time_point, std::string>;
   struct Entry {
     int objects = 0;        // lock objects on it
     int uses = 0;           // acquires in it (Use)
@@ -124,7 +131,7 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
     bool removable = true;  // LockOptions::remove_directory_on_release, and not found foreign
     std::uint64_t generation = 0;  // +1 on each proof; a removal forgets only what it saw
     int in_use_retries = 0;        // removals that found it in use since its last use
-    std::optional<Clock::time_point> due;  // removal scheduled for then
+    std::optional<Timetable::iterator> due;  // its removal, in timetable_
   };
   struct PendingRelease {
     std::string path;
@@ -135,6 +142,7 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
 
   void leave(const std::string& dir, bool removable, std::chrono::milliseconds grace);
   void schedule(const std::string& dir, Entry& entry, Clock::time_point at);  // under mutex_
+  void unschedule(Entry& entry);                                              // under mutex_
   void forget_if_idle(const std::string& dir);        // under mutex_
   void run();
   void settle(PendingRelease& pending, bool ready);
@@ -150,9 +158,8 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
   std::condition_variable wake_;  // new work, or close
   std::condition_variable idle_;  // for wait_idle
   std::unordered_map<std::string, Entry> entries_;  // guarded by mutex_
-  // Every Entry::due, in time order; an element whose entry's due is no
-  // longer its time is stale and skipped (cheaper than finding it to erase).
-  std::multimap<Clock::time_point, std::string> timetable_;  // guarded by mutex_
+  Timetable timetable_;  // guarded by mutex_: one element per Entry::due
+
   std::deque<PendingRelease> releases_;             // guarded by mutex_
   bool busy_ = false;                               // guarded by mutex_: the thread works
   bool closed_ = false;                             // guarded by mutex_

@@ -1,6 +1,5 @@
 // One lock attempt from create to grant, and release. Long because the
-// attempt (queue, wait, grant, abandon) is one state machine; issue 13
-// restructures it into explicit stages.
+// attempt (stages queue, wait, grant, and abandon) is one state machine.
 #include "lock_internals.hpp"
 
 #include <unistd.h>
@@ -93,15 +92,22 @@ class Attempt {
     for (int retries = 0;; ++retries) {
       try {
         bind_session();
-        if (!positioned_) enqueue();
-        const auto turn = wait_turn();
-        if (turn == Turn::deadline) {
-          abandon();
-          return nullptr;
+        for (;;) {
+          switch (stage_) {
+            case Stage::queue:
+              enqueue();  // ends in Stage::wait: a listing showed our node
+              break;
+            case Stage::wait:
+              switch (wait_turn()) {
+                case Turn::ours: stage_ = Stage::grant; break;
+                case Turn::deadline: abandon(); return nullptr;
+                case Turn::vanished: start_over(); break;  // back to Stage::queue
+              }
+              break;
+            case Stage::grant:
+              return grant();
+          }
         }
-        if (turn == Turn::ours)
-          if (auto lease = grant()) return lease;
-        start_over();  // our node vanished while we waited: queue again
       } catch (const SessionGone&) {
         abandon_if_session_lives();
         throw;
@@ -309,7 +315,7 @@ class Attempt {
       return false;
     }
     lower_ = std::move(where.lower);
-    positioned_ = true;
+    stage_ = Stage::wait;
     // Someone is before us: watch our own node from now on, so that a delete
     // of it while we wait is known before any later event (a session's events
     // come in order), and the grant needs no read of its own.
@@ -469,7 +475,7 @@ class Attempt {
                           lock_.dir_, node_);
     node_.clear();
     create_sent_ = false;
-    positioned_ = false;
+    stage_ = Stage::queue;
     lower_.clear();
     lease_.reset();
     guid_ = new_guid();
@@ -537,7 +543,16 @@ class Attempt {
   bool create_sent_ = false;  // a create may have been applied
   std::string node_;          // our node's name, once known
   std::int64_t czxid_ = 0;
-  bool positioned_ = false;          // lower_ is known
+  // Where the attempt stands; each stage ends on a reply (or a watch event
+  // and the reply that follows it), never on a flag set elsewhere:
+  //   queue  our create and the listing (enqueue), until a listing shows
+  //          our node: then lower_ holds the nodes before it;
+  //   wait   until a reply after the last of those went shows none left
+  //          (grant), our node gone (queue again), or the deadline;
+  //   grant  the lease is made and handed out.
+  // A retry after a link error resumes the stage it was in.
+  enum class Stage { queue, wait, grant };
+  Stage stage_ = Stage::queue;
   std::vector<std::string> lower_;   // nodes before ours that may still exist
   std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
   // From our first create to the release (the lease takes it) or abandon().

@@ -48,6 +48,34 @@ TEST_F(DirectoryRegistryTest, UncontendedCycleIsTwoWritesOnceTheDirectoryIsKnown
   EXPECT_TRUE(lock_nodes().empty());
 }
 
+// Contended: a hand-off writes nothing either (no mark, no directory
+// create), so every acquisition is its node's create and delete.
+TEST_F(DirectoryRegistryTest, ContendedAcquisitionIsTwoWrites) {
+  auto& a = contender();
+  auto& b = contender();
+  InterProcessSemaphoreMutex first(*a.client, kDir, grace(1h));
+  InterProcessSemaphoreMutex second(*b.client, kDir, grace(1h));
+  // Each Client learns the directory once.
+  ASSERT_TRUE(first.try_acquire_for(kWait));
+  ASSERT_TRUE(first.release());
+  ASSERT_TRUE(second.try_acquire_for(kWait));
+  ASSERT_TRUE(second.release());
+  constexpr int kHandOffs = 10;
+  (void)raw();  // the watching session, opened now: opening one is a write too
+  const auto before = ensemble_.last_zxid();
+  ASSERT_TRUE(first.try_acquire_for(kWait));
+  for (int i = 0; i < kHandOffs; ++i) {
+    auto& holder = i % 2 == 0 ? first : second;
+    auto& next = i % 2 == 0 ? second : first;
+    std::thread waiter([&] { EXPECT_TRUE(next.try_acquire_for(kWait)); });
+    ASSERT_TRUE(wait_queue_length(2));
+    ASSERT_TRUE(holder.release());
+    waiter.join();
+  }
+  (kHandOffs % 2 == 0 ? first : second).release();
+  EXPECT_EQ(ensemble_.last_zxid() - before, 2 * (kHandOffs + 1));
+}
+
 // Knowledge is the Client's: a second lock object on the same path (another
 // thread's, say) does not create the directory again.
 TEST_F(DirectoryRegistryTest, LockObjectsOfOneClientShareWhatTheyKnow) {
@@ -240,6 +268,9 @@ TEST_F(DirectoryRegistryTest, ManyKeysLockedOnceLeaveNothing) {
   }
   ASSERT_TRUE(registry(a).wait_idle(kWait));
   EXPECT_EQ(ensemble_.children_now("/locks"), std::vector<std::string>{});
+  // Nothing of them is remembered: memory does not grow with the keys.
+  EXPECT_EQ(registry(a).remembered(), 0u);
+  EXPECT_EQ(registry(a).scheduled(), 0u);
   ensemble_.reap_containers();
   EXPECT_EQ(ensemble_.node_count(), 0u);
 }
