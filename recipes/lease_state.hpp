@@ -17,19 +17,11 @@
 #include <vector>
 
 #include "callback_thread.hpp"
-#include "lock_directory.hpp"
+#include "directory_registry.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
 
 namespace zkr::detail {
-
-// What a grant knows about whether its directory is ours to remove
-// (lock_directory.hpp): a proof, or a read of it still on its way.
-struct DirectoryKnowledge {
-  std::int64_t czxid = 0;  // of the directory the lock node is in
-  std::optional<DirectoryProof> proof;
-  std::optional<std::shared_future<Result<NodeData>>> read;
-};
 
 // What Curator's Revoker writes into a lock node to ask its holder to let go.
 inline constexpr std::string_view kRevokeRequest = "__REVOKE__";
@@ -47,7 +39,9 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   const std::int64_t czxid;
   const std::uint64_t epoch;
   Client::ListenerId listener = 0;  // set once, before the lease is shared
-  DirectoryKnowledge directory;     // set once, before the lease is shared
+  // The grant's use of its lock directory (directory_registry.hpp): set
+  // before the lease is shared, ended by the release.
+  std::unique_ptr<DirectoryRegistry::Use> directory_use;
 
   // The first reason wins and is visible at once; the lost token stops and
   // the callbacks run on the callback thread, each on its own (one that

@@ -1,6 +1,5 @@
 // One lock attempt from create to grant, and release. Long because the
-// attempt (queue, wait, grant, abandon) is one state machine; issue 13
-// restructures it into explicit stages.
+// attempt (stages queue, wait, grant, and abandon) is one state machine.
 #include "lock_internals.hpp"
 
 #include <unistd.h>
@@ -93,15 +92,22 @@ class Attempt {
     for (int retries = 0;; ++retries) {
       try {
         bind_session();
-        if (!positioned_) enqueue();
-        const auto turn = wait_turn();
-        if (turn == Turn::deadline) {
-          abandon();
-          return nullptr;
+        for (;;) {
+          switch (stage_) {
+            case Stage::queue:
+              enqueue();  // ends in Stage::wait: a listing showed our node
+              break;
+            case Stage::wait:
+              switch (wait_turn()) {
+                case Turn::ours: stage_ = Stage::grant; break;
+                case Turn::deadline: abandon(); return nullptr;
+                case Turn::vanished: start_over(); break;  // back to Stage::queue
+              }
+              break;
+            case Stage::grant:
+              return grant();
+          }
         }
-        if (turn == Turn::ours)
-          if (auto lease = grant()) return lease;
-        start_over();  // our node vanished while we waited: queue again
       } catch (const SessionGone&) {
         abandon_if_session_lives();
         throw;
@@ -190,19 +196,27 @@ class Attempt {
 
   std::string prefix_path() const { return join_path(lock_.dir_, protected_lock_prefix(guid_)); }
 
-  // Creates the directory if need be and our node, and learns the queue
-  // before it, in one round trip. The directory is created every time because
-  // releases remove it once empty: for an uncontended key it is usually gone,
-  // and asking first would cost a round trip. Its reply only matters if our
-  // create failed: it may fail for reasons that do not concern us (no right
-  // to create in the parent while the directory exists).
+  // Creates our node, and learns the queue before it, in one round trip:
+  // create and listing are sent back to back. The directory is created in
+  // the same pipeline only when this Client does not know it exists
+  // (directory_registry.hpp): a create of a directory that exists is a write
+  // too. Its reply only matters if our create failed: it may fail for
+  // reasons that do not concern us (no right to create in the parent while
+  // the directory exists). A create that finds the directory gone (removed
+  // by someone since we learned it existed) is sent again behind a create of
+  // the directory.
   //
   // When the directory's parent is missing too (a bucket of the hashed
   // layout, reaped since its last key went), the next round sends creates of
   // every ancestor in the same pipeline: one extra round trip, not two.
   void enqueue() {
+    if (!use_)
+      use_ = std::make_unique<DirectoryRegistry::Use>(lock_.directories_, lock_.dir_,
+                                                      lock_.options_.remove_directory_on_release,
+                                                      lock_.options_.directory_grace);
     if (create_sent_ && recover_node()) return;
     bool with_ancestors = false;
+    bool with_directory = !lock_.directories_->known(lock_.dir_);
     for (int races = 0;; ++races) {
       std::vector<std::pair<std::string, std::future<Result<Created>>>> ancestors;
       if (with_ancestors) {
@@ -214,8 +228,10 @@ class Attempt {
           ancestors.emplace_back(std::move(ancestor), std::move(reply));
         }
       }
-      auto dir_created = keeper_->async_create(lock_.dir_, std::string(kLockDirectoryMark),
-                                               CreateMode::container, lock_.create_options_);
+      std::optional<std::future<Result<Created>>> dir_created;
+      if (with_directory)
+        dir_created = keeper_->async_create(lock_.dir_, std::string(kLockDirectoryMark),
+                                            CreateMode::container, lock_.create_options_);
       create_sent_ = true;
       auto created = keeper_->async_create(prefix_path(), lock_.holder_, CreateMode::ephemeral_sequential,
                                            lock_.create_options_);
@@ -226,36 +242,33 @@ class Attempt {
         if (!result.ok() && result.error() != Errc::node_exists && !ancestor_error)
           ancestor_error.emplace(result.error(), path, "creating the lock directory's parents");
       }
-      auto dir_result = await(std::move(dir_created), lock_.dir_);
+      std::optional<Result<Created>> dir_result;
+      if (dir_created) dir_result = await(std::move(*dir_created), lock_.dir_);
       auto create_result = await(std::move(created), prefix_path());
       auto list_result = await(std::move(listed), lock_.dir_);
-      if (dir_result.ok()) made_directory_ = DirectoryProof{dir_result.value().stat.czxid, 0};
       if (create_result.ok()) {
+        lock_.directories_->proven(lock_.dir_);
         node_ = std::string(node_name(create_result.value().path));
         czxid_ = create_result.value().stat.czxid;
         // no_node: the directory is gone, so our node is too (deleted by
         // someone, then the directory by a release): as if not listed.
         if (!list_result.ok() && list_result.error() != Errc::no_node)
           throw KeeperError(list_result.error(), lock_.dir_, "listing the lock directory");
-        if (list_result.ok() ? position(list_result.value()) : position(Children{})) {
-          look_at_directory();
-          return;
-        }
+        if (list_result.ok() ? position(list_result.value()) : position(Children{})) return;
         continue;  // our node vanished between create and list: start over
       }
       if (create_result.error() != Errc::no_node || races >= kMaxDirectoryRaces)
         throw KeeperError(create_result.error(), prefix_path(), "creating the lock node");
-      // The directory is missing and we may not create it (no_auth under a
-      // protected parent, say): that, not the no_node, is the caller's news.
-      if (!dir_result.ok() && dir_result.error() != Errc::node_exists &&
-          dir_result.error() != Errc::no_node)
-        throw KeeperError(dir_result.error(), lock_.dir_, "creating the lock directory");
-      // The server said no_node, so nothing was created. Either a release
-      // removed the directory between our two creates (go again), or its
-      // parent is missing: containers for every ancestor, which the server
-      // removes once they are empty.
+      // The directory is missing: send its create with ours next time. If we
+      // sent one and it failed for want of its parent, the parents too. If
+      // we may not create it (no_auth under a protected parent, say), that,
+      // not the no_node, is the caller's news.
+      lock_.directories_->missing(lock_.dir_);
       create_sent_ = false;
-      if (dir_result.error() == Errc::no_node) {
+      with_directory = true;
+      if (dir_result && !dir_result->ok() && dir_result->error() != Errc::node_exists) {
+        if (dir_result->error() != Errc::no_node)
+          throw KeeperError(dir_result->error(), lock_.dir_, "creating the lock directory");
         if (ancestor_error) throw *ancestor_error;
         with_ancestors = true;
       }
@@ -286,9 +299,7 @@ class Attempt {
     node_ = *found;
     czxid_ = stat.value().czxid;
     client_.logger().debug("lock {}: adopted {} after a lost reply", lock_.dir_, node_);
-    if (!position(listed.value())) return false;
-    look_at_directory();
-    return true;
+    return position(listed.value());
   }
 
   // Where our node stands in a listing of the directory. False: not there.
@@ -304,10 +315,7 @@ class Attempt {
       return false;
     }
     lower_ = std::move(where.lower);
-    positioned_ = true;
-    // Our node is in this incarnation of the directory (a directory with a
-    // child cannot be deleted), so a proof about it is a proof about ours.
-    directory_czxid_ = listed.stat.czxid;
+    stage_ = Stage::wait;
     // Someone is before us: watch our own node from now on, so that a delete
     // of it while we wait is known before any later event (a session's events
     // come in order), and the grant needs no read of its own.
@@ -389,25 +397,6 @@ class Attempt {
     return listed.ok() ? position(listed.value()) : position(Children{});
   }
 
-  // A directory we did not create is ours to remove only if it holds our
-  // mark: read it once, without waiting; the release looks at the answer.
-  void look_at_directory() {
-    if (!lock_.options_.remove_directory_on_release || directory_read_) return;
-    // Made by us in a round before this one: the same directory, or not.
-    if (made_directory_ && made_directory_->czxid == directory_czxid_) return;
-    if (const auto known = lock_.known_directory(); known && known->czxid == directory_czxid_) return;
-    directory_read_ = keeper_->async_get(lock_.dir_).share();
-  }
-
-  DirectoryKnowledge directory_knowledge() const {
-    DirectoryKnowledge knowledge{.czxid = directory_czxid_, .proof = std::nullopt, .read = std::nullopt};
-    if (made_directory_ && made_directory_->czxid == directory_czxid_) knowledge.proof = made_directory_;
-    else if (const auto known = lock_.known_directory(); known && known->czxid == directory_czxid_)
-      knowledge.proof = known;
-    else knowledge.read = directory_read_;
-    return knowledge;
-  }
-
   enum class Change { deleted, look_again, deadline };
 
   Change await_change(const std::string& watched) {
@@ -451,7 +440,7 @@ class Attempt {
       lease = new_lease();
       (void)lease->watch_own_node(keeper_);
     }
-    lease->directory = directory_knowledge();
+    lease->directory_use = std::move(use_);
     std::weak_ptr<LeaseState> weak = lease;
     const auto policy = lock_.options_.suspended_policy;
     const auto epoch = epoch_;
@@ -486,7 +475,7 @@ class Attempt {
                           lock_.dir_, node_);
     node_.clear();
     create_sent_ = false;
-    positioned_ = false;
+    stage_ = Stage::queue;
     lower_.clear();
     lease_.reset();
     guid_ = new_guid();
@@ -520,17 +509,15 @@ class Attempt {
         if (!remove_now(path)) client_.remove_in_background(path, epoch_);
       } else if (create_sent_) {
         client_.remove_in_background(prefix_path(), epoch_, /*by_name_prefix=*/true);
-        // The directory we created with it would otherwise stay: a
-        // container that never had a child is never reaped by the server.
-        if (made_directory_ && lock_.options_.remove_directory_on_release && keeper_ &&
-            client_.session_epoch() == epoch_ && client_.is_connected())
-          (void)remove_lock_directories(*keeper_, {lock_.dir_});
       }
     } catch (const std::exception& e) {
       client_.logger().error("lock {}: abandoning our node failed: {}", lock_.dir_, e.what());
     }
     node_.clear();
     create_sent_ = false;
+    // The directory stays known to this Client, idle; a directory we created
+    // and never had a child (a container the server never reaps) goes too.
+    use_.reset();
   }
 
   bool remove_now(const std::string& path) {
@@ -538,9 +525,7 @@ class Attempt {
     // Cleaning up may take a round trip past the deadline (never more than
     // one session timeout past it, as every wait here): better than leaving
     // a node in the queue for the background to find.
-    const auto knowledge = directory_knowledge();
-    auto removal = lock_.send_removal(*keeper_, path, knowledge.proof);
-    const auto removed = await(std::move(removal.node), path);
+    const auto removed = await(keeper_->async_remove(path), path);
     return removed.ok() || removed.error() == Errc::no_node;
   }
 
@@ -558,12 +543,20 @@ class Attempt {
   bool create_sent_ = false;  // a create may have been applied
   std::string node_;          // our node's name, once known
   std::int64_t czxid_ = 0;
-  bool positioned_ = false;          // lower_ is known
+  // Where the attempt stands; each stage ends on a reply (or a watch event
+  // and the reply that follows it), never on a flag set elsewhere:
+  //   queue  our create and the listing (enqueue), until a listing shows
+  //          our node: then lower_ holds the nodes before it;
+  //   wait   until a reply after the last of those went shows none left
+  //          (grant), our node gone (queue again), or the deadline;
+  //   grant  the lease is made and handed out.
+  // A retry after a link error resumes the stage it was in.
+  enum class Stage { queue, wait, grant };
+  Stage stage_ = Stage::queue;
   std::vector<std::string> lower_;   // nodes before ours that may still exist
   std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
-  std::optional<DirectoryProof> made_directory_;  // our create of the directory succeeded
-  std::int64_t directory_czxid_ = 0;              // of the directory our node is in
-  std::optional<std::shared_future<Result<NodeData>>> directory_read_;  // see look_at_directory
+  // From our first create to the release (the lease takes it) or abandon().
+  std::unique_ptr<DirectoryRegistry::Use> use_;
 };
 
 LockInternals::LockInternals(Client& client, std::string dir, LockOptions options)
@@ -571,9 +564,18 @@ LockInternals::LockInternals(Client& client, std::string dir, LockOptions option
       dir_(std::move(dir)),
       options_(std::move(options)),
       holder_(checked_holder_id(options_.holder_id)),
-      create_options_{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}} {
+      create_options_{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}},
+      directories_(client.directory_registry()) {
   validate_path(dir_);
   if (dir_ == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
+  if (options_.directory_grace < std::chrono::milliseconds::zero())
+    throw std::invalid_argument("LockOptions::directory_grace is negative");
+  directories_->attach(dir_);
+}
+
+LockInternals::~LockInternals() {
+  // Touches only the registry: the Client may be gone (then it is closed).
+  directories_->detach(dir_, options_.remove_directory_on_release);
 }
 
 std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline) {
@@ -611,78 +613,28 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline) {
   }
 }
 
+// Sends the delete and returns: the session's later requests (the next
+// acquire's create, say) are ordered after it by the server. The registry
+// looks at the reply; a lost one hands the delete to the background remover.
 void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
   try {
     lease->mark_released();
     client_.remove_listener(lease->listener);
+    // Ends the directory's use after the delete is sent (below), so that a
+    // removal of it is ordered after the delete too.
+    const auto use = std::move(lease->directory_use);
     if (client_.session_epoch() != lease->epoch) return;  // the node went with its session
-    if (client_.is_connected()) {
-      auto keeper = client_.keeper();
-      auto removal = send_removal(*keeper, lease->node_path, directory_proof(lease->directory));
-      if (removal.node.wait_for(keeper->default_timeout()) == std::future_status::ready) {
-        const auto result = removal.node.get();
-        if (removal.directory) await_directory_removal(*removal.directory, keeper->default_timeout());
-        if (result.ok() || result.error() == Errc::no_node) return;
-        if (!is_connection_error(result.error())) {
-          client_.logger().error("lock {}: could not delete {}: {}", dir_, lease->node_path,
-                                 errc_name(result.error()));
-          return;
-        }
-      }
+    auto keeper = client_.keeper();
+    if (keeper && client_.is_connected()) {
+      directories_->watch_release(lease->node_path, lease->epoch,
+                                  keeper->async_remove(lease->node_path));
+      return;
     }
     client_.remove_in_background(lease->node_path, lease->epoch);
   } catch (const std::exception& e) {
     client_.logger().error("lock {}: release failed: {}", dir_, e.what());
+    client_.remove_in_background(lease->node_path, lease->epoch);
   }
-}
-
-// The directory goes with our node when nobody else is in it, so that a
-// million keys locked once leave nothing behind; but only a directory proven
-// ours (lock_directory.hpp), and only in one multi with our node, which pins
-// it: the directory removed is the one our node was in. When someone queues
-// the multi fails (not_empty), and the plain delete sent right behind it
-// removes our node; when the multi succeeds that delete finds nothing. Both
-// in one round trip, two writes either way, as a delete of the node and one
-// of the directory would cost. A contender racing the removal creates the
-// directory again.
-LockInternals::Removal LockInternals::send_removal(Keeper& keeper, const std::string& node_path,
-                                                   const std::optional<DirectoryProof>& proof) const {
-  std::optional<std::future<MultiResult>> directory;
-  if (proof && options_.remove_directory_on_release)
-    directory = keeper.async_multi({op::Remove{node_path, kAnyVersion}, op::Remove{dir_, proof->version}});
-  return Removal{keeper.async_remove(node_path), std::move(directory)};
-}
-
-std::optional<DirectoryProof> LockInternals::directory_proof(const DirectoryKnowledge& knowledge) {
-  if (knowledge.proof) return knowledge.proof;
-  if (!knowledge.read || knowledge.read->wait_for(client_.options().session_timeout) !=
-                             std::future_status::ready)
-    return std::nullopt;
-  const auto& read = knowledge.read->get();
-  if (!read.ok() || !is_marked(read.value()) || read.value().stat.czxid != knowledge.czxid)
-    return std::nullopt;
-  DirectoryProof proof{read.value().stat.czxid, read.value().stat.version};
-  std::lock_guard lock(known_directory_mutex_);
-  known_directory_ = proof;
-  return proof;
-}
-
-std::optional<DirectoryProof> LockInternals::known_directory() const {
-  std::lock_guard lock(known_directory_mutex_);
-  return known_directory_;
-}
-
-void LockInternals::await_directory_removal(std::future<MultiResult>& reply,
-                                           std::chrono::milliseconds timeout) const {
-  if (reply.wait_for(timeout) != std::future_status::ready) return;
-  const auto result = reply.get();
-  // not_empty: someone queues; no_node: our node or the directory went
-  // already; bad_version: someone wrote to it. Anything else leaves it to the
-  // server's container reaper or to the cleaner.
-  if (!result.ok() && result.error != Errc::not_empty && result.error != Errc::no_node &&
-      result.error != Errc::bad_version)
-    client_.logger().debug("lock {}: directory left for the reaper: {}", dir_,
-                           errc_name(result.error));
 }
 
 std::vector<std::string> LockInternals::participant_nodes() const {

@@ -5,11 +5,13 @@
 // until every node before it is gone, watching only the one just before it: a
 // release wakes exactly one waiter.
 //
-// Cost: a create of the directory, our create and the listing are sent back
-// to back, so an uncontended acquire is one round trip. A release removes the
-// directory with its node when nobody else is in it (it is a container, so the
-// server would too, but only a second or more later and at a bounded rate), so
-// locking a million keys leaves nothing behind.
+// Cost: our create and the listing are sent back to back, so an uncontended
+// acquire is one round trip; the directory's create goes in front of them
+// only when the Client does not know it exists (directory_registry.hpp). A
+// release sends the delete of our node and does not wait. So a key locked
+// again and again costs two writes per cycle, our node's create and delete;
+// the directory is removed once idle (by the registry, batched), so locking
+// a million keys leaves nothing behind.
 //
 // Who is before us is learned only from the server: a listing, and the
 // existence of the node we watch. Data in a node (the holder's text, Curator's
@@ -40,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "directory_registry.hpp"
 #include "lease_state.hpp"
 #include "zkr/keeper.hpp"
 #include "zkr/client.hpp"
@@ -53,13 +56,17 @@ using Deadline = std::optional<Clock::time_point>;  // nullopt: no deadline
 class LockInternals {
  public:
   LockInternals(Client& client, std::string dir, LockOptions options);
+  ~LockInternals();
+  LockInternals(const LockInternals&) = delete;
+  LockInternals& operator=(const LockInternals&) = delete;
 
   // The lease once granted; nullptr if the deadline passed first (our node is
   // then deleted). Throws KeeperError for errors the retry policy will not
   // retry (no_auth, invalid_acl, a lost session when requeue is off, ...).
   std::shared_ptr<LeaseState> acquire(Deadline deadline);
 
-  // Deletes the lease's node; never throws, never blocks past one request.
+  // Sends the delete of the lease's node and returns without waiting for
+  // its reply (see InterProcessMutex::release); never throws.
   void release(const std::shared_ptr<LeaseState>& lease) noexcept;
 
   // Every contender's node, holder first, as full paths.
@@ -70,25 +77,12 @@ class LockInternals {
 
  private:
   friend class Attempt;
-  struct Removal {
-    std::future<Result<Empty>> node;
-    std::optional<std::future<MultiResult>> directory;  // with the node, when proven ours
-  };
-  Removal send_removal(Keeper& keeper, const std::string& node_path,
-                       const std::optional<DirectoryProof>& proof) const;
-  void await_directory_removal(std::future<MultiResult>& reply,
-                               std::chrono::milliseconds timeout) const;
-  // The proof the knowledge holds or its read gives (waiting for that read
-  // at most a session timeout); remembered for later grants.
-  std::optional<DirectoryProof> directory_proof(const DirectoryKnowledge& knowledge);
-  std::optional<DirectoryProof> known_directory() const;
   Client& client_;
   const std::string dir_;
   const LockOptions options_;
   const std::string holder_;             // what our nodes hold: options_.holder_id, checked
   const CreateOptions create_options_;   // the ACL of everything a lock creates
-  mutable std::mutex known_directory_mutex_;
-  std::optional<DirectoryProof> known_directory_;  // guarded by known_directory_mutex_
+  const std::shared_ptr<DirectoryRegistry> directories_;  // the Client's
 };
 
 // The data a contender writes into its node, unless LockOptions says.

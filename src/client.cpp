@@ -48,6 +48,7 @@
 #include "background_remover.hpp"
 #include "callback_thread.hpp"
 #include "connection_state_machine.hpp"
+#include "directory_registry.hpp"  // recipes/: built into this library
 #include "log.hpp"
 #include "zkr/path.hpp"
 
@@ -290,7 +291,16 @@ struct Client::Impl {
         machine(options.lost_when_suspended_too_long),
         remover([this] { return remover_session(); }, options.connection_timeout, log),
         listeners(log),
-        callbacks(std::make_shared<detail::CallbackThread>(log)) {
+        callbacks(std::make_shared<detail::CallbackThread>(log)),
+        directories(std::make_shared<detail::DirectoryRegistry>(
+            [this] {
+              const auto s = remover_session();
+              return detail::DirectoryRegistry::Session{s.keeper, s.epoch, s.connected};
+            },
+            [this](std::string path, std::uint64_t of_epoch) {
+              remover.add(std::move(path), of_epoch, /*by_name_prefix=*/false);
+            },
+            log)) {
     auto first = open_keeper(config, 1);  // a failure here fails the constructor
     {
       std::lock_guard lock(mutex);
@@ -307,6 +317,8 @@ struct Client::Impl {
   // for the lock calls in progress to return, before anything they use goes.
   ~Impl() {
     lifeline->close();
+    // While the session still serves: unused lock directories go now.
+    directories->close();
     {
       std::lock_guard lock(mutex);
       closing = true;
@@ -702,6 +714,9 @@ struct Client::Impl {
   detail::BackgroundRemover remover;
   ListenerDispatcher listeners;
   const std::shared_ptr<detail::CallbackThread> callbacks;
+  // Outlives the Client (locks hold it); closed by ~Impl, after which it
+  // never calls back into us.
+  const std::shared_ptr<detail::DirectoryRegistry> directories;
   std::thread session_thread;  // last: starts once the rest exists
 };
 
@@ -769,6 +784,10 @@ std::shared_ptr<detail::CallbackThread> Client::callback_thread() const noexcept
 
 std::shared_ptr<detail::ClientLifeline> Client::lifeline() const noexcept {
   return impl_->lifeline;
+}
+
+std::shared_ptr<detail::DirectoryRegistry> Client::directory_registry() const noexcept {
+  return impl_->directories;
 }
 
 namespace detail {

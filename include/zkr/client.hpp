@@ -84,6 +84,7 @@ struct ClientOptions {
 
 namespace detail {
 class CallbackThread;
+class DirectoryRegistry;
 
 // Whether a Client still exists, for objects that keep a reference to it and
 // may outlive it: the locks. They hold one by shared_ptr and make each call
@@ -230,6 +231,10 @@ class Client {
   std::shared_ptr<detail::CallbackThread> callback_thread() const noexcept;
   // See detail::ClientLifeline. It outlives the Client.
   std::shared_ptr<detail::ClientLifeline> lifeline() const noexcept;
+  // For recipes: which lock directories this Client knows to exist, shared by
+  // all its locks (recipes/directory_registry.hpp). Closed when ~Client
+  // begins; it outlives the Client.
+  std::shared_ptr<detail::DirectoryRegistry> directory_registry() const noexcept;
 
  private:
   struct Impl;

@@ -144,11 +144,19 @@ struct LockOptions {
   // A waiter whose session is lost re-enters the queue in the new session if
   // the Client's retry policy allows; false: the acquire fails at once.
   bool requeue_after_session_loss = true;
-  // A release also removes the lock directory when nobody else is in it, so
-  // that keys locked once leave no znode behind (the next acquire creates it
-  // again, as a container, in the same round trip). False: keep it; for a
+  // Remove the lock directory once it is idle, so that keys locked once leave
+  // no znode behind: when no acquire of this Client has used it for
+  // directory_grace, at once when the last lock object on it is destroyed,
+  // and at once when the Client closes. Only an empty directory carrying
+  // kLockDirectoryMark (one this library made) is removed, proven empty at
+  // the moment of the delete. Until then the Client knows it exists and does
+  // not create it again: an uncontended acquire and release is then two
+  // writes, the lock node's create and delete. False: keep it; for a
   // directory you made yourself, with an ACL of your own, say.
   bool remove_directory_on_release = true;
+  // How long a directory stays after its last use while a lock object on it
+  // lives (see above). Not negative (std::invalid_argument).
+  std::chrono::milliseconds directory_grace{1000};
 };
 
 // The proof of holding a lock: a fencing token and a lost signal. A handle to
@@ -228,8 +236,17 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
   [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
   [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
   // Releases one hold of the calling thread. False (and nothing changes) if the
-  // calling thread does not hold the lock. Never throws: a delete whose reply
-  // is lost goes on in the background until done or the session ends.
+  // calling thread does not hold the lock. Never throws, never waits for the
+  // server. When the last hold goes, release() returning means: the lease is
+  // released (released() is true, lost() never turns true, on_lost callbacks
+  // never run, lost_token() never stops, and guarded_write() refuses it
+  // without sending anything); the delete of the lock node has been sent,
+  // and not yet confirmed: other processes may still see the node, and be
+  // granted only once the server applies it. Requests this Client sends
+  // afterwards are applied after the delete (the server keeps a session's
+  // order), unless the link fails with the delete in flight: then the Client
+  // deletes the node in the background after the link is back, or the
+  // session's end does.
   bool release() noexcept;
 
   bool is_acquired_in_this_process() const;
@@ -269,7 +286,8 @@ class InterProcessSemaphoreMutex
   [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
   [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
   // Gives back the oldest grant not yet released. False (and nothing
-  // changes) if there is none.
+  // changes) if there is none. Returns as InterProcessMutex::release() does:
+  // the delete is sent, not awaited.
   bool release() noexcept;
 
   bool is_acquired_in_this_process() const;

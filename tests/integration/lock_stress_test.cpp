@@ -388,7 +388,11 @@ TEST_F(LockStressTest, ContendersRacingTheDirectoryRemoval) {
   for (int i = 0; i < kContenders; ++i) {
     threads.emplace_back([&, i] {
       Client& session = *sessions[static_cast<std::size_t>(i)];
-      InterProcessSemaphoreMutex lock(session, dir);
+      // No grace: a release that ends this Client's use of the directory
+      // removes it at once, while other sessions may be queueing in it.
+      LockOptions no_grace;
+      no_grace.directory_grace = std::chrono::milliseconds(0);
+      InterProcessSemaphoreMutex lock(session, dir, no_grace);
       for (int round = 0; round < kRounds; ++round) {
         if (lock.try_acquire_for(kWait)) {
           HolderInterval interval{::getpid(), i, monotonic_ns(), 0, lock.lease().fencing_token(),

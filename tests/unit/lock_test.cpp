@@ -34,15 +34,17 @@ TYPED_TEST(LockUnitTest, UncontendedAcquireUsesCuratorsNamesAndLeavesNothing) {
   EXPECT_TRUE(lock->release());
   EXPECT_FALSE(lock->is_acquired_in_this_process());
   EXPECT_TRUE(this->lock_nodes().empty());
-  // The release took the directory with it; its parent is a container, which
-  // the server's sweep removes.
-  EXPECT_FALSE(this->ensemble_.exists_now(kDir));
+  // The directory stays while the lock object lives (for its grace), and goes
+  // once it is closed; its parent is a container, which the server's sweep
+  // removes.
+  lock.reset();
+  EXPECT_TRUE(test::wait_gone(this->raw(), kDir, kWait));
   EXPECT_TRUE(this->ensemble_.exists_now(std::string(parent_path(kDir))));
   this->ensemble_.reap_containers();
   EXPECT_EQ(this->ensemble_.node_count(), 0u);
 }
 
-TYPED_TEST(LockUnitTest, ReleaseRemovesTheDirectoryOnlyOnceNobodyQueues) {
+TYPED_TEST(LockUnitTest, DirectoryIsRemovedOnlyOnceNobodyQueues) {
   auto first = this->lock_for(this->contender());
   auto second = this->lock_for(this->contender());
   ASSERT_TRUE(first->try_acquire());
@@ -54,7 +56,9 @@ TYPED_TEST(LockUnitTest, ReleaseRemovesTheDirectoryOnlyOnceNobodyQueues) {
   ASSERT_TRUE(this->wait_queue_length(2));
   EXPECT_TRUE(first->release());
   waiter.join();
-  EXPECT_FALSE(this->ensemble_.exists_now(kDir));
+  first.reset();
+  second.reset();
+  EXPECT_TRUE(test::wait_gone(this->raw(), kDir, kWait));
 }
 
 TYPED_TEST(LockUnitTest, ReleaseKeepsTheDirectoryWhenAskedTo) {
@@ -78,7 +82,8 @@ TYPED_TEST(LockUnitTest, ContenderRacingADirectoryRemovalCreatesItAgain) {
   EXPECT_EQ(race.fired(), 3);
   EXPECT_EQ(this->queue().size(), 1u);
   EXPECT_TRUE(lock->release());
-  EXPECT_FALSE(this->ensemble_.exists_now(kDir));
+  lock.reset();
+  EXPECT_TRUE(test::wait_gone(this->raw(), kDir, kWait));
 }
 
 TYPED_TEST(LockUnitTest, ContenderThatAlwaysLosesTheDirectoryRaceFailsInsteadOfHanging) {
