@@ -45,8 +45,9 @@
 // undefined, as for std::mutex.
 //
 // Timed acquires (try_acquire*) return false by their deadline when no
-// connection comes (a round trip already under way may finish first, at most
-// a session timeout past the deadline); acquire() throws what
+// connection comes (a round trip already under way, or the delete of the
+// node queued, may finish first: each waits at most a session timeout past
+// the deadline); acquire() throws what
 // the Client's retry policy gives up on. Errors about the Client rather than
 // a znode (connection_loss, closing, auth_failed) name the lock's path too.
 // Under a lock root whose ACL refuses us, every acquire form throws no_auth

@@ -331,6 +331,18 @@ TEST(ChaosChecker, AcquireMustReturnWithinDeadlinePlusSessionTimeout) {
   EXPECT_EQ(check(in).violations.count("acquire_overrun"), 0u);
 }
 
+TEST(ChaosChecker, AcquireMayTakeAMomentToReturnAfterItsLastWait) {
+  // The last wait ends at deadline + session timeout (5010 ms); returning
+  // 50 ms later is scheduling, 150 ms later is an overrun.
+  const auto returned_at = [](std::int64_t ms) {
+    std::vector<Event> events{ev(10, "acq op=a kind=multi keys=k0,k1 deadline=" + deadline(1010)),
+                              ev(ms, "noacq op=a why=timeout")};
+    return check(input({worker(1, events)}, 0, 0)).violations.count("acquire_overrun");
+  };
+  EXPECT_EQ(returned_at(5060), 0u);
+  EXPECT_EQ(returned_at(5160), 1u);
+}
+
 TEST(ChaosChecker, LateWriteAfterSessionLossMustNotApply) {
   auto a = hold("a", 10, 100, 1);
   a.insert(a.begin() + 2, ev(11, "lost op=a key=k0 why=session_lost"));
