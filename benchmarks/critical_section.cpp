@@ -36,6 +36,24 @@ std::uint64_t Judgement::violations() const {
          (report.interval_count_mismatch ? 1 : 0);
 }
 
+void Judgement::add(const Judgement& later) {
+  auto& r = report;
+  const auto& l = later.report;
+  r.intervals += l.intervals;
+  r.overlaps += l.overlaps;
+  r.token_inversions += l.token_inversions;
+  r.counter += l.counter;
+  r.acquisitions += l.acquisitions;
+  r.lost_updates += l.lost_updates;
+  r.interval_count_mismatch = r.interval_count_mismatch || l.interval_count_mismatch;
+  if (l.longest_idle_ns > r.longest_idle_ns) {
+    r.longest_idle_ns = l.longest_idle_ns;
+    r.longest_idle_before = l.longest_idle_before;
+  }
+  r.examples.insert(r.examples.end(), l.examples.begin(), l.examples.end());
+  handoffs.merge(later.handoffs);
+}
+
 Judgement judge(const std::vector<const HoldLog*>& logs, const GuardedCounter& counter) {
   std::vector<exclusion::HolderInterval> all;
   for (const auto* log : logs) all.insert(all.end(), log->intervals().begin(), log->intervals().end());

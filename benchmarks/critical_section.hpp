@@ -63,6 +63,9 @@ struct Judgement {
   exclusion::ExclusionReport report;
   Samples handoffs;
   std::uint64_t violations() const;  // overlaps + token inversions + |lost updates| + missing records
+  // Adds a later round's judgement, made on holds of their own: counts add
+  // up and hand-offs pool (the gap between two rounds is no hand-off).
+  void add(const Judgement& later);
 };
 Judgement judge(const std::vector<const HoldLog*>& logs, const GuardedCounter& counter);
 // The same, for holds recorded elsewhere (the Curator peer's interval file).

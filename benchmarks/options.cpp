@@ -159,8 +159,9 @@ ephemeral-sequential, list, delete) with synchronous ZooKeeper C client calls.
 
 Workloads:
   W1  uncontended: one session acquires and releases one lock (~10 s)
-  W2  contended: 8 workers, each with its own session, on one lock, first
-      with the floor's lock, then ours (~15 s each): acquisitions/s, wait and
+  W2  contended: 8 workers, each with its own session, on one lock, in three
+      interleaved rounds of the floor's lock, Curator's (with --peers) and
+      ours (~15 s each in all): acquisitions/s, wait and
       hand-off p50/p99, fairness; each holder does a read-modify-write of a
       counter only the lock protects, judged by the exclusion checker
       (overlaps, token order, lost updates)

@@ -2,7 +2,8 @@
 // does a read-modify-write of a counter that only the lock protects, and
 // records its hold; the exclusion checker judges the holds afterwards
 // (overlaps, fencing tokens out of grant order, lost updates). The gaps
-// between one release and the next grant are the hand-off latency.
+// between one release and the next grant are the hand-off latency. The
+// floor, Curator (with --peers curator) and ours run in interleaved rounds.
 // With --no-lock the same run takes no lock: the control, which must fail.
 #include <algorithm>
 #include <atomic>
@@ -24,6 +25,8 @@ namespace zkr::bench {
 namespace {
 
 constexpr std::uint64_t kMaxAcquisitionsPerWorker = 1'000'000;
+// Rounds per implementation in a full run (--quick: one).
+constexpr unsigned kW2Rounds = 3;
 
 struct Shared {
   GuardedCounter counter;
@@ -132,11 +135,28 @@ Summary report(Context& ctx, const std::string& impl, const std::string& lock_na
   return summary;
 }
 
-// One implementation's run: every worker on its own lock object (and
-// session), all started at once, for the plan's duration.
+// One implementation's W2, summed over the rounds it ran.
+struct Tally {
+  explicit Tally(std::string connect) : cost(std::move(connect)) {}
+  Outcome outcome;
+  CostMeter cost;
+};
+
+void add_round(Tally& tally, double seconds, std::uint64_t errors, const std::vector<std::uint64_t>& per_worker,
+               const Judgement& judgement) {
+  Outcome& o = tally.outcome;
+  o.seconds += seconds;
+  o.errors += errors;
+  o.per_worker.resize(std::max(o.per_worker.size(), per_worker.size()), 0);
+  for (std::size_t i = 0; i < per_worker.size(); ++i) o.per_worker[i] += per_worker[i];
+  o.judgement.add(judgement);
+}
+
+// One round of one implementation: every worker on its own lock object (and
+// session), all started at once, for `duration`.
 template <class Lock>
-Summary run_impl(Context& ctx, const std::string& impl, const std::string& lock_name, const std::string& kind,
-              std::vector<std::unique_ptr<Lock>>& locks) {
+void run_round(const std::string& impl, const std::string& kind,
+               std::vector<std::unique_ptr<Lock>>& locks, std::chrono::milliseconds duration, Tally& tally) {
   const auto workers = static_cast<unsigned>(locks.size());
   Shared shared;
   std::vector<WorkerResult> results;
@@ -149,47 +169,42 @@ Summary run_impl(Context& ctx, const std::string& impl, const std::string& lock_
       go.wait();
       worker(*locks[i], deadline, shared, results[i]);
     });
-  CostMeter cost(ctx.options.connect);
-  cost.begin();
+  tally.cost.begin();
   const auto start = Clock::now();
-  deadline = start + ctx.plan.w2_duration;
+  deadline = start + duration;
   go.count_down();  // the latch orders the write of deadline before the reads
   threads.clear();  // joins
   const double seconds = seconds_since(start);
   if (!shared.first_error.empty()) throw RunError("W2 " + impl + ": " + shared.first_error);
 
   std::uint64_t total = 0;
-  for (const auto& w : results) total += w.acquisitions;
-  cost.end(total);
-  Outcome outcome;
-  outcome.seconds = seconds;
-  outcome.errors = shared.errors.load();
+  std::vector<std::uint64_t> per_worker;
   std::vector<const HoldLog*> logs;
   for (const auto& w : results) {
-    outcome.waits.merge(w.waits);
+    total += w.acquisitions;
+    per_worker.push_back(w.acquisitions);
+    tally.outcome.waits.merge(w.waits);
     logs.push_back(&w.holds);
-    outcome.per_worker.push_back(w.acquisitions);
   }
-  outcome.judgement = judge(logs, shared.counter);
-  return report(ctx, impl, lock_name, kind, outcome, cost);
+  tally.cost.end(total);
+  add_round(tally, seconds, shared.errors.load(), per_worker, judge(logs, shared.counter));
 }
 
-// Curator's run, in its JVM: the same critical section, holds judged here.
-Summary run_curator(Context& ctx, CuratorPeer& peer, unsigned workers) {
-  CostMeter cost(ctx.options.connect);
-  cost.begin();
+// One round of Curator's, in its JVM: the same critical section, holds
+// judged here.
+void curator_round(Context& ctx, CuratorPeer& peer, unsigned workers, std::chrono::milliseconds duration,
+                   Tally& tally) {
+  tally.cost.begin();
   const auto start = Clock::now();
-  const auto result = peer.w2(ctx.path("curator-w2/lock"), workers, ctx.plan.w2_duration);
-  Outcome outcome;
-  outcome.seconds = seconds_since(start);
-  cost.end(result.acquisitions);
-  for (const double ms : result.waits_ms) outcome.waits.add(ms);
+  const auto result = peer.w2(ctx.path("curator-w2/lock"), workers, duration);
+  const double seconds = seconds_since(start);
+  tally.cost.end(result.acquisitions);
+  for (const double ms : result.waits_ms) tally.outcome.waits.add(ms);
   auto holds = exclusion::read_interval_file(result.interval_file);
-  outcome.per_worker.assign(workers, 0);
+  std::vector<std::uint64_t> per_worker(workers, 0);
   for (const auto& h : holds)
-    if (h.thread >= 0 && h.thread < static_cast<std::int64_t>(workers)) ++outcome.per_worker[static_cast<std::size_t>(h.thread)];
-  outcome.judgement = judge(std::move(holds), result.counter);
-  return report(ctx, "curator", "Curator 5.4 InterProcessMutex", "curator", outcome, cost);
+    if (h.thread >= 0 && h.thread < static_cast<std::int64_t>(workers)) ++per_worker[static_cast<std::size_t>(h.thread)];
+  add_round(tally, seconds, 0, per_worker, judge(std::move(holds), result.counter));
 }
 
 // Issue 13's targets for W2, against the floor measured in the same run.
@@ -215,33 +230,63 @@ void w2_targets(Context& ctx, const Summary& floor, const Summary& zkr) {
 
 void run_w2_contended(Context& ctx) {
   const unsigned workers = ctx.plan.w2_workers;
-  // The floor first, on a directory of its own, judged by the same checker:
-  // the same critical section under the textbook lock on the bare C client.
-  std::optional<Summary> floor;
-  if (!ctx.options.no_lock) {
-    const std::string dir = ctx.path("w2-floor");
-    FloorLock::create_dir(ctx.session_connect(), ctx.options.root, dir);
-    std::vector<std::unique_ptr<FloorLock>> locks;
-    for (unsigned i = 0; i < workers; ++i) locks.push_back(std::make_unique<FloorLock>(ctx.session_connect(), dir));
-    floor = run_impl(ctx, "floor", "bare C client: create, list, watch the next lower, delete", "floor", locks);
-    locks.clear();  // closes the sessions
-    (void)ctx.connect()->keeper()->try_remove(dir);  // best effort: a later run's sweep takes it
+  const bool with_floor = !ctx.options.no_lock;
+  const bool with_curator = ctx.curator && !ctx.options.no_lock;
+  // The floor: the same critical section under the textbook lock on the bare
+  // C client, on a directory of its own, judged by the same checker.
+  const std::string floor_dir = ctx.path("w2-floor");
+  std::vector<std::unique_ptr<FloorLock>> floor_locks;
+  if (with_floor) {
+    FloorLock::create_dir(ctx.session_connect(), ctx.options.root, floor_dir);
+    for (unsigned i = 0; i < workers; ++i)
+      floor_locks.push_back(std::make_unique<FloorLock>(ctx.session_connect(), floor_dir));
   }
-  std::optional<Summary> curator;
-  if (ctx.curator && !ctx.options.no_lock) curator = run_curator(ctx, *ctx.curator, workers);
   std::vector<std::unique_ptr<Client>> clients;
   for (unsigned i = 0; i < workers; ++i) clients.push_back(ctx.connect());
   std::vector<std::unique_ptr<HolderLock>> locks;
   for (unsigned i = 0; i < workers; ++i)
     locks.push_back(std::make_unique<HolderLock>(*clients[i], ctx.path("w2/lock"), ctx.options.no_lock));
-  const Summary zkr = run_impl(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex",
-           ctx.options.no_lock ? "none" : "mutex", locks);
-  if (floor && ctx.added_rtt_ms == 0) w2_targets(ctx, *floor, zkr);
-  if (curator && ctx.added_rtt_ms == 0)
+
+  // Interleaved rounds, each implementation first in one of them: the load
+  // of a shared machine drifts over a minute, and every implementation gets
+  // its share of each stretch.
+  const unsigned rounds = ctx.options.quick ? 1 : kW2Rounds;
+  const auto duration = ctx.plan.w2_duration / rounds;
+  Tally floor(ctx.options.connect), curator(ctx.options.connect), zkr(ctx.options.connect);
+  const std::string zkr_kind = ctx.options.no_lock ? "none" : "mutex";
+  for (unsigned round = 0; round < rounds; ++round) {
+    for (unsigned slot = 0; slot < 3; ++slot) {
+      switch ((round + slot) % 3) {
+        case 0:
+          if (with_floor) run_round("floor", "floor", floor_locks, duration, floor);
+          break;
+        case 1:
+          if (with_curator) curator_round(ctx, *ctx.curator, workers, duration, curator);
+          break;
+        default: run_round("zkr", zkr_kind, locks, duration, zkr); break;
+      }
+    }
+  }
+  floor_locks.clear();  // closes the sessions
+  if (with_floor) (void)ctx.connect()->keeper()->try_remove(floor_dir);  // best effort: a later sweep takes it
+
+  std::optional<Summary> floor_summary, curator_summary;
+  if (with_floor)
+    floor_summary = report(ctx, "floor", "bare C client: create, list, watch the next lower, delete", "floor",
+                           floor.outcome, floor.cost);
+  if (with_curator)
+    curator_summary = report(ctx, "curator", "Curator 5.4 InterProcessMutex", "curator", curator.outcome, curator.cost);
+  const Summary zkr_summary =
+      report(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex", zkr_kind,
+             zkr.outcome, zkr.cost);
+  if (floor_summary && ctx.added_rtt_ms == 0) w2_targets(ctx, *floor_summary, zkr_summary);
+  if (curator_summary && ctx.added_rtt_ms == 0)
     ctx.reporter.verdict({"W2 acquisitions/s >= 1.5x Curator's InterProcessMutex", false,
-                          curator->rate > 0 && zkr.rate >= 1.5 * curator->rate, !ctx.options.quick,
-                          strprintf("%.1f/s = %.2fx Curator's %.1f/s (wanted >= 1.5x)", zkr.rate,
-                                    curator->rate > 0 ? zkr.rate / curator->rate : 0.0, curator->rate)});
+                          curator_summary->rate > 0 && zkr_summary.rate >= 1.5 * curator_summary->rate,
+                          !ctx.options.quick,
+                          strprintf("%.1f/s = %.2fx Curator's %.1f/s (wanted >= 1.5x)", zkr_summary.rate,
+                                    curator_summary->rate > 0 ? zkr_summary.rate / curator_summary->rate : 0.0,
+                                    curator_summary->rate)});
 }
 
 }  // namespace zkr::bench
