@@ -76,7 +76,9 @@ void add_judgement(JsonObject& extra, const Judgement& j) {
       .add("overlaps", static_cast<std::uint64_t>(j.report.overlaps))
       .add("token_inversions", static_cast<std::uint64_t>(j.report.token_inversions))
       .add("lost_updates", j.report.lost_updates)
-      .add("counter", j.report.counter);
+      .add("counter", j.report.counter)
+      // Not a violation: the longest time nobody held, a sign of a stalled hand-off.
+      .add("longest_idle_ms", static_cast<double>(j.report.longest_idle_ns) / 1e6);
 }
 
 }  // namespace zkr::bench
