@@ -317,8 +317,9 @@ class Attempt {
     lower_ = std::move(where.lower);
     stage_ = Stage::wait;
     // Someone is before us: watch our own node from now on, so that a delete
-    // of it while we wait is known before any later event (a session's events
-    // come in order), and the grant needs no read of its own.
+    // of it while we wait is known before any later event or reply (a
+    // session's come in order): a node of its name made again by someone else
+    // is never taken for ours by the listing that grants us the lock.
     if (!lower_.empty() && !lease_) {
       lease_ = new_lease();
       (void)lease_->watch_own_node(keeper_);
