@@ -30,6 +30,43 @@ std::uint64_t zkr_cycles_for(InterProcessMutex& mutex, std::chrono::milliseconds
   return n;
 }
 
+// One implementation's slices, summed.
+struct Tally {
+  explicit Tally(const std::string& connect) : cost(connect) {}
+  Samples samples;
+  CostMeter cost;
+  std::uint64_t cycles = 0;
+  double seconds = 0;
+
+  // Runs one slice: slice() returns the cycles it did.
+  template <class Slice>
+  void run(Slice&& slice) {
+    cost.begin();
+    const auto t0 = Clock::now();
+    const std::uint64_t done = slice();
+    seconds += seconds_since(t0);
+    cost.end(done);
+    cycles += done;
+  }
+
+  Record record(const std::string& impl, const std::string& label, double rtt, const std::string& key,
+                const std::string& value, const std::string& note) const {
+    Record r;
+    r.impl = impl;
+    r.workload = "W1";
+    r.label = label;
+    r.added_rtt_ms = rtt;
+    r.params.add("sessions", 1).add(key, value);
+    r.ops = cycles;
+    r.seconds = seconds;
+    r.latency = samples.percentiles();
+    r.requests_per_op = cost.requests_per_op();
+    r.writes_per_op = cost.writes_per_op();
+    r.note = note;
+    return r;
+  }
+};
+
 }  // namespace
 
 void run_floor_and_w1(Context& ctx, bool with_w1) {
@@ -42,10 +79,7 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
     client = ctx.connect();
     mutex = std::make_unique<InterProcessMutex>(*client, ctx.path("w1/lock"));
   }
-  Samples floor_samples, zkr_samples, curator_samples;
-  CostMeter floor_cost(ctx.options.connect), zkr_cost(ctx.options.connect), curator_cost(ctx.options.connect);
-  std::uint64_t floor_cycles = 0, zkr_cycles = 0, curator_cycles = 0;
-  double floor_seconds = 0, zkr_seconds = 0, curator_seconds = 0;
+  Tally floor_tally(ctx.options.connect), zkr_tally(ctx.options.connect), curator_tally(ctx.options.connect);
   CuratorPeer* curator = with_w1 ? ctx.curator : nullptr;
   const std::string curator_path = ctx.path("curator-w1/lock");
   // Unrecorded: the JVM's first second is its JIT compiler's.
@@ -54,78 +88,35 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
   Progress progress(with_w1 ? "floor and W1, in alternating slices" : "floor", 0);
   for (auto done = std::chrono::milliseconds(0); done < total; done += kSlice) {
     const auto slice = std::min(kSlice, total - done);
-    floor_cost.begin();
-    auto t0 = Clock::now();
-    const auto floor_done = floor.cycle_for(slice, kMaxCycles, floor_samples);
-    floor_seconds += seconds_since(t0);
-    floor_cost.end(floor_done);
-    floor_cycles += floor_done;
-    if (with_w1) {
-      zkr_cost.begin();
-      t0 = Clock::now();
-      const auto zkr_done = zkr_cycles_for(*mutex, slice, zkr_samples);
-      zkr_seconds += seconds_since(t0);
-      zkr_cost.end(zkr_done);
-      zkr_cycles += zkr_done;
-    }
-    if (curator) {
-      curator_cost.begin();
-      t0 = Clock::now();
-      const auto result = curator->w1(curator_path, slice);
-      curator_seconds += seconds_since(t0);
-      curator_cost.end(result.cycles);
-      curator_cycles += result.cycles;
-      for (const double ms : result.latencies_ms) curator_samples.add(ms);
-    }
-    progress.update(floor_cycles + zkr_cycles);
+    floor_tally.run([&] { return floor.cycle_for(slice, kMaxCycles, floor_tally.samples); });
+    if (with_w1) zkr_tally.run([&] { return zkr_cycles_for(*mutex, slice, zkr_tally.samples); });
+    if (curator)
+      curator_tally.run([&] {
+        const auto result = curator->w1(curator_path, slice);
+        for (const double ms : result.latencies_ms) curator_tally.samples.add(ms);
+        return result.cycles;
+      });
+    progress.update(floor_tally.cycles + zkr_tally.cycles);
   }
 
-  Record f;
-  f.impl = "floor";
-  f.workload = "W1";
-  f.label = "bare C client" + at_rtt;
-  f.added_rtt_ms = rtt;
-  f.params.add("sessions", 1).add("protocol", "sync create(ephemeral_sequential), get_children, delete");
-  f.ops = floor_cycles;
-  f.seconds = floor_seconds;
-  f.latency = floor_samples.percentiles();
-  f.requests_per_op = floor_cost.requests_per_op();
-  f.writes_per_op = floor_cost.writes_per_op();
-  f.note = "create+list+delete, sync";
+  Record f = floor_tally.record("floor", "bare C client" + at_rtt, rtt, "protocol",
+                                "sync create(ephemeral_sequential), get_children, delete",
+                                "create+list+delete, sync");
   const double floor_rate = f.ops_per_sec();
   if (rtt == 0) ctx.reporter.set_floor(floor_rate, f.latency->p50_ms);
   ctx.reporter.add(std::move(f));
   if (!with_w1) return;
 
-  Record r;
-  r.workload = "W1";
-  r.label = "one session, one key" + at_rtt;
-  r.added_rtt_ms = rtt;
-  r.params.add("sessions", 1).add("lock", "InterProcessMutex");
-  r.ops = zkr_cycles;
-  r.seconds = zkr_seconds;
-  r.latency = zkr_samples.percentiles();
+  Record r = zkr_tally.record("zkr", "one session, one key" + at_rtt, rtt, "lock", "InterProcessMutex",
+                              "acquire+release");
   r.extra.add("peak_rss_kib", peak_rss_kib());
-  r.requests_per_op = zkr_cost.requests_per_op();
-  r.writes_per_op = zkr_cost.writes_per_op();
-  r.note = "acquire+release";
   const double rate = r.ops_per_sec();
   const auto writes = r.writes_per_op;
   ctx.reporter.add(std::move(r));
   std::optional<double> curator_rate;
   if (curator) {
-    Record c;
-    c.impl = "curator";
-    c.workload = "W1";
-    c.label = "one session, one key" + at_rtt;
-    c.added_rtt_ms = rtt;
-    c.params.add("sessions", 1).add("lock", "Curator 5.4 InterProcessMutex");
-    c.ops = curator_cycles;
-    c.seconds = curator_seconds;
-    c.latency = curator_samples.percentiles();
-    c.requests_per_op = curator_cost.requests_per_op();
-    c.writes_per_op = curator_cost.writes_per_op();
-    c.note = "acquire+release (Java)";
+    Record c = curator_tally.record("curator", "one session, one key" + at_rtt, rtt, "lock",
+                                    "Curator 5.4 InterProcessMutex", "acquire+release (Java)");
     curator_rate = c.ops_per_sec();
     ctx.reporter.add(std::move(c));
   }
@@ -144,7 +135,7 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
     ctx.reporter.verdict({"W1 writes per cycle <= 2.0 (the lock node's create and delete)", false,
                           *writes <= 2.05, !ctx.options.quick,
                           strprintf("%.2f writes per cycle (leader zxid); the floor's %.2f", *writes,
-                                    floor_cost.writes_per_op().value_or(0))});
+                                    floor_tally.cost.writes_per_op().value_or(0))});
   ctx.reporter.verdict({"W1 uncontended cycles >= 1.3x floor rate", false,
                         floor_rate > 0 && rate >= 1.3 * floor_rate, !ctx.options.quick,
                         strprintf("%.1f cycles/s = %.2fx the floor's %.1f/s (wanted >= 1.3x)", rate,
