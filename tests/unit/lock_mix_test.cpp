@@ -131,6 +131,29 @@ TYPED_TEST(LockMixTest, ForeignNodesArrivingWhileWeWaitRefuseTheGrant) {
   EXPECT_TRUE(this->no_ephemerals_of(w));
 }
 
+// The listing after the holder went is lost to a connection loss: the retry
+// must list again (and see the semaphore), not grant on the event alone.
+TYPED_TEST(LockMixTest, AFailedProofListingIsMadeAgainBeforeTheGrant) {
+  auto held = this->lock_for(this->contender());
+  ASSERT_TRUE(held->try_acquire());
+  auto& w = this->contender();
+  auto waiting = this->lock_for(w);
+  test::Latch came;
+  w.faults->on(OpKind::children, kDir).after([&](auto&) {
+    this->raw().create(kDir + "/leases");
+    came.open();
+  });
+  auto& lost = w.faults->on(OpKind::children, kDir).fail(Errc::connection_loss);
+  std::string text;
+  std::thread waiter([&] { text = this->refused(*waiting, [&] { return waiting->try_acquire_for(kWait); }); });
+  ASSERT_TRUE(came.wait(kWait));
+  EXPECT_TRUE(held->release());
+  waiter.join();
+  EXPECT_EQ(lost.fired(), 1);
+  EXPECT_THAT(text, HasSubstr("(children leases/)"));
+  EXPECT_TRUE(this->no_ephemerals_of(w));
+}
+
 // Deeper in the queue the same: the first waiter refuses (deleting its
 // node), and so does the one behind it when that node goes.
 TYPED_TEST(LockMixTest, EveryWaiterOfALongerQueueRefuses) {
