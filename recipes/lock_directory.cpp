@@ -60,7 +60,7 @@ std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
   std::vector<std::optional<std::future<Result<NodeData>>>> rereads(n);
   for (std::size_t i = 0; i < n; ++i) {
     if (!candidate[i]) continue;
-    probes[i] = join_path(paths[i], "zkr-probe-" + new_guid());
+    probes[i] = join_path(paths[i], std::string(kProbePrefix) + new_guid());
     pinned[i] = keeper.async_create(probes[i], {}, CreateMode::ephemeral);
     rereads[i] = keeper.async_get(paths[i]);
   }

@@ -30,6 +30,8 @@
 
 namespace zkr::detail {
 
+// The probe child's name: this prefix and a fresh GUID.
+inline constexpr std::string_view kProbePrefix = "zkr-probe-";
 
 // A directory proven to be one of ours: its czxid (which incarnation) and the
 // data version at the proof (a write since then makes a delete fail).

@@ -24,15 +24,25 @@ std::string protected_lock_prefix(std::string_view guid) {
   return prefix;
 }
 
-std::optional<std::int64_t> lock_sequence(std::string_view name) {
-  const auto at = name.rfind(kLockName);
+namespace {
+
+// The sequence after the last `marker` in name, as the server writes it
+// (see lock_sequence); nullopt if the name does not end so.
+std::optional<std::int64_t> sequence_after(std::string_view name, std::string_view marker) {
+  const auto at = name.rfind(marker);
   if (at == std::string_view::npos) return std::nullopt;
-  const std::string_view digits = name.substr(at + kLockName.size());
+  const std::string_view digits = name.substr(at + marker.size());
   if (digits.size() < 10 || digits.size() > 11) return std::nullopt;
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
   return value;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> lock_sequence(std::string_view name) {
+  return sequence_after(name, kLockName);
 }
 
 std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& children) {
@@ -74,6 +84,43 @@ QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
   position.holds = ours == sorted_nodes.begin();
   position.lower.assign(sorted_nodes.begin(), ours);
   return position;
+}
+
+std::string ForeignLockNodes::description() const {
+  std::string text;
+  switch (protocol) {
+    case ForeignProtocol::curator_semaphore:
+      text = "Curator InterProcessSemaphoreV2/SemaphoreMutex (children ";
+      for (std::size_t i = 0; i < nodes.size(); ++i) text += (i ? ", " : "") + nodes[i] + "/";
+      return text + ")";
+    case ForeignProtocol::curator_read_write_lock:
+      text = "Curator InterProcessReadWriteLock (node " + nodes.front();
+      if (nodes.size() > 1) text += " and " + std::to_string(nodes.size() - 1) + " more";
+      return text + ")";
+  }
+  return "an unknown lock protocol";
+}
+
+std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::string>& children) {
+  // Either child alone is the semaphore's: "locks" appears first (its
+  // internal mutex), and "leases" may outlive it.
+  bool locks = false, leases = false;
+  ForeignLockNodes read_write{ForeignProtocol::curator_read_write_lock, {}};
+  for (const auto& child : children) {
+    locks = locks || child == kCuratorSemaphoreLocks;
+    leases = leases || child == kCuratorSemaphoreLeases;
+    if (sequence_after(child, kCuratorReadName) || sequence_after(child, kCuratorWriteName))
+      read_write.nodes.push_back(child);
+  }
+  if (locks || leases) {
+    ForeignLockNodes semaphore{ForeignProtocol::curator_semaphore, {}};
+    if (locks) semaphore.nodes.emplace_back(kCuratorSemaphoreLocks);
+    if (leases) semaphore.nodes.emplace_back(kCuratorSemaphoreLeases);
+    return semaphore;
+  }
+  if (read_write.nodes.empty()) return std::nullopt;
+  std::sort(read_write.nodes.begin(), read_write.nodes.end());
+  return read_write;
 }
 
 }  // namespace zkr::detail

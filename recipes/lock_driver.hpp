@@ -49,4 +49,37 @@ struct QueuePosition {
 QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
                              std::string_view our_node);
 
+// ---- No silent mix: other lock protocols' nodes on our path.
+//
+// Our queue sees only lock nodes, and Curator's other lock recipes keep their
+// nodes where it does not look; each side would grant as if the other were
+// not there. What they leave directly under the lock path (read from the
+// Curator 5.4.0 jar with javap, checked live in curator_mix_test):
+//   InterProcessSemaphoreV2, and InterProcessSemaphoreMutex (a V2 of one
+//     lease): the children "locks" (its internal InterProcessMutex) and
+//     "leases" (lease nodes `_c_<guid>-lease-<seq>`, counted for the grant);
+//   InterProcessReadWriteLock: `_c_<guid>-__READ__<seq>` and
+//     `_c_<guid>-__WRIT__<seq>` nodes (its sort puts ours after all of them).
+// Names that say nothing about a protocol (an operator's note, our probe and
+// layout record, "lock-" without a sequence) are not foreign locks: they stay
+// ignored, as before.
+// Cannot be told from ours: Curator's deprecated InterProcessSemaphore (v1)
+// uses our very names and queue (and grants the first N).
+enum class ForeignProtocol { curator_semaphore, curator_read_write_lock };
+
+inline constexpr std::string_view kCuratorSemaphoreLocks = "locks";
+inline constexpr std::string_view kCuratorSemaphoreLeases = "leases";
+inline constexpr std::string_view kCuratorReadName = "__READ__";
+inline constexpr std::string_view kCuratorWriteName = "__WRIT__";
+
+struct ForeignLockNodes {
+  ForeignProtocol protocol;
+  std::vector<std::string> nodes;  // the children that give it away ("locks" first; by name)
+  // E.g. "Curator InterProcessReadWriteLock (node _c_...-__WRIT__0000000003)".
+  std::string description() const;
+};
+
+// The first foreign protocol found among a lock directory's children, if any.
+std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::string>& children);
+
 }  // namespace zkr::detail

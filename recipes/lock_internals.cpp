@@ -303,9 +303,17 @@ class Attempt {
   }
 
   // Where our node stands in a listing of the directory. False: not there.
+  // Every listing goes through here, the one a grant is decided on included;
+  // one showing another lock protocol's nodes ends the attempt (run()
+  // deletes our node): that protocol does not see ours, nor we its.
   bool position(const Children& listed) {
     const auto& children = listed.names;
     remove_ghosts(children);
+    if (const auto foreign = find_foreign_lock_nodes(children))
+      throw KeeperError(Errc::foreign_lock_protocol, lock_.dir_,
+                        foreign->description() +
+                            " uses this lock path; neither protocol sees the other's nodes, so "
+                            "both would be granted at once: refusing to queue beside it");
     auto where = queue_position(sorted_lock_nodes(children), node_);
     if (!where.found) {
       client_.logger().warn("lock {}: our node {} vanished; queueing again", lock_.dir_, node_);
@@ -359,27 +367,20 @@ class Attempt {
         }
       }
       if (!gone) continue;
-      lower_.pop_back();
       // The nodes below the one that went may be gone too (typically: it held
-      // the lock, so they were), or not: one listing says which, however many.
-      // When none is left, our node is asked about once more. The event that
-      // brought us here may be old: a process stopped (SIGSTOP, a long GC,
-      // a swapped-out VM) wakes to events read before its session expired,
-      // and a grant decided on them alone would hold a lock that another
-      // process was granted meanwhile. A reply that comes after the decision
-      // says the session still lives and our node is still there.
-      if (!lower_.empty() ? !relist() : !own_node_exists()) return Turn::vanished;
+      // the lock, so they were), or not: one listing says which, however many,
+      // and it is the reply a grant is decided on. The event that brought us
+      // here may be old: a process stopped (SIGSTOP, a long GC, a swapped-out
+      // VM) wakes to events read before its session expired, and a grant
+      // decided on them alone would hold a lock that another process was
+      // granted meanwhile. A reply that comes after the decision says the
+      // session still lives and our node is still there; a listing also shows
+      // what arrived while we waited (another protocol's nodes: position()).
+      // lower_ is replaced only by that reply: a retry after a lost one
+      // watches (and lists) again rather than granting on the event alone.
+      if (!relist()) return Turn::vanished;
     }
     return own_node_lost() ? Turn::vanished : Turn::ours;
-  }
-
-  bool own_node_exists() {
-    const std::string path = join_path(lock_.dir_, node_);
-    const auto reply = await(keeper_->async_exists(path), path);
-    if (reply.error() == Errc::no_node) return false;
-    if (reply.error() == Errc::session_expired) throw SessionGone{epoch_};
-    if (!reply.ok()) throw KeeperError(reply.error(), path, "checking our lock node");
-    return true;
   }
 
   // Our node was deleted while we waited (the own-node watch says so).

@@ -17,16 +17,20 @@
 // existence of the node we watch. Data in a node (the holder's text, Curator's
 // revocation request, anything another client writes) is never read as a sign
 // of anything, so no holder text and no foreign write can skip a holder. When
-// the node we watch goes and nodes below it were in our listing, one listing
-// says which are left: O(1) requests per hand-off however long the queue, at
-// the price of a reply that grows with it.
+// the node we watch goes, one listing says which nodes before ours are left:
+// O(1) requests per hand-off however long the queue, at the price of a reply
+// that grows with it.
 //
 // A contender that has to wait watches its own node from then on (the reply
 // comes before any later event of the session), so a delete of it while it
 // waits is known before its turn comes. A grant is never decided on an event
-// alone: the listing, or a read of our node, that follows it is the proof
-// that the session still lived after the decision (an event may have waited
-// out a stopped process and its session's expiry in a socket buffer).
+// alone: the listing that follows it is the proof that the session still
+// lived after the decision (an event may have waited out a stopped process
+// and its session's expiry in a socket buffer).
+//
+// No silent mix: every listing, and so every grant, is refused with
+// foreign_lock_protocol if it shows another lock protocol's nodes
+// (lock_driver.hpp says which are recognised); our node is deleted.
 //
 // Safety rests on two rules: we only conclude "we hold it" from nodes of our
 // current session (a lost session discards the whole view and re-enters), and

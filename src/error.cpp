@@ -60,13 +60,14 @@ std::string_view errc_name(Errc e) noexcept {
     case Errc::reconfig_disabled: return "reconfig_disabled";
     case Errc::session_closed_requires_sasl_auth: return "session_closed_requires_sasl_auth";
     case Errc::throttled_op: return "throttled_op";
+    case Errc::foreign_lock_protocol: return "foreign_lock_protocol";
   }
   return "unknown";
 }
 
 Errc errc_from_int(int raw) noexcept {
   for (const Errc e : kAllErrc) {
-    if (static_cast<int>(e) == raw) return e;
+    if (static_cast<int>(e) == raw && !is_zkrecipes_code(e)) return e;
   }
   return Errc::api_error;
 }

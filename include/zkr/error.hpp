@@ -1,7 +1,8 @@
 // zkr/error.hpp: the one error model of zkrecipes.
 //
 // Every ZooKeeper result code has exactly one `Errc` value with the same number,
-// so nothing is lost in translation. Errors travel as `std::error_code` inside
+// so nothing is lost in translation; the few codes of zkrecipes' own are
+// numbered from -1000 down, far from ZooKeeper's, and never come off the wire. Errors travel as `std::error_code` inside
 // results and as `KeeperError` (a `std::system_error` that also names the path)
 // when thrown. Bad arguments are caught before anything is sent and thrown as
 // `std::invalid_argument` naming what was wrong.
@@ -56,6 +57,13 @@ enum class Errc : int {
   reconfig_disabled = -123,
   session_closed_requires_sasl_auth = -124,
   throttled_op = -127,
+
+  // zkrecipes' own (is_zkrecipes_code). A lock found another lock protocol's
+  // nodes on its path (Curator's semaphore or read/write lock, which do not
+  // see our nodes, nor we theirs) and refused before it could be granted, its
+  // own node deleted. Never retried: only the other service's owner can mend
+  // it. See "No silent mix" in zkr/lock.hpp.
+  foreign_lock_protocol = -1001,
 };
 
 // Every Errc value, for exhaustive tests and tools.
@@ -69,8 +77,11 @@ inline constexpr Errc kAllErrc[] = {
     Errc::session_expired, Errc::invalid_callback, Errc::invalid_acl, Errc::auth_failed,
     Errc::closing, Errc::nothing, Errc::session_moved, Errc::not_read_only,
     Errc::ephemeral_on_local_session, Errc::no_watcher, Errc::reconfig_disabled,
-    Errc::session_closed_requires_sasl_auth, Errc::throttled_op,
+    Errc::session_closed_requires_sasl_auth, Errc::throttled_op, Errc::foreign_lock_protocol,
 };
+
+// A code of zkrecipes' own, not ZooKeeper's.
+constexpr bool is_zkrecipes_code(Errc e) noexcept { return static_cast<int>(e) <= -1000; }
 
 const std::error_category& keeper_category() noexcept;
 std::error_code make_error_code(Errc e) noexcept;
@@ -78,7 +89,8 @@ std::error_code make_error_code(Errc e) noexcept;
 // The name of the code, e.g. "no_node". Unknown values give "unknown".
 std::string_view errc_name(Errc e) noexcept;
 
-// Maps a raw integer from the wire or the C client; unknown values become api_error.
+// Maps a raw integer from the wire or the C client; unknown values (and
+// zkrecipes' own codes, which no server sends) become api_error.
 Errc errc_from_int(int raw) noexcept;
 
 // The link to the ensemble failed or the session is gone: the outcome of a write

@@ -8,9 +8,35 @@
 // (`_c_<guid>-lock-<sequence>`), so Curator's InterProcessMutex and both of
 // these locks exclude each other on the same path (tested against Curator
 // 5.4). Our InterProcessSemaphoreMutex is not Curator's class of that name,
-// which keeps "locks" and "leases" children instead: do not mix those two.
-// Children of a lock directory that are not lock nodes are ignored (Curator
-// sorts them in, and one whose name sorts first blocks its waiters).
+// which keeps "locks" and "leases" children instead. Children of a lock
+// directory that are not lock nodes are ignored (Curator sorts them in, and
+// one whose name sorts first blocks its waiters), except those below.
+//
+// No silent mix. Curator's other lock recipes keep nodes our queue does not
+// count, and they do not count ours: on one path, both would be granted. So a
+// lock that finds them refuses before it can be granted: acquire() and every
+// try_acquire* throw KeeperError(Errc::foreign_lock_protocol) naming the path
+// and the protocol, our node deleted, nothing retried. Recognised:
+//   Curator InterProcessSemaphoreV2 and InterProcessSemaphoreMutex: a child
+//     named "locks" or "leases" (so a lock path must not have children of
+//     those names for other reasons: nest other lock paths elsewhere);
+//   Curator InterProcessReadWriteLock: a child "..__READ__<seq>" or
+//     "..__WRIT__<seq>".
+// Every listing an acquire makes is checked, the one its grant is decided on
+// included: a foreign node that appears while we wait refuses us too. What
+// cannot be done from our side:
+//   - Curator is granted whatever our nodes say: its semaphore counts only
+//     leases/, its read/write lock sorts our names after all of its own. So
+//     a Curator lock that arrives while ours is held (or after our grant's
+//     listing) is granted beside it; only our later acquires refuse. A
+//     holder is not told (that would cost a child watch, and a listing per
+//     new waiter, on every held lock).
+//   - Curator's deprecated InterProcessSemaphore (v1) uses our very names and
+//     queue, and with more than one lease grants its first N: it can hold
+//     beside us undetected. Never mix it with our locks.
+// Curator's semaphore leaves "locks" and "leases" behind as container nodes,
+// which the server removes once empty (at its next container check, a
+// minute by default): until then our locks on that path still refuse.
 //
 // Who holds the lock is decided only by which lock nodes exist, in sequence
 // order, as the server reports them: the data in a lock node (the holder's

@@ -7,6 +7,9 @@
 // acquired releases. All leases of a granted set belong to one session: if
 // the session ends while the set is being taken (the earlier locks' nodes go
 // with it), everything is given back and taken again, within the deadline.
+// An error gives everything back too and is thrown as it came: one path held
+// by another lock protocol (Errc::foreign_lock_protocol, see zkr/lock.hpp)
+// refuses the whole set.
 //
 //   zkr::MultiLock both(client, {"/locks/train/7", "/locks/yard/north"});
 //   if (both.try_acquire_for(5s)) {

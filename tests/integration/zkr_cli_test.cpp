@@ -306,7 +306,7 @@ TEST(ZkrCliUsage, HelpForEveryVerb) {
   // Each verb's help names its own synopsis and the exit codes a script needs.
   const auto lock = run_zkr(dir, {"lock", "--help"});
   EXPECT_NE(lock.out.find("Usage: zkr lock PATH"), std::string::npos);
-  for (const char* code : {"64", "69", "75", "79", "126", "127"})
+  for (const char* code : {"64", "69", "75", "78", "79", "126", "127"})
     EXPECT_NE(lock.out.find(code), std::string::npos) << "exit code " << code << " undocumented";
   EXPECT_NE(run_zkr(dir, {"ls", "--help"}).out.find("Usage: zkr ls ROOT"), std::string::npos);
   EXPECT_NE(run_zkr(dir, {"cleanup", "--help"}).out.find("--dry-run"), std::string::npos);
@@ -658,6 +658,29 @@ TEST_F(ZkrCliTest, CommandThatCannotRunExitsLikeAShellAndLeavesNoNode) {
                                      not_executable.string()});
   EXPECT_EQ(denied.code, 126) << denied.err;
   EXPECT_TRUE(queue_reaches(path, 0)) << "the lock was not released";
+}
+
+// Another lock protocol on the path (Curator's semaphore leaves "leases"
+// there) would not exclude us: zkr refuses with a code of its own, CMD not
+// run, no node left.
+TEST_F(ZkrCliTest, PathOfAnotherLockProtocolIsRefusedWithItsOwnCode) {
+  const std::string path = root_ + "/shared-with-java";
+  keeper().create(path);
+  keeper().create(path + "/leases");
+  const auto marker = dir_ / "ran";
+  const auto status = dir_ / "status";
+  const auto ran = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout",
+                                  kConnectTimeout, "--status-file", status.string(), "--", "/bin/sh", "-c",
+                                  "touch " + quoted(marker)});
+  EXPECT_EQ(ran.code, 78) << ran.err;
+  EXPECT_NE(ran.err.find("foreign_lock_protocol at " + path), std::string::npos) << ran.err;
+  EXPECT_NE(ran.err.find("Curator InterProcessSemaphoreV2/SemaphoreMutex (children leases/)"),
+            std::string::npos)
+      << ran.err;
+  EXPECT_EQ(read_file(status), "{\"outcome\":\"error\",\"exit\":78}\n");
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran";
+  keeper().sync(path);  // zkr's delete was answered, maybe by another server
+  EXPECT_EQ(keeper().children(path).names, std::vector<std::string>{"leases"}) << "our node was left behind";
 }
 
 TEST_F(ZkrCliTest, SignalsToZkrArePassedOnToTheCommand) {

@@ -1,11 +1,16 @@
 // A lock client built on Apache Curator's own InterProcessMutex, driven by
 // tests/integration/curator_interop_test.cpp to prove that Curator and
-// zkrecipes exclude each other on the same lock path.
+// zkrecipes exclude each other on the same lock path; and on Curator's other
+// lock recipes, which our locks must refuse to share a path with.
 //
 //   java -cp <curator jars>:<dir of this class> CuratorLockPeer <connect string>
 //
 // One command per line on stdin, one reply per line on stdout:
 //   acquire <path> <timeout_ms>   -> acquired <lock node path> | timeout
+//   semaphore-mutex <path> <timeout_ms> -> acquired | timeout: Curator's own
+//                                    InterProcessSemaphoreMutex (locks/, leases/)
+//   write-lock <path> <timeout_ms> -> acquired | timeout: the write lock of
+//   read-lock <path> <timeout_ms>     (or read lock) of Curator's InterProcessReadWriteLock
 //   release                       -> released   (the lock acquired last)
 //   participants <path>           -> participants [<node path> ...]  (queue order)
 //   count <lock path> <counter path> <n> <timeout_ms> <mark>
@@ -32,7 +37,10 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.LockInternals;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -61,7 +69,7 @@ public final class CuratorLockPeer {
   private final CuratorFramework client;
   private final PrintStream out;
   // Locks this peer holds, the last acquired on top; `release` pops it.
-  private final Deque<Mutex> held = new ArrayDeque<>();
+  private final Deque<InterProcessLock> held = new ArrayDeque<>();
 
   private CuratorLockPeer(CuratorFramework client, PrintStream out) {
     this.client = client;
@@ -123,6 +131,12 @@ public final class CuratorLockPeer {
     switch (words[0]) {
       case "acquire":
         return acquire(words[1], Long.parseLong(words[2]));
+      case "semaphore-mutex":
+        return acquire(new InterProcessSemaphoreMutex(client, words[1]), Long.parseLong(words[2]));
+      case "write-lock":
+        return acquire(new InterProcessReadWriteLock(client, words[1]).writeLock(), Long.parseLong(words[2]));
+      case "read-lock":
+        return acquire(new InterProcessReadWriteLock(client, words[1]).readLock(), Long.parseLong(words[2]));
       case "release":
         if (held.isEmpty()) return "error nothing held";
         held.pop().release();
@@ -153,6 +167,13 @@ public final class CuratorLockPeer {
     if (!mutex.acquire(timeoutMs, TimeUnit.MILLISECONDS)) return "timeout";
     held.push(mutex);
     return "acquired " + mutex.nodePath();
+  }
+
+  // Another of Curator's lock recipes; its nodes the test reads from the server.
+  private String acquire(InterProcessLock lock, long timeoutMs) throws Exception {
+    if (!lock.acquire(timeoutMs, TimeUnit.MILLISECONDS)) return "timeout";
+    held.push(lock);
+    return "acquired";
   }
 
   // The critical section is deliberately unprotected by versions: a get, then a

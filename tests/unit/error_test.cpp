@@ -14,9 +14,21 @@ TEST(Errc, EveryCodeHasItsOwnNameAndRoundTrips) {
     const auto name = errc_name(e);
     EXPECT_NE(name, "unknown") << static_cast<int>(e);
     EXPECT_TRUE(names.insert(name).second) << "duplicate name " << name;
-    EXPECT_EQ(errc_from_int(static_cast<int>(e)), e);
+    // Ours never come off the wire: a server sending one is sending nonsense.
+    EXPECT_EQ(errc_from_int(static_cast<int>(e)), is_zkrecipes_code(e) ? Errc::api_error : e);
   }
   EXPECT_EQ(names.size(), std::size(kAllErrc));
+}
+
+TEST(Errc, OurOwnCodesAreFarFromZooKeepersAndNeverRetried) {
+  EXPECT_TRUE(is_zkrecipes_code(Errc::foreign_lock_protocol));
+  EXPECT_EQ(errc_name(Errc::foreign_lock_protocol), "foreign_lock_protocol");
+  EXPECT_FALSE(is_retryable(Errc::foreign_lock_protocol));
+  EXPECT_FALSE(is_connection_error(Errc::foreign_lock_protocol));
+  for (const Errc e : kAllErrc) {
+    if (is_zkrecipes_code(e)) continue;
+    EXPECT_GT(static_cast<int>(e), -1000) << errc_name(e);
+  }
 }
 
 TEST(Errc, UnknownRawCodesBecomeApiError) {

@@ -44,6 +44,14 @@ int run_reporting_errors(std::string_view verb, const std::function<int()>& body
                 " (or more) to list it anyway: the reply will be large");
     return exit_code::listing_too_large;
   } catch (const KeeperError& e) {
+    if (e.errc() == Errc::foreign_lock_protocol) {
+      // A deployment error, not ZooKeeper's: say what is on the path and
+      // what zkr lock can share a path with.
+      print_error(std::string(e.what()) +
+                  " (zkr lock shares a path only with zkrecipes locks and Curator's "
+                  "InterProcessMutex)");
+      return exit_code::foreign_lock;
+    }
     if (is_connection_error(e.errc())) {
       print_error(std::string("lost the connection to ZooKeeper: ") + e.what());
       return exit_code::unavailable;

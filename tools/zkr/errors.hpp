@@ -16,7 +16,8 @@ void print_error(std::string_view message);
 // matching code: UsageError and std::invalid_argument (the library's bad
 // path, bad hosts) -> usage, with a pointer to `zkr help VERB`;
 // Unreachable and connection-level KeeperErrors -> unavailable;
-// ListingTooLarge -> listing_too_large; other KeeperErrors -> zookeeper;
+// ListingTooLarge -> listing_too_large; foreign_lock_protocol -> foreign_lock;
+// other KeeperErrors -> zookeeper;
 // std::system_error -> os_error; anything else -> internal.
 int run_reporting_errors(std::string_view verb, const std::function<int()>& body);
 

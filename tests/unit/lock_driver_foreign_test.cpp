@@ -1,0 +1,96 @@
+// No silent mix, the pure part: which children of a lock directory are
+// another lock protocol's (recipes/lock_driver.hpp), and which are not.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "lock_directory.hpp"
+#include "lock_driver.hpp"
+#include "zkr/lock_factory.hpp"
+
+namespace zkr::detail {
+namespace {
+
+const std::string kGuid = "0f8e1c2a-1111-4222-8333-444455556666";
+const std::string kOurs = protected_lock_prefix(kGuid) + "0000000007";
+
+TEST(ForeignLockNodes, CuratorSemaphoreByItsLocksAndLeasesChildren) {
+  const auto found = find_foreign_lock_nodes({kOurs, "leases", "locks"});
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->protocol, ForeignProtocol::curator_semaphore);
+  EXPECT_EQ(found->nodes, (std::vector<std::string>{"locks", "leases"}));
+  EXPECT_EQ(found->description(),
+            "Curator InterProcessSemaphoreV2/SemaphoreMutex (children locks/, leases/)");
+}
+
+// Its internal mutex's "locks" comes first and its "leases" may outlive it
+// (both are containers, reaped separately): either alone gives it away.
+TEST(ForeignLockNodes, EitherSemaphoreChildAloneIsEnough) {
+  const auto locks = find_foreign_lock_nodes({"locks", kOurs});
+  ASSERT_TRUE(locks);
+  EXPECT_EQ(locks->description(), "Curator InterProcessSemaphoreV2/SemaphoreMutex (children locks/)");
+  const auto leases = find_foreign_lock_nodes({"leases"});
+  ASSERT_TRUE(leases);
+  EXPECT_EQ(leases->protocol, ForeignProtocol::curator_semaphore);
+  EXPECT_EQ(leases->nodes, std::vector<std::string>{"leases"});
+}
+
+TEST(ForeignLockNodes, CuratorReadWriteLockByItsWriteNode) {
+  const std::string write = "_c_" + kGuid + "-__WRIT__0000000003";
+  const auto found = find_foreign_lock_nodes({kOurs, write, "config"});
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->protocol, ForeignProtocol::curator_read_write_lock);
+  EXPECT_EQ(found->description(), "Curator InterProcessReadWriteLock (node " + write + ")");
+}
+
+TEST(ForeignLockNodes, CuratorReadWriteLockByItsReadNodes) {
+  const std::vector<std::string> children{"_c_b-__READ__0000000005", kOurs, "_c_a-__READ__0000000004",
+                                          "_c_c-__WRIT__0000000006"};
+  const auto found = find_foreign_lock_nodes(children);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->protocol, ForeignProtocol::curator_read_write_lock);
+  // In name order, whatever order the server listed them in.
+  EXPECT_EQ(found->nodes, (std::vector<std::string>{"_c_a-__READ__0000000004", "_c_b-__READ__0000000005",
+                                                    "_c_c-__WRIT__0000000006"}));
+  EXPECT_EQ(found->description(),
+            "Curator InterProcessReadWriteLock (node _c_a-__READ__0000000004 and 2 more)");
+}
+
+// Names as the server makes them, however they were asked for: without
+// Curator's protection, and once the directory's counter has gone negative.
+TEST(ForeignLockNodes, ReadWriteNodesWithoutProtectionOrWithANegativeSequence) {
+  for (const std::string name : {"__WRIT__0000000000", "__READ__2147483647", "_c_g-__READ__-2147483648",
+                                 "_c_g-__WRIT__-000000001"})
+    EXPECT_TRUE(find_foreign_lock_nodes({name})) << name;
+}
+
+TEST(ForeignLockNodes, SemaphoreIsReportedWhenBothProtocolsAreThere) {
+  const auto found = find_foreign_lock_nodes({"_c_g-__WRIT__0000000001", "leases"});
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->protocol, ForeignProtocol::curator_semaphore);
+}
+
+// Anything that is not one of those layouts keeps being ignored: our own
+// nodes and helper children, an operator's note, near misses of every name.
+TEST(ForeignLockNodes, OtherNamesAreNotForeignLocks) {
+  const std::vector<std::string> not_foreign{
+      kOurs,
+      "lock-0000000002",                            // Curator's mutex without protection: ours
+      std::string(kLayoutNodeName),                 // a LockFactory's layout record
+      std::string(kProbePrefix) + new_guid(),       // the directory-removal proof's probe
+      "config", "zz-lock-not-a-number", "",
+      "lock", "lease", "leases2", "locks-", "my-locks", "Leases", "LOCKS", " leases", "leases ",
+      "_c_" + kGuid + "-lease-0000000001",          // a lease belongs in leases/, not here
+      "__WRIT__", "__READ__", "_c_g-__WRIT__", "_c_g-__WRIT__123", "_c_g-__READ__0000000003x",
+      "_c_g-__WRIT__00000000001234", "_c_g-__write__0000000003", "_c_g-__READ_0000000003",
+      "_c_g-__WRIT__lock-0000000001",               // ends as a lock node: one of our queue's
+      "_c_g-__READ__0000000001-config"};
+  for (const auto& name : not_foreign)
+    EXPECT_FALSE(find_foreign_lock_nodes({name})) << '"' << name << '"';
+  EXPECT_FALSE(find_foreign_lock_nodes(not_foreign));
+  EXPECT_FALSE(find_foreign_lock_nodes({}));
+}
+
+}  // namespace
+}  // namespace zkr::detail
