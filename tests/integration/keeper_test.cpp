@@ -733,13 +733,7 @@ TEST_F(KeeperTest, ExpiredSessionEndsWatchesAndFailsRequests) {
   EXPECT_FALSE(victim->exists(at("never"), probe->watcher()));
 
   // Expire it the usual way: join the session from a second handle, then close that.
-  {
-    auto joiner_config = base_config();
-    joiner_config.session_id = victim->session_id();
-    joiner_config.session_password = victim->session_password();
-    auto joiner = open(joiner_config);
-    EXPECT_EQ(joiner->session_id(), victim->session_id());
-  }
+  test::expire_session(*victim);
   // A request makes the victim notice soon, whatever server it is on.
   auto pending = victim->async_sync(root_);
   ASSERT_TRUE(log->wait_for(SessionState::expired, kWait));

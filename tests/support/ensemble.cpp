@@ -8,6 +8,7 @@
 #include <array>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -71,27 +72,37 @@ std::string unique_path(const std::string& name) {
 }
 
 void expire_session(const Keeper& victim, std::chrono::milliseconds timeout) {
+  // The join kicks the victim off its server; if the victim reconnects before
+  // the close goes out, it kicks the intruder in turn and the close is lost
+  // with the intruder's connection. So close, then join again to prove the
+  // session is gone: the server answers a join of a closed session with
+  // "expired".
   struct Joined {
     std::mutex mutex;
     std::condition_variable cv;
-    bool connected = false;
+    std::optional<SessionState> state;
   };
-  auto joined = std::make_shared<Joined>();
   KeeperConfig config;
   config.hosts = connect_string();
   config.session_timeout = victim.session_timeout();
   config.session_id = victim.session_id();
   config.session_password = victim.session_password();
-  auto intruder = connect_keeper(config, [joined](SessionState state) {
-    std::lock_guard lock(joined->mutex);
-    if (state == SessionState::connected) joined->connected = true;
-    joined->cv.notify_all();
-  });
-  std::unique_lock lock(joined->mutex);
-  if (!joined->cv.wait_for(lock, timeout, [&] { return joined->connected; }))
-    throw std::runtime_error("could not join session " + std::to_string(victim.session_id()));
-  lock.unlock();
-  intruder.reset();  // closing the joined handle ends the session on the server
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int attempt = 1; attempt <= 10; ++attempt) {
+    auto joined = std::make_shared<Joined>();
+    auto intruder = connect_keeper(config, [joined](SessionState state) {
+      std::lock_guard lock(joined->mutex);
+      if (state == SessionState::connected || state == SessionState::expired) joined->state = state;
+      joined->cv.notify_all();
+    });
+    std::unique_lock lock(joined->mutex);
+    if (!joined->cv.wait_until(lock, deadline, [&] { return joined->state.has_value(); })) break;
+    const auto state = *joined->state;
+    lock.unlock();
+    if (state == SessionState::expired) return;
+    intruder.reset();  // closing the joined handle ends the session on the server
+  }
+  throw std::runtime_error("could not expire session " + std::to_string(victim.session_id()));
 }
 
 int connected_server(const Keeper& keeper) {

@@ -31,8 +31,8 @@ std::string unique_path(const std::string& name);
 
 // Expires `victim`'s session the way the server does it for real: joins the
 // session from a second handle (same id and password), then closes that
-// handle. Returns once the second handle was connected and is closed; throws
-// std::runtime_error if it could not join within `timeout`.
+// handle, until a join is answered "expired". Returns once the servers have
+// ended the session; throws std::runtime_error if that takes past `timeout`.
 void expire_session(const Keeper& victim, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // Index (1-based) of the server `keeper` is connected to; throws if none.
