@@ -39,6 +39,10 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   const std::int64_t czxid;
   const std::uint64_t epoch;
   Client::ListenerId listener = 0;  // set once, before the lease is shared
+  // A read granted through its thread's write node ahead of queued writers
+  // (queue_position): safe only while that write node stays. Set once,
+  // before the lease is shared.
+  bool ahead_of_writers = false;
   // The grant's use of its lock directory (directory_registry.hpp): set
   // before the lease is shared, ended by the release.
   std::unique_ptr<DirectoryRegistry::Use> directory_use;

@@ -10,6 +10,7 @@
 #include "zkr/multi_lock.hpp"
 #include "zkr/path.hpp"
 
+#include "acquire_calls.hpp"
 #include "lease_state.hpp"
 #include "lock_internals.hpp"
 
@@ -66,87 +67,15 @@ MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op
 }
 
 namespace {
-
 using Visit = detail::ClientLifeline::Visit;
-
-Deadline deadline_after(std::chrono::milliseconds timeout) {
-  return Clock::now() + std::max(timeout, std::chrono::milliseconds(0));
-}
-
-Deadline to_deadline(std::chrono::steady_clock::time_point deadline) { return deadline; }
-
-// Checked before anything else, so that a bad path never reaches the queue:
-// the rules of zkr/path.hpp, not the root, and room for our lock nodes.
-std::string checked_lock_path(std::string path) {
-  validate_path(path);
-  if (path == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
-  if (path.size() > kMaxLockPathLength)
-    throw std::invalid_argument(
-        "invalid lock path \"" + path.substr(0, 80) + (path.size() > 80 ? "..." : "") +
-        "\": it is " + std::to_string(path.size()) + " characters long; a lock path may have " +
-        std::to_string(kMaxLockPathLength) + " at most, so that its lock nodes stay within " +
-        std::to_string(kMaxPathLength));
-  return path;
-}
-
-// Errors about the Client rather than a znode (no connection, auth failed,
-// closing) come without a path: name the lock they stopped. Call from a
-// catch block.
-[[noreturn]] void rethrow_naming(const KeeperError& e, const std::string& dir) {
-  if (!e.path().empty()) throw;
-  std::string text = e.what();
-  const std::string name = std::string(errc_name(e.errc())) + ": ";
-  if (text.starts_with(name)) text.erase(0, name.size());
-  throw KeeperError(e.errc(), dir, text);
-}
-
-KeeperError client_gone(const std::string& dir) {
-  return KeeperError(Errc::closing, dir, "the lock's Client is closed or being destroyed");
-}
-
-// The checks every acquire form makes before it may send anything.
-void check_may_acquire(Client& client, std::string_view kind, const std::string& dir) {
-  if (client.on_listener_thread())
-    throw std::logic_error(std::string(kind) + " " + dir +
-                           ": acquire on the Client's listener thread, where waiting would hold "
-                           "up every listener (the lost signals of held locks included); "
-                           "acquire on another thread");
-}
-
-// A timed acquire waits for a connection no longer than its deadline (the
-// queue would wait a whole connection_timeout). False if the deadline came
-// first; throws for what no wait can mend (auth_failed, closing). acquire()
-// leaves it to the queue and the retry policy.
-bool connected_by(Client& client, const Deadline& deadline, const std::string& dir) {
-  if (!deadline) return true;
-  try {
-    // Each wait ends at the deadline or at connection_timeout, whichever is
-    // sooner, so this ends by the deadline.
-    while (!client.is_connected()) {
-      try {
-        (void)client.keeper_when_connected(*deadline);
-      } catch (const KeeperError& e) {
-        if (e.errc() != Errc::connection_loss) throw;
-        if (Clock::now() >= *deadline) {
-          client.logger().debug("lock {}: {}", dir, e.what());
-          return false;
-        }
-      }
-    }
-  } catch (const KeeperError& e) {
-    rethrow_naming(e, dir);
-  }
-  return true;
-}
-
-std::shared_ptr<LeaseState> acquire_naming(detail::LockInternals& internals, Deadline deadline) {
-  try {
-    return internals.acquire(deadline);
-  } catch (const KeeperError& e) {
-    rethrow_naming(e, internals.dir());
-  }
-}
-
+using detail::acquire_naming;
+using detail::check_may_acquire;
+using detail::checked_lock_path;
+using detail::client_gone;
+using detail::connected_by;
+using detail::deadline_after;
+using detail::rethrow_naming;
+using detail::to_deadline;
 }  // namespace
 
 // ---- InterProcessMutex: reentrant per thread.

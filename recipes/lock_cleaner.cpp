@@ -9,6 +9,24 @@
 #include "zkr/path.hpp"
 
 namespace zkr {
+
+std::string_view to_string(LockNodeKind kind) noexcept {
+  switch (kind) {
+    case LockNodeKind::mutex: return "mutex";
+    case LockNodeKind::read: return "read";
+    case LockNodeKind::write: return "write";
+  }
+  return "unknown";
+}
+
+std::size_t LockInfo::holders() const noexcept {
+  if (queue.empty()) return 0;
+  if (queue.front().kind != LockNodeKind::read) return 1;
+  std::size_t readers = 0;
+  while (readers < queue.size() && queue[readers].kind == LockNodeKind::read) ++readers;
+  return readers;
+}
+
 namespace {
 
 using detail::ChildEntry;
@@ -22,16 +40,29 @@ std::string too_large_message(const std::string& path, std::uint64_t children,
          " (raise the limit to list it anyway; the hashed layout keeps directories small)";
 }
 
+LockNodeKind kind_of(std::string_view name) {
+  switch (detail::queue_kind(name).value_or(detail::QueueKind::mutex)) {
+    case detail::QueueKind::read: return LockNodeKind::read;
+    case detail::QueueKind::write: return LockNodeKind::write;
+    case detail::QueueKind::mutex: break;
+  }
+  return LockNodeKind::mutex;
+}
+
 LockInfo lock_info(const std::string& dir, std::vector<ChildEntry> lock_nodes) {
   LockInfo info;
   info.path = dir;
   info.key = decode_key(node_name(dir));
   std::vector<std::string> names;
   for (const auto& node : lock_nodes) names.push_back(node.name);
-  for (const auto& name : detail::sorted_lock_nodes(names)) {
+  auto sorted = detail::sorted_queue_nodes(names, detail::QueueFamily::mutex);
+  for (auto& name : detail::sorted_queue_nodes(names, detail::QueueFamily::read_write))
+    sorted.push_back(std::move(name));
+  for (const auto& name : sorted) {
     const auto& node = *std::find_if(lock_nodes.begin(), lock_nodes.end(),
                                      [&](const ChildEntry& e) { return e.name == name; });
-    info.queue.push_back({.name = node.name,
+    info.queue.push_back({.kind = kind_of(node.name),
+                          .name = node.name,
                           .holder_id = node.data,
                           .czxid = node.stat.czxid,
                           .ctime_ms = node.stat.ctime,

@@ -16,11 +16,20 @@ std::string new_guid() {
   return boost::uuids::to_string(generator());
 }
 
-std::string protected_lock_prefix(std::string_view guid) {
+std::string_view queue_marker(QueueKind kind) {
+  switch (kind) {
+    case QueueKind::mutex: return kLockName;
+    case QueueKind::read: return kCuratorReadName;
+    case QueueKind::write: return kCuratorWriteName;
+  }
+  return kLockName;
+}
+
+std::string protected_prefix(std::string_view guid, QueueKind kind) {
   std::string prefix(kProtectedPrefix);
   prefix += guid;
   prefix += '-';
-  prefix += kLockName;
+  prefix += queue_marker(kind);
   return prefix;
 }
 
@@ -39,24 +48,37 @@ std::optional<std::int64_t> sequence_after(std::string_view name, std::string_vi
   return value;
 }
 
+// The text after the last marker of a node of this family (what Curator
+// sorts by), or nullopt for a name that is not one.
+std::optional<std::string_view> sort_key(std::string_view name, QueueFamily family) {
+  const auto kind = queue_kind(name);
+  if (!kind || family_of(*kind) != family) return std::nullopt;
+  const auto marker = queue_marker(*kind);
+  return name.substr(name.rfind(marker) + marker.size());
+}
+
 }  // namespace
 
 std::optional<std::int64_t> lock_sequence(std::string_view name) {
   return sequence_after(name, kLockName);
 }
 
-std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& children) {
-  // Curator compares the text after the last "lock-", not its number. They
+std::optional<QueueKind> queue_kind(std::string_view name) {
+  for (const auto kind : {QueueKind::mutex, QueueKind::read, QueueKind::write})
+    if (sequence_after(name, queue_marker(kind))) return kind;
+  return std::nullopt;
+}
+
+std::vector<std::string> sorted_queue_nodes(const std::vector<std::string>& children,
+                                            QueueFamily family) {
+  // Curator compares the text after the last marker, not its number. They
   // agree for the zero-padded positive numbers ZooKeeper writes until a
   // parent's counter overflows; comparing text keeps us agreeing with Curator
   // even then, which is what matters when both contend on one path.
   std::vector<std::pair<std::string_view, const std::string*>> keyed;
   keyed.reserve(children.size());
-  for (const auto& child : children) {
-    if (!lock_sequence(child)) continue;
-    keyed.emplace_back(std::string_view(child).substr(child.rfind(kLockName) + kLockName.size()),
-                       &child);
-  }
+  for (const auto& child : children)
+    if (const auto key = sort_key(child, family)) keyed.emplace_back(*key, &child);
   std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : *a.second < *b.second;
   });
@@ -67,50 +89,74 @@ std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& child
 }
 
 std::optional<std::string> find_protected_node(const std::vector<std::string>& children,
-                                               std::string_view guid) {
-  const std::string prefix = protected_lock_prefix(guid);
+                                               std::string_view guid, QueueKind kind) {
+  const std::string prefix = protected_prefix(guid, kind);
   for (const auto& child : children) {
-    if (child.starts_with(prefix) && lock_sequence(child)) return child;
+    if (child.starts_with(prefix) && queue_kind(child) == kind) return child;
   }
   return std::nullopt;
 }
 
 QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
-                             std::string_view our_node) {
+                             std::string_view our_node, QueueKind kind,
+                             std::string_view exclusive) {
   QueuePosition position;
   const auto ours = std::find(sorted_nodes.begin(), sorted_nodes.end(), our_node);
   if (ours == sorted_nodes.end()) return position;
   position.found = true;
-  position.holds = ours == sorted_nodes.begin();
-  position.lower.assign(sorted_nodes.begin(), ours);
+  if (kind != QueueKind::read) {
+    position.lower.assign(sorted_nodes.begin(), ours);
+  } else {
+    bool exclusive_listed = false;
+    for (auto it = sorted_nodes.begin(); it != ours; ++it) {
+      if (!exclusive.empty() && *it == exclusive) exclusive_listed = true;
+      else if (queue_kind(*it) == QueueKind::write) position.lower.push_back(*it);
+    }
+    if (exclusive_listed) {
+      position.ahead_of_writers = !position.lower.empty();
+      position.lower.clear();
+    }
+  }
+  position.holds = position.lower.empty();
   return position;
 }
 
 std::string ForeignLockNodes::description() const {
   std::string text;
+  const auto nodes_text = [&] {
+    std::string t = "node " + nodes.front();
+    if (nodes.size() > 1) t += " and " + std::to_string(nodes.size() - 1) + " more";
+    return t;
+  };
   switch (protocol) {
     case ForeignProtocol::curator_semaphore:
       text = "Curator InterProcessSemaphoreV2/SemaphoreMutex (children ";
       for (std::size_t i = 0; i < nodes.size(); ++i) text += (i ? ", " : "") + nodes[i] + "/";
       return text + ")";
-    case ForeignProtocol::curator_read_write_lock:
-      text = "Curator InterProcessReadWriteLock (node " + nodes.front();
-      if (nodes.size() > 1) text += " and " + std::to_string(nodes.size() - 1) + " more";
-      return text + ")";
+    case ForeignProtocol::read_write_lock:
+      return "a read/write lock, InterProcessReadWriteLock of Curator or zkrecipes (" +
+             nodes_text() + ")";
+    case ForeignProtocol::mutex:
+      return "a mutex, InterProcessMutex of Curator or zkrecipes or zkrecipes' "
+             "InterProcessSemaphoreMutex (" +
+             nodes_text() + ")";
   }
   return "an unknown lock protocol";
 }
 
-std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::string>& children) {
+std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::string>& children,
+                                                        QueueFamily asking) {
   // Either child alone is the semaphore's: "locks" appears first (its
   // internal mutex), and "leases" may outlive it.
   bool locks = false, leases = false;
-  ForeignLockNodes read_write{ForeignProtocol::curator_read_write_lock, {}};
+  const auto other = asking == QueueFamily::mutex ? ForeignProtocol::read_write_lock
+                                                  : ForeignProtocol::mutex;
+  ForeignLockNodes other_queue{other, {}};
   for (const auto& child : children) {
     locks = locks || child == kCuratorSemaphoreLocks;
     leases = leases || child == kCuratorSemaphoreLeases;
-    if (sequence_after(child, kCuratorReadName) || sequence_after(child, kCuratorWriteName))
-      read_write.nodes.push_back(child);
+    const auto kind = queue_kind(child);
+    if (kind && family_of(*kind) != asking) other_queue.nodes.push_back(child);
   }
   if (locks || leases) {
     ForeignLockNodes semaphore{ForeignProtocol::curator_semaphore, {}};
@@ -118,9 +164,9 @@ std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::s
     if (leases) semaphore.nodes.emplace_back(kCuratorSemaphoreLeases);
     return semaphore;
   }
-  if (read_write.nodes.empty()) return std::nullopt;
-  std::sort(read_write.nodes.begin(), read_write.nodes.end());
-  return read_write;
+  if (other_queue.nodes.empty()) return std::nullopt;
+  std::sort(other_queue.nodes.begin(), other_queue.nodes.end());
+  return other_queue;
 }
 
 }  // namespace zkr::detail

@@ -2,9 +2,10 @@
 // not, whom do we wait for" as a function of the directory's children. No I/O,
 // so every rule here is tested without a server.
 //
-// Names follow Apache Curator's protected lock nodes, `_c_<guid>-lock-<seq>`,
-// and order by the sequence after the last "lock-", as Curator's
-// StandardLockInternalsDriver does, so both libraries agree on who is first.
+// Names follow Apache Curator's protected lock nodes, `_c_<guid>-lock-<seq>`
+// (and its read/write lock's `_c_<guid>-__READ__<seq>`, `..__WRIT__<seq>`),
+// and order by the sequence after the last marker, as Curator's drivers do,
+// so both libraries agree on who is first.
 #pragma once
 
 #include <cstdint>
@@ -17,37 +18,75 @@ namespace zkr::detail {
 
 inline constexpr std::string_view kLockName = "lock-";
 inline constexpr std::string_view kProtectedPrefix = "_c_";
+inline constexpr std::string_view kCuratorReadName = "__READ__";
+inline constexpr std::string_view kCuratorWriteName = "__WRIT__";
+
+// The kind of node a contender queues with. Two queues exist: the mutex queue
+// ("lock-" nodes: our mutexes, Curator's InterProcessMutex) and Curator's
+// read/write queue (readers and writers in one order). A directory holds one.
+enum class QueueKind { mutex, read, write };
+enum class QueueFamily { mutex, read_write };
+constexpr QueueFamily family_of(QueueKind kind) {
+  return kind == QueueKind::mutex ? QueueFamily::mutex : QueueFamily::read_write;
+}
+// "lock-", "__READ__" or "__WRIT__": what the server appends the sequence to.
+std::string_view queue_marker(QueueKind kind);
 
 // A fresh random GUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx".
 std::string new_guid();
 
-// "_c_<guid>-lock-": the name our create sends; the server appends the sequence.
-std::string protected_lock_prefix(std::string_view guid);
+// "_c_<guid>-<marker>": the name our create sends; the server appends the sequence.
+std::string protected_prefix(std::string_view guid, QueueKind kind);
+inline std::string protected_lock_prefix(std::string_view guid) {
+  return protected_prefix(guid, QueueKind::mutex);
+}
 
 // The sequence of a lock node name: the 10 digits after the last "lock-"
 // (ZooKeeper prints a negative number once a parent's counter overflows).
 // nullopt for anything else: those children are not lock nodes and are ignored.
 std::optional<std::int64_t> lock_sequence(std::string_view name);
 
-// The lock nodes among children, in Curator's order: by the text after the
-// last "lock-" (the same as by number, until a parent's counter overflows
-// 2^31 and ZooKeeper writes negative numbers). Other children are dropped:
-// unlike Curator, which sorts them in by their whole name and can be blocked
-// by one whose name sorts first.
-std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& children);
+// The kind of a queue node of either queue, by its name ("..lock-<seq>",
+// "..__READ__<seq>", "..__WRIT__<seq>"); nullopt for any other name.
+std::optional<QueueKind> queue_kind(std::string_view name);
+// A node of a queue of either family: what lock scans and guarded_write treat
+// as a lock node.
+inline bool is_queue_node(std::string_view name) { return queue_kind(name).has_value(); }
 
-// The child created by the attempt with this guid, if any.
+// The nodes of one queue family among children, in Curator's order: by the
+// text after the last marker (the same as by number, until a parent's counter
+// overflows 2^31 and ZooKeeper writes negative numbers). Other children are
+// dropped: unlike Curator, which sorts them in by their whole name and can be
+// blocked by one whose name sorts first.
+std::vector<std::string> sorted_queue_nodes(const std::vector<std::string>& children,
+                                            QueueFamily family);
+inline std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& children) {
+  return sorted_queue_nodes(children, QueueFamily::mutex);
+}
+
+// The child created by the attempt with this guid and kind, if any.
 std::optional<std::string> find_protected_node(const std::vector<std::string>& children,
-                                               std::string_view guid);
+                                               std::string_view guid,
+                                               QueueKind kind = QueueKind::mutex);
 
-// Where our node stands in the sorted queue.
+// Where our node stands in the sorted queue, and which nodes keep us waiting:
+//   mutex, write  every node before ours (we hold once none is left);
+//   read          every writer before ours: readers share (Curator's rule).
+// A reader whose thread holds the write lock passes that write node as
+// `exclusive`: while it is listed, nobody else holds or can be granted
+// anything, so the read is granted at once (a downgrade).
 struct QueuePosition {
   bool found = false;              // our node is among the children
-  bool holds = false;              // it is first: we hold the lock
-  std::vector<std::string> lower;  // lock nodes before ours, in queue order
+  bool holds = false;              // nothing keeps us waiting: we hold the lock
+  std::vector<std::string> lower;  // the nodes before ours that keep us waiting, in queue order
+  // A read granted through `exclusive` while other writers queue between it
+  // and ours: they wait for `exclusive`, and would be granted beside our read
+  // once it went. So it must stay until the read is released.
+  bool ahead_of_writers = false;
 };
 QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
-                             std::string_view our_node);
+                             std::string_view our_node, QueueKind kind = QueueKind::mutex,
+                             std::string_view exclusive = {});
 
 // ---- No silent mix: other lock protocols' nodes on our path.
 //
@@ -65,12 +104,13 @@ QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
 // ignored, as before.
 // Cannot be told from ours: Curator's deprecated InterProcessSemaphore (v1)
 // uses our very names and queue (and grants the first N).
-enum class ForeignProtocol { curator_semaphore, curator_read_write_lock };
+// Which protocols are foreign depends on the queue asking: a read/write lock
+// finds the mutex queue's "lock-" nodes foreign (Curator's InterProcessMutex
+// and ours alike), and a mutex the read/write nodes.
+enum class ForeignProtocol { curator_semaphore, read_write_lock, mutex };
 
 inline constexpr std::string_view kCuratorSemaphoreLocks = "locks";
 inline constexpr std::string_view kCuratorSemaphoreLeases = "leases";
-inline constexpr std::string_view kCuratorReadName = "__READ__";
-inline constexpr std::string_view kCuratorWriteName = "__WRIT__";
 
 struct ForeignLockNodes {
   ForeignProtocol protocol;
@@ -79,7 +119,9 @@ struct ForeignLockNodes {
   std::string description() const;
 };
 
-// The first foreign protocol found among a lock directory's children, if any.
-std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::string>& children);
+// The first protocol foreign to `asking` found among a lock directory's
+// children, if any.
+std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::string>& children,
+                                                        QueueFamily asking = QueueFamily::mutex);
 
 }  // namespace zkr::detail

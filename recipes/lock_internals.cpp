@@ -78,8 +78,9 @@ class Attempt {
  public:
   // after_epoch: a session this acquire already lost; wait for a later one.
   Attempt(LockInternals& lock, std::shared_ptr<WaitSignal> signal, Deadline deadline,
-          std::uint64_t after_epoch)
+          std::uint64_t after_epoch, std::optional<HeldWriteNode> held_write)
       : after_epoch_(after_epoch),
+        held_write_(std::move(held_write)),
         lock_(lock),
         client_(lock.client_),
         signal_(std::move(signal)),
@@ -194,7 +195,9 @@ class Attempt {
     return deadline_ ? std::min(t, *deadline_) : t;
   }
 
-  std::string prefix_path() const { return join_path(lock_.dir_, protected_lock_prefix(guid_)); }
+  std::string prefix_path() const {
+    return join_path(lock_.dir_, protected_prefix(guid_, lock_.kind_));
+  }
 
   // Creates our node, and learns the queue before it, in one round trip:
   // create and listing are sent back to back. The directory is created in
@@ -280,7 +283,7 @@ class Attempt {
     auto listed = await(keeper_->async_children(lock_.dir_), lock_.dir_);
     if (listed.error() == Errc::no_node) return create_sent_ = false;
     if (!listed.ok()) throw KeeperError(listed.error(), lock_.dir_, "looking for our lock node");
-    const auto found = find_protected_node(listed.value().names, guid_);
+    const auto found = find_protected_node(listed.value().names, guid_, lock_.kind_);
     if (!found) {
       // It may yet be created (a create still on its way to the leader):
       // a new name for the next create, and the old one is deleted on sight.
@@ -309,12 +312,16 @@ class Attempt {
   bool position(const Children& listed) {
     const auto& children = listed.names;
     remove_ghosts(children);
-    if (const auto foreign = find_foreign_lock_nodes(children))
+    const auto family = family_of(lock_.kind_);
+    if (const auto foreign = find_foreign_lock_nodes(children, family))
       throw KeeperError(Errc::foreign_lock_protocol, lock_.dir_,
                         foreign->description() +
                             " uses this lock path; neither protocol sees the other's nodes, so "
                             "both would be granted at once: refusing to queue beside it");
-    auto where = queue_position(sorted_lock_nodes(children), node_);
+    // Our thread's write node exempts us only while it is of this session.
+    const std::string_view exclusive =
+        held_write_ && held_write_->epoch == epoch_ ? std::string_view(held_write_->name) : "";
+    auto where = queue_position(sorted_queue_nodes(children, family), node_, lock_.kind_, exclusive);
     if (!where.found) {
       client_.logger().warn("lock {}: our node {} vanished; queueing again", lock_.dir_, node_);
       node_.clear();
@@ -323,6 +330,7 @@ class Attempt {
       return false;
     }
     lower_ = std::move(where.lower);
+    ahead_of_writers_ = where.ahead_of_writers;
     stage_ = Stage::wait;
     // Someone is before us: watch our own node from now on, so that a delete
     // of it while we wait is known before any later event or reply (a
@@ -443,6 +451,7 @@ class Attempt {
       (void)lease->watch_own_node(keeper_);
     }
     lease->directory_use = std::move(use_);
+    lease->ahead_of_writers = ahead_of_writers_;
     std::weak_ptr<LeaseState> weak = lease;
     const auto policy = lock_.options_.suspended_policy;
     const auto epoch = epoch_;
@@ -493,7 +502,7 @@ class Attempt {
 
   void remove_ghosts(const std::vector<std::string>& children) {
     for (const auto& guid : forgotten_guids_)
-      if (auto ghost = find_protected_node(children, guid)) {
+      if (auto ghost = find_protected_node(children, guid, lock_.kind_)) {
         client_.logger().warn("lock {}: deleting {}, created late by a create we gave up on",
                               lock_.dir_, *ghost);
         client_.remove_in_background(join_path(lock_.dir_, *ghost), epoch_);
@@ -532,6 +541,7 @@ class Attempt {
   }
 
   const std::uint64_t after_epoch_;
+  const std::optional<HeldWriteNode> held_write_;
   LockInternals& lock_;
   Client& client_;
   std::shared_ptr<WaitSignal> signal_;
@@ -555,16 +565,18 @@ class Attempt {
   // A retry after a link error resumes the stage it was in.
   enum class Stage { queue, wait, grant };
   Stage stage_ = Stage::queue;
-  std::vector<std::string> lower_;   // nodes before ours that may still exist
+  std::vector<std::string> lower_;   // nodes before ours that keep us waiting, may still exist
+  bool ahead_of_writers_ = false;     // see QueuePosition
   std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
   // From our first create to the release (the lease takes it) or abandon().
   std::unique_ptr<DirectoryRegistry::Use> use_;
 };
 
-LockInternals::LockInternals(Client& client, std::string dir, LockOptions options)
+LockInternals::LockInternals(Client& client, std::string dir, LockOptions options, QueueKind kind)
     : client_(client),
       dir_(std::move(dir)),
       options_(std::move(options)),
+      kind_(kind),
       holder_(checked_holder_id(options_.holder_id)),
       create_options_{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}},
       directories_(client.directory_registry()) {
@@ -580,7 +592,8 @@ LockInternals::~LockInternals() {
   directories_->detach(dir_, options_.remove_directory_on_release);
 }
 
-std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline) {
+std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
+                                                   const std::optional<HeldWriteNode>& held_write) {
   const auto start = Clock::now();
   std::uint64_t ended_epoch = 0;
   for (int sessions = 0;; ++sessions) {
@@ -590,7 +603,7 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline) {
       if (auto s = weak.lock()) s->on_state(state);
     });
     try {
-      Attempt attempt(*this, signal, deadline, ended_epoch);
+      Attempt attempt(*this, signal, deadline, ended_epoch, held_write);
       auto lease = attempt.run();
       client_.remove_listener(listener);
       return lease;
@@ -646,7 +659,8 @@ std::vector<std::string> LockInternals::participant_nodes() const {
     return std::move(listed).value().names;  // throws: retried if retryable
   });
   std::vector<std::string> paths;
-  for (const auto& name : sorted_lock_nodes(names)) paths.push_back(join_path(dir_, name));
+  for (const auto& name : sorted_queue_nodes(names, family_of(kind_)))
+    paths.push_back(join_path(dir_, name));
   return paths;
 }
 

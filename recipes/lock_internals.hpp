@@ -48,6 +48,7 @@
 
 #include "directory_registry.hpp"
 #include "lease_state.hpp"
+#include "lock_driver.hpp"
 #include "zkr/keeper.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
@@ -57,9 +58,18 @@ namespace zkr::detail {
 using Clock = std::chrono::steady_clock;
 using Deadline = std::optional<Clock::time_point>;  // nullopt: no deadline
 
+// A node of ours that makes a read grant safe at once: the write node the
+// acquiring thread holds (see queue_position).
+struct HeldWriteNode {
+  std::string name;
+  std::uint64_t epoch = 0;
+};
+
 class LockInternals {
  public:
-  LockInternals(Client& client, std::string dir, LockOptions options);
+  // kind: which queue, and which kind of node in it, this lock's contenders join.
+  LockInternals(Client& client, std::string dir, LockOptions options,
+                QueueKind kind = QueueKind::mutex);
   ~LockInternals();
   LockInternals(const LockInternals&) = delete;
   LockInternals& operator=(const LockInternals&) = delete;
@@ -67,7 +77,9 @@ class LockInternals {
   // The lease once granted; nullptr if the deadline passed first (our node is
   // then deleted). Throws KeeperError for errors the retry policy will not
   // retry (no_auth, invalid_acl, a lost session when requeue is off, ...).
-  std::shared_ptr<LeaseState> acquire(Deadline deadline);
+  // A read acquire may pass the write node its thread holds (a downgrade).
+  std::shared_ptr<LeaseState> acquire(Deadline deadline,
+                                      const std::optional<HeldWriteNode>& held_write = {});
 
   // Sends the delete of the lease's node and returns without waiting for
   // its reply (see InterProcessMutex::release); never throws.
@@ -84,6 +96,7 @@ class LockInternals {
   Client& client_;
   const std::string dir_;
   const LockOptions options_;
+  const QueueKind kind_;
   const std::string holder_;             // what our nodes hold: options_.holder_id, checked
   const CreateOptions create_options_;   // the ACL of everything a lock creates
   const std::shared_ptr<DirectoryRegistry> directories_;  // the Client's

@@ -71,8 +71,15 @@ inline constexpr std::uint64_t kDefaultListingLimit = 100'000;
 Children list_children(Keeper& keeper, const std::string& path,
                        std::uint64_t max_children = kDefaultListingLimit);
 
+// Whose queue a lock node is in: a mutex's (InterProcessMutex of either
+// library, our InterProcessSemaphoreMutex), or a read/write lock's reader or
+// writer (InterProcessReadWriteLock of either library).
+enum class LockNodeKind { mutex, read, write };
+std::string_view to_string(LockNodeKind kind) noexcept;
+
 // One contender's node in a lock directory.
 struct LockNodeInfo {
+  LockNodeKind kind = LockNodeKind::mutex;
   std::string name;
   std::string holder_id;            // what the contender wrote: host, pid, thread
   std::int64_t czxid = 0;           // the fencing token it holds or will hold
@@ -84,8 +91,12 @@ struct LockNodeInfo {
 struct LockInfo {
   std::string path;                // the directory
   std::optional<std::string> key;  // decoded from the directory name, when encode_key made it
-  std::vector<LockNodeInfo> queue; // holder first, then waiters in order
-  std::size_t waiters() const noexcept { return queue.empty() ? 0 : queue.size() - 1; }
+  std::vector<LockNodeInfo> queue; // holders first, then waiters in order
+  // How many of the queue hold the lock: the first node, or for a read/write
+  // lock every reader before the first writer. (A directory with nodes of
+  // both queues, which the locks refuse, shows the mutex queue's first.)
+  std::size_t holders() const noexcept;
+  std::size_t waiters() const noexcept { return queue.size() - holders(); }
 };
 
 struct WalkProgress {

@@ -645,7 +645,7 @@ TYPED_TEST(CuratorMixTest, CuratorReadWriteLockHoldingRefusesOurs) {
     EXPECT_TRUE(std::regex_match(nodes[0], std::regex("_c_[0-9a-f-]{36}-" + name + "[0-9]{10}")))
         << nodes[0];
     const auto text = refused(lock, this->dir_);
-    EXPECT_NE(text.find("Curator InterProcessReadWriteLock (node " + nodes[0] + ")"), std::string::npos)
+    EXPECT_NE(text.find("InterProcessReadWriteLock of Curator or zkrecipes (node " + nodes[0] + ")"), std::string::npos)
         << text;
     EXPECT_EQ(this->children(), nodes) << "our node was left";
     EXPECT_EQ(java.call("release"), "released");

@@ -759,6 +759,72 @@ TEST_F(ZkrCliTest, LsShowsHolderAndWaiters) {
   EXPECT_EQ(third->wait(), 0) << third->err();
 }
 
+// --read and --write: one read/write lock. Readers run together, a writer
+// alone, and a reader that comes after a queued writer runs after it; the
+// mutex refuses the path; `zkr ls` shows who reads.
+TEST_F(ZkrCliTest, ReadersRunTogetherWritersAloneAndLsShowsThem) {
+  const std::string path = root_ + "/rw";
+  const auto log = dir_ / "log";
+  Fifo events(dir_ / "events");
+  Fifo gate_a(dir_ / "gate-a"), gate_b(dir_ / "gate-b");
+  const auto ev = quoted(events.path());
+  auto reader_a = start_lock(path, "echo started-A > " + ev + "; read go < " + quoted(gate_a.path()),
+                             {"--read", "--holder", "reader-A"});
+  ASSERT_TRUE(queue_reaches(path, 1)) << reader_a->err();
+  auto reader_b = start_lock(path, "echo started-B > " + ev + "; read go < " + quoted(gate_b.path()),
+                             {"--read", "--holder", "reader-B"});
+  // Both commands run at once: neither ends before both have started.
+  std::set<std::string> started{events.read_line().value_or(""), events.read_line().value_or("")};
+  EXPECT_EQ(started, (std::set<std::string>{"started-A", "started-B"})) << reader_b->err();
+
+  const auto marker = dir_ / "ran";
+  const std::vector<std::string> connect{"--connect", test::connect_string(), "--connect-timeout",
+                                         kConnectTimeout};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin() + 2, connect.begin(), connect.end());
+    return run_zkr(dir_, args);
+  };
+  const auto writer_now = with({"lock", path, "--write", "--timeout", "0", "--", "/bin/sh", "-c",
+                                "touch " + quoted(marker)});
+  EXPECT_EQ(writer_now.code, 75) << writer_now.err;
+  const auto mutex = with({"lock", path, "--", "/bin/sh", "-c", "touch " + quoted(marker)});
+  EXPECT_EQ(mutex.code, 78) << mutex.err;
+  EXPECT_NE(mutex.err.find("a read/write lock"), std::string::npos) << mutex.err;
+  const auto both = with({"lock", path, "--read", "--write", "--", "true"});
+  EXPECT_EQ(both.code, 64) << both.err;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "a command ran beside the readers";
+  EXPECT_TRUE(queue_reaches(path, 2));
+
+  auto writer = start_lock(path, "echo W >> " + quoted(log), {"--write", "--holder", "writer-W"});
+  ASSERT_TRUE(queue_reaches(path, 3)) << writer->err();
+  auto late_reader = start_lock(path, "echo C >> " + quoted(log), {"--read", "--holder", "reader-C"});
+  ASSERT_TRUE(queue_reaches(path, 4)) << late_reader->err();
+
+  const auto table = with({"ls", root_});
+  EXPECT_EQ(table.code, 0) << table.err;
+  const auto lines = lines_of(table.out);
+  ASSERT_EQ(lines.size(), 2u) << table.out;
+  EXPECT_EQ(words_of(lines[1]),
+            (std::vector<std::string>{path, "read:", words_of(lines[1])[2], "(+1", "readers)", "2",
+                                      words_of(lines[1]).back()}))
+      << lines[1];
+  const auto first_reader = words_of(lines[1])[2];
+  EXPECT_TRUE(first_reader == "reader-A" || first_reader == "reader-B") << lines[1];
+  const auto json = with({"ls", root_, "--json"});
+  for (const std::string field : {"\"kind\":\"read\"", "\"holders\":2", "\"waiters\":2",
+                                  "\"kind\":\"write\",\"holder\":\"writer-W\""})
+    EXPECT_NE(json.out.find(field), std::string::npos) << field << " not in " << json.out;
+
+  gate_a.write_line("go");
+  gate_b.write_line("go");
+  EXPECT_EQ(reader_a->wait(), 0) << reader_a->err();
+  EXPECT_EQ(reader_b->wait(), 0) << reader_b->err();
+  EXPECT_EQ(writer->wait(), 0) << writer->err();
+  EXPECT_EQ(late_reader->wait(), 0) << late_reader->err();
+  EXPECT_EQ(lines_of(read_file(log)), (std::vector<std::string>{"W", "C"}));
+  EXPECT_TRUE(queue_reaches(path, 0));
+}
+
 TEST_F(ZkrCliTest, LsRefusesADirectoryTooLargeToListAndSaysHowToProceed) {
   for (const std::string name : {"a", "b", "c"}) keeper().create(root_ + "/" + name);
   const auto refused =

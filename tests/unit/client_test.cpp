@@ -707,7 +707,12 @@ TEST(Client, DeletedNamespaceIsCreatedAgain) {
   options.keeper_factory = ensemble.factory();
   options.namespace_path = "app";
   Client client(options);
+  // Listening from the start: a listener added later may still hear the
+  // first `connected`, queued before it came.
+  Heard heard;
+  client.add_listener(heard.listener());
   ASSERT_TRUE(client.block_until_connected(kWait));
+  ASSERT_TRUE(heard.wait_for(1));
   auto raw = ensemble.connect();
   const auto created_before = ensemble.exists_now("/app")->czxid;
   auto back = std::make_shared<test::Latch>();
@@ -722,16 +727,14 @@ TEST(Client, DeletedNamespaceIsCreatedAgain) {
   EXPECT_TRUE(ensemble.exists_now("/app/x"));
 
   // Deleted while the link is down: made again before reconnected is announced.
-  Heard heard;
-  client.add_listener(heard.listener());
   const auto id = client.keeper()->session_id();
   ensemble.disconnect(id);
-  ASSERT_TRUE(heard.wait_for(1));
+  ASSERT_TRUE(heard.wait_for(2));
   raw->remove("/app/x");
   raw->remove("/app");
   ensemble.reconnect(id);
-  ASSERT_TRUE(heard.wait_for(2));
-  EXPECT_EQ(heard.states(), (std::vector<C>{C::suspended, C::reconnected}));
+  ASSERT_TRUE(heard.wait_for(3));
+  EXPECT_EQ(heard.states(), (std::vector<C>{C::connected, C::suspended, C::reconnected}));
   EXPECT_TRUE(ensemble.exists_now("/app"));
 }
 

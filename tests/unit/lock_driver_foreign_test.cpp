@@ -40,8 +40,8 @@ TEST(ForeignLockNodes, CuratorReadWriteLockByItsWriteNode) {
   const std::string write = "_c_" + kGuid + "-__WRIT__0000000003";
   const auto found = find_foreign_lock_nodes({kOurs, write, "config"});
   ASSERT_TRUE(found);
-  EXPECT_EQ(found->protocol, ForeignProtocol::curator_read_write_lock);
-  EXPECT_EQ(found->description(), "Curator InterProcessReadWriteLock (node " + write + ")");
+  EXPECT_EQ(found->protocol, ForeignProtocol::read_write_lock);
+  EXPECT_EQ(found->description(), "a read/write lock, InterProcessReadWriteLock of Curator or zkrecipes (node " + write + ")");
 }
 
 TEST(ForeignLockNodes, CuratorReadWriteLockByItsReadNodes) {
@@ -49,12 +49,13 @@ TEST(ForeignLockNodes, CuratorReadWriteLockByItsReadNodes) {
                                           "_c_c-__WRIT__0000000006"};
   const auto found = find_foreign_lock_nodes(children);
   ASSERT_TRUE(found);
-  EXPECT_EQ(found->protocol, ForeignProtocol::curator_read_write_lock);
+  EXPECT_EQ(found->protocol, ForeignProtocol::read_write_lock);
   // In name order, whatever order the server listed them in.
   EXPECT_EQ(found->nodes, (std::vector<std::string>{"_c_a-__READ__0000000004", "_c_b-__READ__0000000005",
                                                     "_c_c-__WRIT__0000000006"}));
   EXPECT_EQ(found->description(),
-            "Curator InterProcessReadWriteLock (node _c_a-__READ__0000000004 and 2 more)");
+            "a read/write lock, InterProcessReadWriteLock of Curator or zkrecipes (node "
+            "_c_a-__READ__0000000004 and 2 more)");
 }
 
 // Names as the server makes them, however they were asked for: without
@@ -90,6 +91,25 @@ TEST(ForeignLockNodes, OtherNamesAreNotForeignLocks) {
     EXPECT_FALSE(find_foreign_lock_nodes({name})) << '"' << name << '"';
   EXPECT_FALSE(find_foreign_lock_nodes(not_foreign));
   EXPECT_FALSE(find_foreign_lock_nodes({}));
+}
+
+// The read/write queue asks the other way round: the mutex queue's nodes are
+// foreign to it, its own are not, and the semaphore is foreign to both.
+TEST(ForeignLockNodes, ToAReadWriteLockTheMutexQueueIsForeign) {
+  const std::string read = "_c_" + kGuid + "-__READ__0000000004";
+  const std::string write = "_c_" + kGuid + "-__WRIT__0000000005";
+  EXPECT_FALSE(find_foreign_lock_nodes({read, write, "config"}, QueueFamily::read_write));
+  const auto found =
+      find_foreign_lock_nodes({read, "lock-0000000009", kOurs, write}, QueueFamily::read_write);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->protocol, ForeignProtocol::mutex);
+  EXPECT_EQ(found->nodes, (std::vector<std::string>{kOurs, "lock-0000000009"}));
+  EXPECT_EQ(found->description(),
+            "a mutex, InterProcessMutex of Curator or zkrecipes or zkrecipes' "
+            "InterProcessSemaphoreMutex (node " + kOurs + " and 1 more)");
+  const auto semaphore = find_foreign_lock_nodes({read, "leases"}, QueueFamily::read_write);
+  ASSERT_TRUE(semaphore);
+  EXPECT_EQ(semaphore->protocol, ForeignProtocol::curator_semaphore);
 }
 
 }  // namespace

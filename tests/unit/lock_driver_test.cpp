@@ -81,5 +81,77 @@ TEST(LockDriver, MissingNodeIsReportedNotHeld) {
   EXPECT_FALSE(position.holds);
 }
 
+// ---- The read/write queue: Curator's names, one order for both kinds.
+
+TEST(ReadWriteDriver, NamesAndKinds) {
+  EXPECT_EQ(protected_prefix("g", QueueKind::read), "_c_g-__READ__");
+  EXPECT_EQ(protected_prefix("g", QueueKind::write), "_c_g-__WRIT__");
+  EXPECT_EQ(protected_prefix("g", QueueKind::mutex), "_c_g-lock-");
+  EXPECT_EQ(queue_kind("_c_g-__READ__0000000001"), QueueKind::read);
+  EXPECT_EQ(queue_kind("__WRIT__0000000001"), QueueKind::write);
+  EXPECT_EQ(queue_kind("_c_g-lock-0000000001"), QueueKind::mutex);
+  EXPECT_EQ(queue_kind("_c_g-__READ__000000001"), std::nullopt);
+  EXPECT_EQ(queue_kind("leases"), std::nullopt);
+  EXPECT_EQ(find_protected_node({"_c_g-__READ__0000000001", "_c_g-__WRIT__0000000002"}, "g",
+                                QueueKind::write),
+            "_c_g-__WRIT__0000000002");
+  EXPECT_EQ(find_protected_node({"_c_g-__READ__0000000001"}, "g", QueueKind::write), std::nullopt);
+}
+
+TEST(ReadWriteDriver, SortsBothKindsBySequenceAndDropsTheMutexQueue) {
+  const std::vector<std::string> children{"_c_z-__READ__0000000003", "_c_a-__WRIT__0000000004",
+                                          "_c_m-lock-0000000001", "_c_b-__WRIT__0000000002",
+                                          "config"};
+  EXPECT_EQ(sorted_queue_nodes(children, QueueFamily::read_write),
+            (std::vector<std::string>{"_c_b-__WRIT__0000000002", "_c_z-__READ__0000000003",
+                                      "_c_a-__WRIT__0000000004"}));
+  EXPECT_EQ(sorted_queue_nodes(children, QueueFamily::mutex),
+            std::vector<std::string>{"_c_m-lock-0000000001"});
+}
+
+const std::vector<std::string> kMixedQueue{"r1-__READ__0000000001", "r2-__READ__0000000002",
+                                           "w3-__WRIT__0000000003", "r4-__READ__0000000004",
+                                           "w5-__WRIT__0000000005", "r6-__READ__0000000006"};
+
+TEST(ReadWriteDriver, ReadersShareUntilAWriterIsBeforeThem) {
+  EXPECT_TRUE(queue_position(kMixedQueue, "r1-__READ__0000000001", QueueKind::read).holds);
+  EXPECT_TRUE(queue_position(kMixedQueue, "r2-__READ__0000000002", QueueKind::read).holds);
+  // Fair: a waiting writer holds back the readers that came after it. Only
+  // writers keep a reader waiting, and it watches the last of them.
+  const auto r6 = queue_position(kMixedQueue, "r6-__READ__0000000006", QueueKind::read);
+  EXPECT_FALSE(r6.holds);
+  EXPECT_EQ(r6.lower, (std::vector<std::string>{"w3-__WRIT__0000000003", "w5-__WRIT__0000000005"}));
+  EXPECT_FALSE(r6.ahead_of_writers);
+}
+
+TEST(ReadWriteDriver, AWriterWaitsForEveryoneBeforeIt) {
+  const auto w3 = queue_position(kMixedQueue, "w3-__WRIT__0000000003", QueueKind::write);
+  EXPECT_FALSE(w3.holds);
+  EXPECT_EQ(w3.lower, (std::vector<std::string>{"r1-__READ__0000000001", "r2-__READ__0000000002"}));
+  EXPECT_TRUE(queue_position({"w3-__WRIT__0000000003"}, "w3-__WRIT__0000000003", QueueKind::write).holds);
+}
+
+// A reader whose thread holds the write lock (its node first) is granted at
+// once; if other writers queue between, it must keep the write node.
+TEST(ReadWriteDriver, DowngradeIsGrantedThroughTheHeldWriteNode) {
+  const std::vector<std::string> queue{"w1-__WRIT__0000000001", "r2-__READ__0000000002",
+                                       "r3-__READ__0000000003"};
+  const auto plain = queue_position(queue, "r3-__READ__0000000003", QueueKind::read,
+                                    "w1-__WRIT__0000000001");
+  EXPECT_TRUE(plain.holds);
+  EXPECT_FALSE(plain.ahead_of_writers);
+  const std::vector<std::string> behind{"w1-__WRIT__0000000001", "w2-__WRIT__0000000002",
+                                        "r3-__READ__0000000003"};
+  const auto pinned = queue_position(behind, "r3-__READ__0000000003", QueueKind::read,
+                                     "w1-__WRIT__0000000001");
+  EXPECT_TRUE(pinned.holds);
+  EXPECT_TRUE(pinned.ahead_of_writers);
+  // The write node gone (lost): no exemption, the reader waits like anyone.
+  const auto lost = queue_position({"w2-__WRIT__0000000002", "r3-__READ__0000000003"},
+                                   "r3-__READ__0000000003", QueueKind::read, "w1-__WRIT__0000000001");
+  EXPECT_FALSE(lost.holds);
+  EXPECT_EQ(lost.lower, std::vector<std::string>{"w2-__WRIT__0000000002"});
+}
+
 }  // namespace
 }  // namespace zkr::detail

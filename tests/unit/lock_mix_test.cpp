@@ -100,7 +100,7 @@ TYPED_TEST(LockMixTest, CuratorReadWriteLockNodesRefuse) {
     auto& a = this->contender();
     TypeParam lock(*a.client, dir);
     EXPECT_THAT(this->refused(lock, [&] { return lock.try_acquire_for(kWait); }, dir),
-                HasSubstr("Curator InterProcessReadWriteLock (node " + node + ")"));
+                HasSubstr("a read/write lock, InterProcessReadWriteLock of Curator or zkrecipes (node " + node + ")"));
     EXPECT_EQ(this->ensemble_.children_now(dir), std::vector<std::string>{node});
     EXPECT_TRUE(this->no_ephemerals_of(a));
   }

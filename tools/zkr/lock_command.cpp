@@ -40,6 +40,7 @@
 #include "verbs.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
+#include "zkr/read_write_lock.hpp"
 
 namespace zkr::cli {
 namespace {
@@ -52,6 +53,8 @@ std::vector<OptionSpec> lock_specs() {
       {"timeout", 't', true, "D", "give up if the lock is not ours within D of connecting (0: one try)"},
       {"kill-after", 'k', true, "D", "if the lock is lost: SIGKILL the command D after SIGTERM (default 10s)"},
       {"holder", 0, true, "TEXT", "who holds the lock, for `zkr ls` (default host=..;pid=..;thread=..)"},
+      {"read", 0, false, "", "take PATH as a read/write lock, reading: shared with other readers"},
+      {"write", 0, false, "", "take PATH as a read/write lock, writing: alone"},
       {"ignore-suspended", 0, false, "", "count the lock lost only when the session is, not when the link drops"},
       {"status-file", 0, true, "PATH", "write zkr's own outcome to PATH as one JSON line (see Exit status)"},
   };
@@ -60,6 +63,9 @@ std::vector<OptionSpec> lock_specs() {
 }
 
 struct LockSettings {
+  // The plain lock (a mutex), or one side of a read/write lock.
+  enum class Kind { mutex, read, write };
+  Kind kind = Kind::mutex;
   std::string path;
   std::vector<std::string> command;
   std::optional<std::chrono::milliseconds> timeout;
@@ -117,8 +123,44 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
     s.status_file = *v;
   }
   if (parsed.has("ignore-suspended")) s.lock_options.suspended_policy = SuspendedPolicy::ignore;
+  if (parsed.has("read") && parsed.has("write"))
+    throw UsageError("--read and --write exclude each other: a command takes one side of the lock");
+  if (parsed.has("read")) s.kind = LockSettings::Kind::read;
+  if (parsed.has("write")) s.kind = LockSettings::Kind::write;
   return s;
 }
+
+// The lock zkr holds for the command: a semaphore mutex (any thread may
+// release it), or one side of a read/write lock (only the thread that
+// acquired it may). Acquired and released on zkr's main thread.
+class CommandLock {
+ public:
+  CommandLock(Client& client, const LockSettings& settings) {
+    if (settings.kind == LockSettings::Kind::mutex) {
+      mutex_.emplace(client, settings.path, settings.lock_options);
+    } else {
+      read_write_.emplace(client, settings.path, settings.lock_options);
+      side_ = settings.kind == LockSettings::Kind::read ? &read_write_->read_lock()
+                                                         : &read_write_->write_lock();
+    }
+  }
+  // nullopt: wait as long as it takes; 0: one try.
+  bool acquire(std::optional<std::chrono::milliseconds> timeout) {
+    if (!timeout) {
+      side_ ? side_->acquire() : mutex_->acquire();
+      return true;
+    }
+    if (*timeout == 0ms) return side_ ? side_->try_acquire() : mutex_->try_acquire();
+    return side_ ? side_->try_acquire_for(*timeout) : mutex_->try_acquire_for(*timeout);
+  }
+  LockLease lease() const { return side_ ? side_->lease() : mutex_->lease(); }
+  void release() { (void)(side_ ? side_->release() : mutex_->release()); }
+
+ private:
+  std::optional<InterProcessSemaphoreMutex> mutex_;
+  std::optional<InterProcessReadWriteLock> read_write_;
+  InterProcessReadWriteLock::Side* side_ = nullptr;
+};
 
 // --status-file: zkr's own outcome, apart from the exit code it shares with
 // the command. The file is emptied when zkr starts, so that a line left by an
@@ -186,53 +228,44 @@ struct Queued {
   std::exception_ptr error;
 };
 
-Queued queue_for_lock(Client& client, InterProcessSemaphoreMutex& mutex,
-                      const ConnectionSettings& connection, const LockSettings& settings,
-                      SignalInbox& inbox, StatusFile* status, spdlog::logger& log) {
-  Queued out;
+Queued queue_for_lock(Client& client, CommandLock& lock, const ConnectionSettings& connection,
+                      const LockSettings& settings, SignalInbox& inbox, StatusFile* status,
+                      spdlog::logger& log) {
+  // The acquire runs on this thread, the one that releases; signals while
+  // queued are watched on another.
   std::atomic<bool> done{false};
-  bool acquired = false;
-  std::exception_ptr error;
-  std::thread waiter([&] {
-    try {
-      wait_connected(client, connection);
-      log.info("connected; queueing for {}", settings.path);
-      if (!settings.timeout) {
-        mutex.acquire();
-        acquired = true;
-      } else if (*settings.timeout == 0ms) {
-        acquired = mutex.try_acquire();
-      } else {
-        acquired = mutex.try_acquire_for(*settings.timeout);
-      }
-    } catch (...) {
-      error = std::current_exception();
+  std::thread watcher([&] {
+    while (!done) {
+      const auto event = inbox.wait(std::nullopt);
+      if (event.kind != SignalInbox::Event::Kind::signal || event.signo == SIGCHLD) continue;
+      // The library's acquire cannot be cancelled. Closing the session is what
+      // removes our queue node (the server drops a closed session's ephemeral
+      // nodes, and zookeeper_close has sent the close when it returns), so
+      // do that, and leave: the acquiring thread would only notice after the
+      // connection timeout (it takes the ended session for an expiry and waits
+      // for a new one to queue again), and it still uses the objects that
+      // orderly unwinding would destroy. A signal that comes as the lock is
+      // granted is still honoured: the close releases it.
+      log.info("signal {} while queued: closing the session, which deletes our node", event.signo);
+      client.keeper()->close();
+      print_error("interrupted by signal " + std::to_string(event.signo) + " while waiting for " +
+                  settings.path);
+      if (status) status->write("interrupted", exit_code::signal_base + event.signo, std::nullopt);
+      std::fflush(nullptr);
+      std::_Exit(exit_code::signal_base + event.signo);
     }
-    done = true;
-    inbox.wake();
   });
-
-  while (!done) {
-    const auto event = inbox.wait(std::nullopt);
-    if (event.kind != SignalInbox::Event::Kind::signal || event.signo == SIGCHLD) continue;
-    // The library's acquire cannot be cancelled. Closing the session is what
-    // removes our queue node (the server drops a closed session's ephemeral
-    // nodes, and zookeeper_close has sent the close when it returns), so
-    // do that, and leave: the waiter thread would only notice after the
-    // connection timeout (it takes the ended session for an expiry and waits
-    // for a new one to queue again), and it still uses the objects that
-    // orderly unwinding would destroy. Nothing else of ours needs cleaning up.
-    log.info("signal {} while queued: closing the session, which deletes our node", event.signo);
-    client.keeper()->close();
-    print_error("interrupted by signal " + std::to_string(event.signo) + " while waiting for " +
-                settings.path);
-    if (status) status->write("interrupted", exit_code::signal_base + event.signo, std::nullopt);
-    std::fflush(nullptr);
-    std::_Exit(exit_code::signal_base + event.signo);
+  Queued out;
+  try {
+    wait_connected(client, connection);
+    log.info("connected; queueing for {}", settings.path);
+    out.acquired = lock.acquire(settings.timeout);
+  } catch (...) {
+    out.error = std::current_exception();
   }
-  waiter.join();
-  out.acquired = acquired;
-  out.error = error;
+  done = true;
+  inbox.wake();
+  watcher.join();
   return out;
 }
 
@@ -243,7 +276,10 @@ std::string lock_help() {
          "\n"
          "Runs CMD while holding the ZooKeeper lock PATH, like flock(1) across machines.\n"
          "Waiters queue first come, first served, in one queue with every zkrecipes\n"
-         "lock and Apache Curator InterProcessMutex on the same PATH. Options after\n"
+         "lock and Apache Curator InterProcessMutex on the same PATH. With --read or\n"
+         "--write, PATH is a read/write lock instead (zkrecipes' and Curator's\n"
+         "InterProcessReadWriteLock): readers share it, a writer holds it alone, one\n"
+         "queue for both, first come, first served. Options after\n"
          "CMD belong to CMD. CMD gets ZKR_LOCK_PATH, ZKR_LOCK_NODE and\n"
          "ZKR_FENCING_TOKEN (the lock node's czxid: larger for every later holder) in\n"
          "its environment, and no open file of zkr's but stdin, stdout and stderr.\n"
@@ -274,7 +310,8 @@ std::string lock_help() {
          "  75             the lock was not acquired within --timeout\n"
          "  76             ZooKeeper refused an operation (e.g. no permission on PATH)\n"
          "  78             PATH is used by another lock protocol (Curator's\n"
-         "                 InterProcessSemaphoreMutex/SemaphoreV2 or ReadWriteLock),\n"
+         "                 InterProcessSemaphoreMutex/SemaphoreV2, a read/write lock\n"
+         "                 without --read/--write, a mutex with them),\n"
          "                 which would not exclude us: not queued, CMD not run\n"
          "  79             the lock was lost (or could not be confirmed) while CMD ran;\n"
          "                 its group was terminated\n"
@@ -289,7 +326,8 @@ std::string lock_help() {
          "and ended. An empty file means zkr itself was killed.\n"
          "\n"
          "Example:\n"
-         "  zkr lock /app/locks/nightly --timeout 10s -- ./nightly-job.sh --full\n";
+         "  zkr lock /app/locks/nightly --timeout 10s -- ./nightly-job.sh --full\n"
+         "  zkr lock /app/locks/catalog --read -- ./export-catalog.sh\n";
 }
 
 int lock_main(const std::vector<std::string>& args) {
@@ -322,9 +360,9 @@ int lock_main(const std::vector<std::string>& args) {
     std::atomic<LostReason> lost_reason{LostReason::none};
 
     auto client = open_client(connection);
-    InterProcessSemaphoreMutex mutex(*client, settings.path, settings.lock_options);
+    CommandLock lock(*client, settings);
     StatusFile* status_file = status ? &*status : nullptr;
-    const auto queued = queue_for_lock(*client, mutex, connection, settings, inbox, status_file, *log);
+    const auto queued = queue_for_lock(*client, lock, connection, settings, inbox, status_file, *log);
     if (queued.error) std::rethrow_exception(queued.error);
     if (!queued.acquired) {
       print_error("timed out after " + format_duration(*settings.timeout) + " waiting for " +
@@ -333,7 +371,7 @@ int lock_main(const std::vector<std::string>& args) {
       return exit_code::timeout;
     }
 
-    const LockLease& lease = mutex.lease();
+    const LockLease lease = lock.lease();
     log->info("holding {} as {} (fencing token {})", settings.path, lease.node_path(),
               lease.fencing_token());
     lease.on_lost([&](LostReason why) {
@@ -399,7 +437,7 @@ int lock_main(const std::vector<std::string>& args) {
                   settings.path);
       }
     }
-    (void)mutex.release();
+    lock.release();
     return code;
   });
   if (status && !status->written()) status->write("error", zkr_exit, std::nullopt);

@@ -59,12 +59,15 @@ std::string json_line(const LockInfo& lock, std::int64_t now) {
   out += ",\"node\":" + json_string(join_path(lock.path, holder.name));
   out += ",\"fencing_token\":" + std::to_string(holder.czxid);
   out += ",\"age_ms\":" + std::to_string(std::max<std::int64_t>(0, now - holder.ctime_ms));
+  out += ",\"kind\":" + json_string(std::string(to_string(holder.kind)));
+  out += ",\"holders\":" + std::to_string(lock.holders());
   out += ",\"waiters\":" + std::to_string(lock.waiters());
   out += ",\"queue\":[";
   for (std::size_t i = 0; i < lock.queue.size(); ++i) {
     const auto& n = lock.queue[i];
     if (i) out += ',';
-    out += "{\"name\":" + json_string(n.name) + ",\"holder\":" + json_string(n.holder_id) +
+    out += "{\"name\":" + json_string(n.name) + ",\"kind\":" + json_string(std::string(to_string(n.kind))) +
+           ",\"holder\":" + json_string(n.holder_id) +
            ",\"czxid\":" + std::to_string(n.czxid) + ",\"ctime_ms\":" + std::to_string(n.ctime_ms) +
            ",\"session\":" + json_string(session_hex(n.ephemeral_owner)) + "}";
   }
@@ -76,7 +79,13 @@ void print_table(const std::vector<LockInfo>& locks, std::int64_t now) {
   std::vector<std::vector<std::string>> rows{{"LOCK", "HOLDER", "WAITERS", "AGE"}};
   for (const auto& lock : locks) {
     const auto& holder = lock.queue.front();
-    rows.push_back({lock.path, holder_text(holder), std::to_string(lock.waiters()),
+    // A read/write lock says which side holds: "write: <holder>", or
+    // "read: <first reader> (+N readers)" when readers share it.
+    std::string holder_column = holder_text(holder);
+    if (holder.kind != LockNodeKind::mutex)
+      holder_column = std::string(to_string(holder.kind)) + ": " + holder_column;
+    if (lock.holders() > 1) holder_column += " (+" + std::to_string(lock.holders() - 1) + " readers)";
+    rows.push_back({lock.path, holder_column, std::to_string(lock.waiters()),
                     format_duration(std::chrono::milliseconds(now - holder.ctime_ms))});
   }
   std::vector<std::size_t> width(4, 0);
@@ -152,6 +161,8 @@ std::string ls_help() {
          "number of waiters queued behind it, and how long it has been held (from\n"
          "the holder node's creation time, on the server's clock). A node marked\n"
          "(orphan) belongs to no session and blocks its lock until `zkr cleanup`.\n"
+         "A read/write lock's holder reads \"read: ...\" or \"write: ...\"; readers\n"
+         "sharing it are counted as \"(+N readers)\", not as waiters.\n"
          "\n"
          "Before listing a directory zkr reads its child count, and refuses one with\n"
          "more than --max-children rather than pull a reply of unbounded size.\n"

@@ -1,0 +1,80 @@
+#include "acquire_calls.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+#include "zkr/path.hpp"
+
+namespace zkr::detail {
+
+Deadline deadline_after(std::chrono::milliseconds timeout) {
+  return Clock::now() + std::max(timeout, std::chrono::milliseconds(0));
+}
+
+Deadline to_deadline(std::chrono::steady_clock::time_point deadline) { return deadline; }
+
+std::string checked_lock_path(std::string path, std::size_t max_length) {
+  validate_path(path);
+  if (path == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
+  if (path.size() > max_length)
+    throw std::invalid_argument(
+        "invalid lock path \"" + path.substr(0, 80) + (path.size() > 80 ? "..." : "") +
+        "\": it is " + std::to_string(path.size()) + " characters long; a lock path may have " +
+        std::to_string(max_length) + " at most, so that its lock nodes stay within " +
+        std::to_string(kMaxPathLength));
+  return path;
+}
+
+[[noreturn]] void rethrow_naming(const KeeperError& e, const std::string& dir) {
+  if (!e.path().empty()) throw;
+  std::string text = e.what();
+  const std::string name = std::string(errc_name(e.errc())) + ": ";
+  if (text.starts_with(name)) text.erase(0, name.size());
+  throw KeeperError(e.errc(), dir, text);
+}
+
+KeeperError client_gone(const std::string& dir) {
+  return KeeperError(Errc::closing, dir, "the lock's Client is closed or being destroyed");
+}
+
+void check_may_acquire(Client& client, std::string_view kind, const std::string& dir) {
+  if (client.on_listener_thread())
+    throw std::logic_error(std::string(kind) + " " + dir +
+                           ": acquire on the Client's listener thread, where waiting would hold "
+                           "up every listener (the lost signals of held locks included); "
+                           "acquire on another thread");
+}
+
+bool connected_by(Client& client, const Deadline& deadline, const std::string& dir) {
+  if (!deadline) return true;
+  try {
+    // Each wait ends at the deadline or at connection_timeout, whichever is
+    // sooner, so this ends by the deadline.
+    while (!client.is_connected()) {
+      try {
+        (void)client.keeper_when_connected(*deadline);
+      } catch (const KeeperError& e) {
+        if (e.errc() != Errc::connection_loss) throw;
+        if (Clock::now() >= *deadline) {
+          client.logger().debug("lock {}: {}", dir, e.what());
+          return false;
+        }
+      }
+    }
+  } catch (const KeeperError& e) {
+    rethrow_naming(e, dir);
+  }
+  return true;
+}
+
+std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,
+                                           const std::optional<HeldWriteNode>& held_write) {
+  try {
+    return internals.acquire(deadline, held_write);
+  } catch (const KeeperError& e) {
+    rethrow_naming(e, internals.dir());
+  }
+}
+
+}  // namespace zkr::detail

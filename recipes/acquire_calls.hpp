@@ -1,0 +1,47 @@
+// What every lock's acquire and release calls share: the checks made before
+// anything is sent, deadlines, and errors that name the lock.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lease_state.hpp"
+#include "lock_internals.hpp"
+#include "zkr/client.hpp"
+#include "zkr/error.hpp"
+#include "zkr/lock.hpp"
+
+namespace zkr::detail {
+
+Deadline deadline_after(std::chrono::milliseconds timeout);
+Deadline to_deadline(std::chrono::steady_clock::time_point deadline);
+
+// Checked before anything else, so that a bad path never reaches the queue:
+// the rules of zkr/path.hpp, not the root, and room for our lock nodes
+// (max_length: the longest path that leaves it).
+std::string checked_lock_path(std::string path, std::size_t max_length = kMaxLockPathLength);
+
+// Errors about the Client rather than a znode (no connection, auth failed,
+// closing) come without a path: name the lock they stopped. Call from a
+// catch block.
+[[noreturn]] void rethrow_naming(const KeeperError& e, const std::string& dir);
+
+KeeperError client_gone(const std::string& dir);
+
+// The checks every acquire form makes before it may send anything.
+void check_may_acquire(Client& client, std::string_view kind, const std::string& dir);
+
+// A timed acquire waits for a connection no longer than its deadline (the
+// queue would wait a whole connection_timeout). False if the deadline came
+// first; throws for what no wait can mend (auth_failed, closing). acquire()
+// leaves it to the queue and the retry policy.
+bool connected_by(Client& client, const Deadline& deadline, const std::string& dir);
+
+// internals.acquire, its errors naming the lock.
+std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,
+                                           const std::optional<HeldWriteNode>& held_write = {});
+
+}  // namespace zkr::detail
