@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -43,6 +44,7 @@
 #include "support/waits.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
+#include "zkr/read_write_lock.hpp"
 
 #ifndef ZKR_INTEROP_DIR
 #error "ZKR_INTEROP_DIR must name tests/interop, where CuratorLockPeer.java is (tests/CMakeLists.txt)"
@@ -672,6 +674,140 @@ TEST_F(CuratorInteropTest, CuratorIsGrantedBesideOurHolderAndOurNextAcquireRefus
     EXPECT_TRUE(held.release());
     remove_semaphore_leftovers(*c.keeper(), dir_);
   }
+}
+
+// ------------------------------------------------ the read/write lock --
+//
+// Ours and Curator's InterProcessReadWriteLock on one path: one queue, the
+// same rules on both sides.
+
+TEST_F(CuratorInteropTest, ReadWriteLocksShareAndExcludeAcrossLibraries) {
+  auto& java = peer();
+  InterProcessReadWriteLock ours(client(), dir_);
+  ASSERT_EQ(java.reply(), "ready");
+  // Curator reads: our reader shares it, our writer may not.
+  ASSERT_EQ(java.call("read-lock " + dir_ + " " + ms(kWait)), "acquired");
+  EXPECT_TRUE(ours.read_lock().try_acquire());
+  EXPECT_TRUE(ours.read_lock().release());
+  EXPECT_FALSE(ours.write_lock().try_acquire());
+  EXPECT_EQ(java.call("release"), "released");
+  // Curator writes: neither side of ours.
+  ASSERT_EQ(java.call("write-lock " + dir_ + " " + ms(kWait)), "acquired");
+  EXPECT_FALSE(ours.read_lock().try_acquire());
+  EXPECT_FALSE(ours.write_lock().try_acquire());
+  EXPECT_EQ(java.call("release"), "released");
+  // We write: Curator gets neither side; we read: Curator reads, does not write.
+  ASSERT_TRUE(ours.write_lock().try_acquire());
+  EXPECT_EQ(java.call("read-lock " + dir_ + " 300"), "timeout");
+  EXPECT_EQ(java.call("write-lock " + dir_ + " 300"), "timeout");
+  EXPECT_TRUE(ours.write_lock().release());
+  ASSERT_TRUE(ours.read_lock().try_acquire());
+  EXPECT_EQ(java.call("read-lock " + dir_ + " " + ms(kWait)), "acquired");
+  EXPECT_EQ(java.call("release"), "released");
+  EXPECT_EQ(java.call("write-lock " + dir_ + " 300"), "timeout");
+  EXPECT_TRUE(ours.read_lock().release());
+}
+
+// Fair across libraries: a Curator writer queued behind our reader holds back
+// our next reader, and is granted when our reader lets go.
+TEST_F(CuratorInteropTest, ACuratorWriterQueuedBehindOurReaderHoldsBackOurNextReader) {
+  auto& java = peer();
+  InterProcessReadWriteLock first(client(), dir_);
+  InterProcessReadWriteLock later(client(), dir_);
+  ASSERT_EQ(java.reply(), "ready");
+  ASSERT_TRUE(first.read_lock().try_acquire());
+  java.send("write-lock " + dir_ + " " + ms(kWait));
+  ASSERT_TRUE(wait_queue_length(2));
+  EXPECT_FALSE(later.read_lock().try_acquire());
+  EXPECT_TRUE(first.read_lock().release());
+  EXPECT_EQ(java.reply(), "acquired");
+  EXPECT_FALSE(later.read_lock().try_acquire());
+  EXPECT_EQ(java.call("release"), "released");
+  EXPECT_TRUE(later.read_lock().try_acquire_for(kWait));
+  EXPECT_TRUE(later.read_lock().release());
+}
+
+// Two Curator processes and two of ours, each mixing write holds (appending
+// a mark to a counter: a lost update loses a mark) with read holds (the
+// counter must not change while a reader holds it).
+TEST_F(CuratorInteropTest, ReadWriteCounterLosesNothingAndNoWriterRunsBesideAReader) {
+  constexpr int kWrites = 30, kReads = 30;
+  const std::string counter = dir_ + "-counter";
+  auto& java_a = peer();
+  auto& java_b = peer();
+  Client& c1 = client();
+  Client& c2 = client();
+  c1.keeper()->create(counter, "");
+  also_remove_.push_back(counter);
+  ASSERT_EQ(java_a.reply(), "ready");
+  ASSERT_EQ(java_b.reply(), "ready");
+  const std::string command = "rw-count " + dir_ + " " + counter + " " + std::to_string(kWrites) + " " +
+                              std::to_string(kReads) + " " + ms(kWait) + " j";
+  java_a.send(command);
+  java_b.send(command);
+  std::atomic<int> overlaps{0};
+  auto run = [&](Client& c) {
+    try {
+      InterProcessReadWriteLock lock(c, dir_);
+      Keeper& keeper = *c.keeper();
+      for (int i = 0; i < kWrites + kReads; ++i) {
+        const bool write = (i + 1) * kWrites / (kWrites + kReads) > i * kWrites / (kWrites + kReads);
+        auto& side = write ? lock.write_lock() : lock.read_lock();
+        if (!side.try_acquire_for(kWait)) {
+          ADD_FAILURE() << "no grant within " << kWait.count() << " s at " << i;
+          return;
+        }
+        if (write) {
+          keeper.set(counter, keeper.get(counter).data + "c");
+        } else {
+          keeper.sync(counter);
+          const auto before = keeper.get(counter).data;
+          keeper.sync(counter);
+          if (keeper.get(counter).data != before) ++overlaps;
+        }
+        side.release();
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+  };
+  {
+    std::jthread ours_a([&] { run(c1); });
+    std::jthread ours_b([&] { run(c2); });
+  }
+  const std::string done = "rw-counted " + std::to_string(kWrites) + " " + std::to_string(kReads) + " 0";
+  EXPECT_EQ(java_a.reply(), done) << "a Curator reader saw a write while it held";
+  EXPECT_EQ(java_b.reply(), done) << "a Curator reader saw a write while it held";
+  EXPECT_EQ(overlaps.load(), 0) << "one of our readers saw a write while it held";
+  c1.keeper()->sync(counter);
+  const std::string marks = c1.keeper()->get(counter).data;
+  EXPECT_EQ(marks.size(), 4u * kWrites) << "lost updates: " << marks;
+  EXPECT_EQ(std::count(marks.begin(), marks.end(), 'j'), 2 * kWrites) << marks;
+  EXPECT_EQ(std::count(marks.begin(), marks.end(), 'c'), 2 * kWrites) << marks;
+  int interleavings = 0;
+  for (std::size_t i = 1; i < marks.size(); ++i) interleavings += marks[i] != marks[i - 1];
+  EXPECT_GE(interleavings, 4) << "the libraries did not take turns: " << marks;
+}
+
+// Our mutex and our read/write lock refuse each other's path, as they refuse
+// Curator's (the unit tests hold the rest).
+TEST_F(CuratorInteropTest, CuratorMutexHoldingRefusesOurReadWriteLock) {
+  auto& java = peer();
+  InterProcessReadWriteLock ours(client(), dir_);
+  ASSERT_EQ(java.reply(), "ready");
+  const auto node = java.call("acquire " + dir_ + " " + ms(kWait));
+  ASSERT_TRUE(node.starts_with("acquired ")) << node;
+  for (auto* side : {&ours.read_lock(), &ours.write_lock()}) {
+    try {
+      (void)side->try_acquire_for(5s);
+      ADD_FAILURE() << "granted beside Curator's mutex";
+    } catch (const KeeperError& e) {
+      EXPECT_EQ(e.errc(), Errc::foreign_lock_protocol) << e.what();
+      EXPECT_NE(std::string(e.what()).find("a mutex, InterProcessMutex"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(wait_queue_length(1)) << "our node was left";
+  EXPECT_EQ(java.call("release"), "released");
 }
 
 }  // namespace

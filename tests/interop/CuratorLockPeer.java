@@ -18,6 +18,13 @@
 //                                    counter and writes it back with <mark> appended
 //                                    (its length counts the holds, its letters say
 //                                    in which order the holders came)
+//   rw-count <lock path> <counter path> <writes> <reads> <timeout_ms> <mark>
+//                                 -> rw-counted <writes> <reads> <overlaps>: with
+//                                    Curator's InterProcessReadWriteLock, <writes>
+//                                    write holds (append <mark> to the counter, as
+//                                    count does) among <reads> read holds (sync, read
+//                                    the counter, sync, read it again: a change is a
+//                                    writer beside the reader, counted in <overlaps>)
 //   sort <name> ...               -> sorted <name> ...: the names in the order
 //                                    Curator's InterProcessMutex queues them, by
 //                                    Curator's own LockInternals.getSortedChildren
@@ -145,6 +152,9 @@ public final class CuratorLockPeer {
         return reply("participants", new Mutex(client, words[1]).getParticipantNodes());
       case "count":
         return count(words[1], words[2], Integer.parseInt(words[3]), Long.parseLong(words[4]), words[5]);
+      case "rw-count":
+        return readWriteCount(words[1], words[2], Integer.parseInt(words[3]), Integer.parseInt(words[4]),
+                              Long.parseLong(words[5]), words[6]);
       case "sort":
         // Curator's own sort, the one its lock loop uses; no server involved.
         // In the 5.4.0 jar (javap -c -p) it is Collections.sort with a comparator
@@ -192,5 +202,34 @@ public final class CuratorLockPeer {
       }
     }
     return "counted " + n;
+  }
+
+  // Writes spread evenly among the reads. A read syncs first, so that it sees
+  // every write made before its grant, and again before its second look, so
+  // that it sees any write made while it held.
+  private String readWriteCount(String lockPath, String counterPath, int writes, int reads,
+                                long timeoutMs, String mark) throws Exception {
+    InterProcessReadWriteLock lock = new InterProcessReadWriteLock(client, lockPath);
+    int overlaps = 0;
+    for (int i = 0; i < writes + reads; i++) {
+      boolean write = (long) (i + 1) * writes / (writes + reads) > (long) i * writes / (writes + reads);
+      InterProcessLock side = write ? lock.writeLock() : lock.readLock();
+      if (!side.acquire(timeoutMs, TimeUnit.MILLISECONDS)) return "error timeout at " + i;
+      try {
+        if (write) {
+          String value = new String(client.getData().forPath(counterPath), StandardCharsets.UTF_8);
+          client.setData().forPath(counterPath, (value + mark).getBytes(StandardCharsets.UTF_8));
+        } else {
+          client.sync().forPath(counterPath);
+          String before = new String(client.getData().forPath(counterPath), StandardCharsets.UTF_8);
+          client.sync().forPath(counterPath);
+          String after = new String(client.getData().forPath(counterPath), StandardCharsets.UTF_8);
+          if (!before.equals(after)) overlaps++;
+        }
+      } finally {
+        side.release();
+      }
+    }
+    return "rw-counted " + writes + " " + reads + " " + overlaps;
   }
 }
