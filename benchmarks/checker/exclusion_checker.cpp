@@ -1,6 +1,8 @@
 #include "exclusion_checker.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -103,39 +105,61 @@ ExclusionReport check_exclusion(std::vector<HolderInterval> intervals, std::int6
   report.counter = counter;
   report.acquisitions = acquisitions;
   report.lost_updates = acquisitions - counter;
-  report.interval_count_mismatch = static_cast<std::int64_t>(intervals.size()) != acquisitions;
+  const auto shared = [](const HolderInterval& i) { return i.kind == kSharedKind; };
+  report.shared_intervals =
+      static_cast<std::size_t>(std::count_if(intervals.begin(), intervals.end(), shared));
+  report.interval_count_mismatch =
+      static_cast<std::int64_t>(intervals.size() - report.shared_intervals) != acquisitions;
 
   // Grant order is enter order: a lock hands itself to one holder at a time,
-  // so sorted by enter, each interval must begin after every earlier one ended.
+  // so sorted by enter, each interval must begin after every earlier one ended
+  // (a shared one: after every earlier exclusive one ended).
   std::sort(intervals.begin(), intervals.end(), [](const auto& a, const auto& b) {
     return a.enter_ns != b.enter_ns ? a.enter_ns < b.enter_ns : a.exit_ns < b.exit_ns;
   });
   const std::int64_t origin = intervals.empty() ? 0 : intervals.front().enter_ns;
   std::vector<std::string> overlap_examples;
   std::vector<std::string> token_examples;
-  // The interval that ends last so far: comparing with it, not just with the
-  // one before, also catches a long hold that spans several short ones.
+  // The interval that ends last so far, of any kind and exclusive: comparing
+  // with it, not just with the one before, also catches a long hold that
+  // spans several short ones.
   const HolderInterval* latest = nullptr;
-  const HolderInterval* previous = nullptr;
+  const HolderInterval* latest_exclusive = nullptr;
+  // Tokens a grant must exceed: the last exclusive one's, and (for an
+  // exclusive grant) every earlier one's.
+  const HolderInterval* last_exclusive = nullptr;
+  const HolderInterval* highest = nullptr;
+  std::priority_queue<std::int64_t, std::vector<std::int64_t>, std::greater<>> shared_exits;
   for (const auto& current : intervals) {
-    if (latest && current.enter_ns < latest->exit_ns) {
+    const bool is_shared = shared(current);
+    const HolderInterval* blocking = is_shared ? latest_exclusive : latest;
+    if (blocking && current.enter_ns < blocking->exit_ns) {
       ++report.overlaps;
       if (overlap_examples.size() < kExamplesPerKind)
         overlap_examples.push_back("overlap: " + describe(current, origin) + " entered while " +
-                                   describe(*latest, origin) + " held the lock");
+                                   describe(*blocking, origin) + " held the lock");
     }
-    if (previous && current.token <= previous->token) {
+    const HolderInterval* below = is_shared ? last_exclusive : highest;
+    if (below && current.token <= below->token) {
       ++report.token_inversions;
       if (token_examples.size() < kExamplesPerKind)
         token_examples.push_back("token not increasing: " + describe(current, origin) +
-                                 " was granted after " + describe(*previous, origin));
+                                 " was granted after " + describe(*below, origin));
     }
     if (latest && current.enter_ns - latest->exit_ns > report.longest_idle_ns) {
       report.longest_idle_ns = current.enter_ns - latest->exit_ns;
       report.longest_idle_before = describe(current, origin);
     }
+    if (is_shared) {
+      while (!shared_exits.empty() && shared_exits.top() <= current.enter_ns) shared_exits.pop();
+      shared_exits.push(current.exit_ns);
+      report.most_shared_at_once = std::max(report.most_shared_at_once, shared_exits.size());
+    } else {
+      last_exclusive = &current;
+      if (!latest_exclusive || current.exit_ns > latest_exclusive->exit_ns) latest_exclusive = &current;
+    }
     if (!latest || current.exit_ns > latest->exit_ns) latest = &current;
-    previous = &current;
+    if (!highest || current.token > highest->token) highest = &current;
   }
 
   report.examples = std::move(overlap_examples);
@@ -156,6 +180,9 @@ std::string format_report(const ExclusionReport& report) {
       << report.intervals << " intervals, " << report.overlaps << " overlaps, "
       << report.token_inversions << " token inversions, counter " << report.counter << " for "
       << report.acquisitions << " acquisitions (" << report.lost_updates << " lost updates)\n";
+  if (report.shared_intervals > 0)
+    out << "  shared holds: " << report.shared_intervals << ", at most " << report.most_shared_at_once
+        << " at once\n";
   if (report.longest_idle_ns > 0)
     out << "  longest idle: " << static_cast<double>(report.longest_idle_ns) / 1e6
         << " ms, before " << report.longest_idle_before << "\n";

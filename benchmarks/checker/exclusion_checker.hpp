@@ -13,6 +13,11 @@
 //   - in the order the lock was granted, did a token fail to grow?
 //   - did the counter end below the number of acquisitions (lost updates)?
 //
+// Intervals of kind "read" are a read/write lock's shared holds: they may
+// overlap one another, never another kind; their tokens must exceed the last
+// exclusive hold's before them (a reader queued before a writer has left
+// before the writer enters), not each other's; they make no increment.
+//
 //   auto intervals = zkr::exclusion::read_interval_file("/tmp/worker-1.intervals");
 //   auto report = zkr::exclusion::check_exclusion(intervals, counter, intervals.size());
 //   EXPECT_TRUE(report.ok()) << zkr::exclusion::format_report(report);
@@ -34,7 +39,7 @@ struct HolderInterval {
   std::int64_t enter_ns = 0;  // CLOCK_MONOTONIC, just after the acquire returned
   std::int64_t exit_ns = 0;   // CLOCK_MONOTONIC, just before the release
   std::int64_t token = 0;     // the fencing token of the grant
-  std::string kind;           // the lock's kind: "mutex", "semaphore", "none"...
+  std::string kind;           // the lock's kind: "mutex", "semaphore", "none", "read", "write"...
   friend bool operator==(const HolderInterval&, const HolderInterval&) = default;
 };
 
@@ -63,8 +68,10 @@ struct ExclusionReport {
   std::int64_t counter = 0;           // the counter's final value
   std::int64_t acquisitions = 0;      // how many increments were made
   std::int64_t lost_updates = 0;      // acquisitions - counter (negative: extra updates)
-  // Acquisitions and intervals differ: some holder's records are missing.
+  // Acquisitions and exclusive intervals differ: some holder's records are missing.
   bool interval_count_mismatch = false;
+  std::size_t shared_intervals = 0;   // of kind "read"
+  std::size_t most_shared_at_once = 0;  // the most "read" intervals held at one time
   // Not a violation, but the sign of a stall: the longest time nobody held
   // the lock, and the hold that ended it.
   std::int64_t longest_idle_ns = 0;
@@ -81,8 +88,12 @@ struct ExclusionReport {
 // How many examples of each kind of violation the report keeps.
 inline constexpr std::size_t kExamplesPerKind = 5;
 
+// The kind of a shared hold.
+inline constexpr std::string_view kSharedKind = "read";
+
 // Checks intervals (in any order) against the rules above. Intervals that
 // touch (one's exit equals the next one's enter) do not overlap.
+// `acquisitions` counts the increments: the intervals not of kind "read".
 ExclusionReport check_exclusion(std::vector<HolderInterval> intervals, std::int64_t counter,
                                 std::int64_t acquisitions);
 

@@ -8,6 +8,10 @@
 // run; each thread has its own lock object of KIND on LOCK_PATH:
 //   mutex      InterProcessMutex
 //   semaphore  InterProcessSemaphoreMutex
+//   readwrite  InterProcessReadWriteLock: every third acquisition takes the
+//              write side (and increments), the others the read side (and
+//              read the counter, holding a round trip long); read holds are
+//              recorded with kind "read", write holds with kind "write"
 //   none       no lock at all: the deliberately broken lock, to prove that the
 //              checker sees what a broken lock does
 // Each thread acquires ACQUISITIONS times or until SECONDS have passed,
@@ -53,6 +57,7 @@
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
+#include "zkr/read_write_lock.hpp"
 
 namespace {
 
@@ -103,8 +108,10 @@ Config parse_args(int argc, char** argv) {
     throw std::invalid_argument("expected 8 arguments, got " + std::to_string(argc - 1));
   Config config{argv[1], argv[2], argv[3], positive(argv[4], "THREADS"),
                 positive(argv[5], "ACQUISITIONS"), positive(argv[6], "SECONDS"), argv[7], argv[8]};
-  if (config.kind != "mutex" && config.kind != "semaphore" && config.kind != "none")
-    throw std::invalid_argument("KIND must be mutex, semaphore or none, got '" + config.kind + "'");
+  if (config.kind != "mutex" && config.kind != "semaphore" && config.kind != "readwrite" &&
+      config.kind != "none")
+    throw std::invalid_argument("KIND must be mutex, semaphore, readwrite or none, got '" +
+                                config.kind + "'");
   const std::string timeout_option = "--acquire-timeout-ms=";
   for (int i = 9; i < argc; ++i) {
     const std::string option = argv[i];
@@ -136,6 +143,38 @@ class NoLock {
   bool try_acquire_for(milliseconds) { return true; }
   bool release() noexcept { return true; }
 };
+
+// Both sides of one read/write lock in turn: every third acquisition writes.
+class ReadWriteTurns {
+ public:
+  ReadWriteTurns(zkr::Client& client, const std::string& path) : lock_(client, path) {}
+  bool try_acquire_for(milliseconds timeout) {
+    reading_ = turn_++ % 3 != 0;
+    side_ = reading_ ? &lock_.read_lock() : &lock_.write_lock();
+    return side_->try_acquire_for(timeout);
+  }
+  bool release() noexcept { return side_->release(); }
+  zkr::LockLease lease() const { return side_->lease(); }
+  bool reading() const { return reading_; }
+
+ private:
+  zkr::InterProcessReadWriteLock lock_;
+  zkr::InterProcessReadWriteLock::Side* side_ = nullptr;
+  bool reading_ = false;
+  unsigned turn_ = 0;
+};
+
+template <class Lock>
+bool reading(const Lock& lock) {
+  if constexpr (std::is_same_v<Lock, ReadWriteTurns>) return lock.reading();
+  else return false;
+}
+
+template <class Lock>
+std::string kind_of(const Lock& lock, const Config& config) {
+  if constexpr (std::is_same_v<Lock, ReadWriteTurns>) return lock.reading() ? "read" : "write";
+  else return config.kind;
+}
 
 template <class Lock>
 std::int64_t token_of(const Lock& lock) {
@@ -222,9 +261,12 @@ void run_thread(zkr::Client& client, const Config& config, Clock::time_point dea
         }
         continue;
       }
-      HolderInterval interval{pid, thread, monotonic_ns(), 0, token_of(lock), config.kind};
+      HolderInterval interval{pid, thread, monotonic_ns(), 0, token_of(lock), kind_of(lock, config)};
       try {
-        increment(client, config.counter_path);
+        if (reading(lock))
+          (void)client.with_retry([&](zkr::Keeper& k) { return k.get(config.counter_path); });
+        else
+          increment(client, config.counter_path);
       } catch (const std::exception& e) {
         result.errors.push_back(std::string("increment: ") + e.what());
       }
@@ -282,6 +324,8 @@ int run(const Config& config) {
           run_thread<zkr::InterProcessMutex>(client, config, deadline, result);
         else if (config.kind == "semaphore")
           run_thread<zkr::InterProcessSemaphoreMutex>(client, config, deadline, result);
+        else if (config.kind == "readwrite")
+          run_thread<ReadWriteTurns>(client, config, deadline, result);
         else
           run_thread<NoLock>(client, config, deadline, result);
       });
@@ -338,7 +382,7 @@ int main(int argc, char** argv) {
     config = parse_args(argc, argv);
   } catch (const std::invalid_argument& e) {
     std::cerr << "lock_worker: " << e.what()
-              << "\nusage: zkr-test-lock_worker CONNECT LOCK_PATH mutex|semaphore|none THREADS "
+              << "\nusage: zkr-test-lock_worker CONNECT LOCK_PATH mutex|semaphore|readwrite|none THREADS "
                  "ACQUISITIONS SECONDS COUNTER_PATH OUTPUT [--acquire-timeout-ms=N] [--faults]\n";
     return 64;
   }

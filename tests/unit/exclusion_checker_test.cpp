@@ -123,6 +123,46 @@ TEST(ExclusionChecker, ReportSaysWhetherExclusionHeld) {
   EXPECT_NE(text.find("1 lost updates"), std::string::npos) << text;
 }
 
+// ---- A read/write lock's shared holds (kind "read").
+
+HolderInterval read(std::int64_t enter, std::int64_t exit, std::int64_t token, std::int64_t pid = 300) {
+  return {pid, pid + 1, enter, exit, token, "read"};
+}
+HolderInterval write(std::int64_t enter, std::int64_t exit, std::int64_t token, std::int64_t pid = 400) {
+  return {pid, pid + 1, enter, exit, token, "write"};
+}
+
+TEST(ExclusionChecker, ReadersMayShareAndCountNoIncrement) {
+  // Readers with tokens in any order among themselves, between writers.
+  const auto report = check_exclusion(
+      {write(0, 10, 1), read(11, 30, 5, 1), read(12, 20, 3, 2), read(15, 25, 4, 3), write(31, 40, 6)},
+      2, 2);
+  EXPECT_TRUE(report.ok()) << format_report(report);
+  EXPECT_EQ(report.shared_intervals, 3u);
+  EXPECT_EQ(report.most_shared_at_once, 3u);
+  EXPECT_NE(format_report(report).find("shared holds: 3, at most 3 at once"), std::string::npos);
+}
+
+TEST(ExclusionChecker, AReaderBesideAWriterIsAnOverlapEitherWayRound) {
+  const auto reader_late = check_exclusion({write(0, 10, 1), read(5, 15, 2)}, 1, 1);
+  EXPECT_EQ(reader_late.overlaps, 1u) << format_report(reader_late);
+  const auto writer_late = check_exclusion({read(0, 10, 1), read(1, 30, 2, 9), write(20, 25, 3)}, 1, 1);
+  EXPECT_EQ(writer_late.overlaps, 1u) << format_report(writer_late);
+  EXPECT_NE(examples_of(writer_late).find("held the lock"), std::string::npos);
+}
+
+TEST(ExclusionChecker, TokensOfSharedHoldsExceedTheLastWritersAndAWritersExceedAll) {
+  const auto reader_below = check_exclusion({write(0, 10, 5), read(11, 20, 4)}, 1, 1);
+  EXPECT_EQ(reader_below.token_inversions, 1u) << format_report(reader_below);
+  const auto writer_below = check_exclusion({read(0, 10, 7), read(1, 10, 3, 9), write(11, 20, 6)}, 1, 1);
+  EXPECT_EQ(writer_below.token_inversions, 1u) << format_report(writer_below);
+}
+
+TEST(ExclusionChecker, OnlyExclusiveHoldsAreCountedAsAcquisitions) {
+  EXPECT_TRUE(check_exclusion({read(0, 10, 1), write(11, 20, 2)}, 1, 1).ok());
+  EXPECT_TRUE(check_exclusion({read(0, 10, 1), write(11, 20, 2)}, 2, 2).interval_count_mismatch);
+}
+
 TEST(IntervalFormat, RoundTrips) {
   const HolderInterval interval{4242, 4245, 1830021477000, 1830021912000, 4294967391, "semaphore"};
   EXPECT_EQ(format_interval(interval),
