@@ -20,8 +20,8 @@
 //   Curator InterProcessSemaphoreV2 and InterProcessSemaphoreMutex: a child
 //     named "locks" or "leases" (so a lock path must not have children of
 //     those names for other reasons: nest other lock paths elsewhere);
-//   Curator InterProcessReadWriteLock: a child "..__READ__<seq>" or
-//     "..__WRIT__<seq>".
+//   InterProcessReadWriteLock, Curator's or ours (zkr/read_write_lock.hpp):
+//     a child "..__READ__<seq>" or "..__WRIT__<seq>".
 // Every listing an acquire makes is checked, the one its grant is decided on
 // included: a foreign node that appears while we wait refuses us too. What
 // cannot be done from our side:
@@ -241,8 +241,9 @@ class LockLease {
 // is no_node). Ops that touch the lock itself are std::invalid_argument, also
 // before anything is sent: a remove, set or check of the lease's lock node or
 // lock directory, a create in that directory, and a create (anywhere) of a
-// name that looks like a lock node ("...lock-<10 digits>", or a sequential
-// create that would end so): each would hand the lock on or block a queue.
+// name that looks like a lock node ("...lock-<10 digits>", "...__READ__<10
+// digits>" or "...__WRIT__<10 digits>", or a sequential create that would
+// end so): each would hand the lock on or block a queue.
 MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
                           OptionalTimeout timeout = {});
 
