@@ -130,7 +130,8 @@ std::string ForeignLockNodes::description() const {
   };
   switch (protocol) {
     case ForeignProtocol::curator_semaphore:
-      text = "Curator InterProcessSemaphoreV2/SemaphoreMutex (children ";
+      text = "a semaphore, InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator "
+             "layout (children ";
       for (std::size_t i = 0; i < nodes.size(); ++i) text += (i ? ", " : "") + nodes[i] + "/";
       return text + ")";
     case ForeignProtocol::read_write_lock:
@@ -149,24 +150,28 @@ std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::s
   // Either child alone is the semaphore's: "locks" appears first (its
   // internal mutex), and "leases" may outlive it.
   bool locks = false, leases = false;
-  const auto other = asking == QueueFamily::mutex ? ForeignProtocol::read_write_lock
-                                                  : ForeignProtocol::mutex;
-  ForeignLockNodes other_queue{other, {}};
+  ForeignLockNodes mutex_queue{ForeignProtocol::mutex, {}};
+  ForeignLockNodes read_write_queue{ForeignProtocol::read_write_lock, {}};
   for (const auto& child : children) {
     locks = locks || child == kCuratorSemaphoreLocks;
     leases = leases || child == kCuratorSemaphoreLeases;
-    const auto kind = queue_kind(child);
-    if (kind && family_of(*kind) != asking) other_queue.nodes.push_back(child);
+    if (const auto kind = queue_kind(child)) {
+      auto& queue = family_of(*kind) == QueueFamily::mutex ? mutex_queue : read_write_queue;
+      if (family_of(*kind) != asking) queue.nodes.push_back(child);
+    }
   }
-  if (locks || leases) {
+  if ((locks || leases) && asking != QueueFamily::semaphore) {
     ForeignLockNodes semaphore{ForeignProtocol::curator_semaphore, {}};
     if (locks) semaphore.nodes.emplace_back(kCuratorSemaphoreLocks);
     if (leases) semaphore.nodes.emplace_back(kCuratorSemaphoreLeases);
     return semaphore;
   }
-  if (other_queue.nodes.empty()) return std::nullopt;
-  std::sort(other_queue.nodes.begin(), other_queue.nodes.end());
-  return other_queue;
+  for (auto* queue : {&mutex_queue, &read_write_queue}) {
+    if (queue->nodes.empty()) continue;
+    std::sort(queue->nodes.begin(), queue->nodes.end());
+    return std::move(*queue);
+  }
+  return std::nullopt;
 }
 
 }  // namespace zkr::detail

@@ -25,7 +25,9 @@ inline constexpr std::string_view kCuratorWriteName = "__WRIT__";
 // ("lock-" nodes: our mutexes, Curator's InterProcessMutex) and Curator's
 // read/write queue (readers and writers in one order). A directory holds one.
 enum class QueueKind { mutex, read, write };
-enum class QueueFamily { mutex, read_write };
+// semaphore: no queue of its own under the lock path (its nodes are in
+// "locks" and "leases"); it asks only which protocols are foreign to it.
+enum class QueueFamily { mutex, read_write, semaphore };
 constexpr QueueFamily family_of(QueueKind kind) {
   return kind == QueueKind::mutex ? QueueFamily::mutex : QueueFamily::read_write;
 }

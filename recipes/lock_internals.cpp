@@ -452,26 +452,7 @@ class Attempt {
     }
     lease->directory_use = std::move(use_);
     lease->ahead_of_writers = ahead_of_writers_;
-    std::weak_ptr<LeaseState> weak = lease;
-    const auto policy = lock_.options_.suspended_policy;
-    const auto epoch = epoch_;
-    Client& client = client_;
-    auto on_state = [weak, policy, epoch, &client](ConnectionState state) {
-      auto held = weak.lock();
-      if (!held) return;
-      // A late `lost` may be about the session before ours: the epoch tells.
-      if ((state == ConnectionState::lost || state == ConnectionState::reconnected) &&
-          client.session_epoch() != epoch)
-        held->mark_lost(LostReason::session_lost);
-      // A suspension, even one announced late, is taken as it comes: under
-      // this policy a lease in doubt is a lease lost.
-      if (state == ConnectionState::suspended && policy == SuspendedPolicy::lost)
-        held->mark_lost(LostReason::suspended);
-    };
-    lease->listener = client_.add_listener(on_state);
-    // A change before the listener was in place would be missed: look now.
-    if (client_.session_epoch() != epoch_) on_state(ConnectionState::reconnected);
-    else if (!client_.is_connected()) on_state(ConnectionState::suspended);
+    listen_for_loss(client_, lease, lock_.options_.suspended_policy);
     return lease;
   }
 
@@ -572,6 +553,49 @@ class Attempt {
   std::unique_ptr<DirectoryRegistry::Use> use_;
 };
 
+void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
+                     SuspendedPolicy policy) {
+  std::weak_ptr<LeaseState> weak = lease;
+  const auto epoch = lease->epoch;
+  auto on_state = [weak, policy, epoch, &client](ConnectionState state) {
+    auto held = weak.lock();
+    if (!held) return;
+    // A late `lost` may be about the session before ours: the epoch tells.
+    if ((state == ConnectionState::lost || state == ConnectionState::reconnected) &&
+        client.session_epoch() != epoch)
+      held->mark_lost(LostReason::session_lost);
+    // A suspension, even one announced late, is taken as it comes: under
+    // this policy a lease in doubt is a lease lost.
+    if (state == ConnectionState::suspended && policy == SuspendedPolicy::lost)
+      held->mark_lost(LostReason::suspended);
+  };
+  lease->listener = client.add_listener(on_state);
+  // A change before the listener was in place would be missed: look now.
+  if (client.session_epoch() != epoch) on_state(ConnectionState::reconnected);
+  else if (!client.is_connected()) on_state(ConnectionState::suspended);
+}
+
+void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept {
+  try {
+    lease->mark_released();
+    client.remove_listener(lease->listener);
+    // Ends the directory's use after the delete is sent (below), so that a
+    // removal of it is ordered after the delete too.
+    const auto use = std::move(lease->directory_use);
+    if (client.session_epoch() != lease->epoch) return;  // the node went with its session
+    auto keeper = client.keeper();
+    if (keeper && client.is_connected()) {
+      client.directory_registry()->watch_release(lease->node_path, lease->epoch,
+                                                 keeper->async_remove(lease->node_path));
+      return;
+    }
+    client.remove_in_background(lease->node_path, lease->epoch);
+  } catch (const std::exception& e) {
+    client.logger().error("release of {} failed: {}", lease->node_path, e.what());
+    client.remove_in_background(lease->node_path, lease->epoch);
+  }
+}
+
 LockInternals::LockInternals(Client& client, std::string dir, LockOptions options, QueueKind kind)
     : client_(client),
       dir_(std::move(dir)),
@@ -632,24 +656,7 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
 // acquire's create, say) are ordered after it by the server. The registry
 // looks at the reply; a lost one hands the delete to the background remover.
 void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
-  try {
-    lease->mark_released();
-    client_.remove_listener(lease->listener);
-    // Ends the directory's use after the delete is sent (below), so that a
-    // removal of it is ordered after the delete too.
-    const auto use = std::move(lease->directory_use);
-    if (client_.session_epoch() != lease->epoch) return;  // the node went with its session
-    auto keeper = client_.keeper();
-    if (keeper && client_.is_connected()) {
-      directories_->watch_release(lease->node_path, lease->epoch,
-                                  keeper->async_remove(lease->node_path));
-      return;
-    }
-    client_.remove_in_background(lease->node_path, lease->epoch);
-  } catch (const std::exception& e) {
-    client_.logger().error("lock {}: release failed: {}", dir_, e.what());
-    client_.remove_in_background(lease->node_path, lease->epoch);
-  }
+  release_node(client_, lease);
 }
 
 std::vector<std::string> LockInternals::participant_nodes() const {

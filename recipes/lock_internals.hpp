@@ -102,6 +102,17 @@ class LockInternals {
   const std::shared_ptr<DirectoryRegistry> directories_;  // the Client's
 };
 
+// Makes a granted lease hear of its session's loss (and, under
+// SuspendedPolicy::lost, of a suspension) from the Client's connection states.
+// Its own node's watch is the caller's (LeaseState::watch_own_node).
+void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
+                     SuspendedPolicy policy);
+
+// Gives a lease back: marks it released, and sends the delete of its node
+// without waiting (a lost reply hands it to the background remover). Never
+// throws.
+void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept;
+
 // The data a contender writes into its node, unless LockOptions says.
 std::string default_holder_id();
 // holder_id, or the default if empty; std::invalid_argument for a control

@@ -627,7 +627,7 @@ TYPED_TEST(CuratorMixTest, CuratorSemaphoreMutexHoldingRefusesOurs) {
   EXPECT_TRUE(std::regex_match(leases[0], std::regex("_c_[0-9a-f-]{36}-lease-[0-9]{10}"))) << leases[0];
 
   const auto text = refused(lock, this->dir_);
-  EXPECT_NE(text.find("Curator InterProcessSemaphoreV2/SemaphoreMutex (children locks/, leases/)"),
+  EXPECT_NE(text.find("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children locks/, leases/)"),
             std::string::npos)
       << text;
   EXPECT_EQ(this->children(), (std::vector<std::string>{"leases", "locks"})) << "our node was left";

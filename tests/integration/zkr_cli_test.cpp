@@ -674,7 +674,7 @@ TEST_F(ZkrCliTest, PathOfAnotherLockProtocolIsRefusedWithItsOwnCode) {
                                   "touch " + quoted(marker)});
   EXPECT_EQ(ran.code, 78) << ran.err;
   EXPECT_NE(ran.err.find("foreign_lock_protocol at " + path), std::string::npos) << ran.err;
-  EXPECT_NE(ran.err.find("Curator InterProcessSemaphoreV2/SemaphoreMutex (children leases/)"),
+  EXPECT_NE(ran.err.find("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children leases/)"),
             std::string::npos)
       << ran.err;
   EXPECT_EQ(read_file(status), "{\"outcome\":\"error\",\"exit\":78}\n");

@@ -21,7 +21,7 @@ TEST(ForeignLockNodes, CuratorSemaphoreByItsLocksAndLeasesChildren) {
   EXPECT_EQ(found->protocol, ForeignProtocol::curator_semaphore);
   EXPECT_EQ(found->nodes, (std::vector<std::string>{"locks", "leases"}));
   EXPECT_EQ(found->description(),
-            "Curator InterProcessSemaphoreV2/SemaphoreMutex (children locks/, leases/)");
+            "a semaphore, InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children locks/, leases/)");
 }
 
 // Its internal mutex's "locks" comes first and its "leases" may outlive it
@@ -29,7 +29,7 @@ TEST(ForeignLockNodes, CuratorSemaphoreByItsLocksAndLeasesChildren) {
 TEST(ForeignLockNodes, EitherSemaphoreChildAloneIsEnough) {
   const auto locks = find_foreign_lock_nodes({"locks", kOurs});
   ASSERT_TRUE(locks);
-  EXPECT_EQ(locks->description(), "Curator InterProcessSemaphoreV2/SemaphoreMutex (children locks/)");
+  EXPECT_EQ(locks->description(), "a semaphore, InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children locks/)");
   const auto leases = find_foreign_lock_nodes({"leases"});
   ASSERT_TRUE(leases);
   EXPECT_EQ(leases->protocol, ForeignProtocol::curator_semaphore);
@@ -110,6 +110,18 @@ TEST(ForeignLockNodes, ToAReadWriteLockTheMutexQueueIsForeign) {
   const auto semaphore = find_foreign_lock_nodes({read, "leases"}, QueueFamily::read_write);
   ASSERT_TRUE(semaphore);
   EXPECT_EQ(semaphore->protocol, ForeignProtocol::curator_semaphore);
+}
+
+// The semaphore's own children are its layout; both lock queues are foreign.
+TEST(ForeignLockNodes, ToTheSemaphoreBothLockQueuesAreForeign) {
+  EXPECT_FALSE(find_foreign_lock_nodes({"locks", "leases", "config"}, QueueFamily::semaphore));
+  const auto mutex = find_foreign_lock_nodes({"locks", kOurs}, QueueFamily::semaphore);
+  ASSERT_TRUE(mutex);
+  EXPECT_EQ(mutex->protocol, ForeignProtocol::mutex);
+  const auto read_write =
+      find_foreign_lock_nodes({"leases", "_c_g-__READ__0000000001"}, QueueFamily::semaphore);
+  ASSERT_TRUE(read_write);
+  EXPECT_EQ(read_write->protocol, ForeignProtocol::read_write_lock);
 }
 
 }  // namespace

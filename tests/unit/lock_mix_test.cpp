@@ -69,7 +69,7 @@ TYPED_TEST(LockMixTest, CuratorSemaphoreChildrenRefuseEveryAcquireForm) {
   const auto start = std::chrono::steady_clock::now();
   const std::string text = this->refused(*lock, [&] { return lock->try_acquire(); });
   EXPECT_THAT(text, HasSubstr(kDir));
-  EXPECT_THAT(text, HasSubstr("Curator InterProcessSemaphoreV2/SemaphoreMutex (children locks/, leases/)"));
+  EXPECT_THAT(text, HasSubstr("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children locks/, leases/)"));
   (void)this->refused(*lock, [&] { return lock->try_acquire_for(kWait); });
   (void)this->refused(*lock, [&] { return lock->acquire(), true; });
   EXPECT_LT(std::chrono::steady_clock::now() - start, kWait / 2) << "it waited";

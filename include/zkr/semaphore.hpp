@@ -1,0 +1,168 @@
+// zkr/semaphore.hpp: a distributed counting semaphore with leases, and a
+// semaphore mutex, both on Apache Curator's InterProcessSemaphoreV2 layout.
+//
+//   zkr::InterProcessSemaphoreV2 pool(client, "/app/pools/gpu", zkr::SemaphoreLimit::fixed(4));
+//   auto leases = pool.try_acquire(2, 5s);      // two of the four, or none
+//   if (!leases.empty()) {
+//     run_on_two_gpus(leases[0].lease().fencing_token());
+//   }                                            // released when they go out of scope
+//
+// The layout is Curator's, so that Java services using Curator's
+// InterProcessSemaphoreV2 or InterProcessSemaphoreMutex and C++ services
+// using these classes share one bound on one path (tested against Curator
+// 5.4): under the path, "locks" holds an internal mutex (a lock queue, as
+// InterProcessMutex's) and "leases" one protected ephemeral sequential node
+// per lease, `_c_<guid>-lease-<sequence>`. A contender takes the internal
+// mutex, creates its lease node, and waits, still holding the mutex, until
+// the lease nodes number at most the limit; then it lets the mutex go. So
+// contenders are served one at a time, first come, first served, and never
+// more leases exist than the limit allowed when each was granted.
+//
+// The limit is fixed, or read from a znode that Curator's SharedCount keeps
+// (a 4-byte big-endian integer), at every grant: lowering it makes later
+// contenders wait until enough leases are given back; holders keep theirs.
+// Every process on one path must use the same limit (Curator's rule too).
+//
+// Cost. A grant is three writes (the internal mutex's node, created and
+// deleted, and the lease node) and a release a fourth; InterProcessMutex's
+// grant is one and its release another. So for mutual exclusion on a path
+// of its own, use InterProcessMutex or InterProcessSemaphoreMutex
+// (zkr/lock.hpp): they are faster. Use CuratorSemaphoreMutex only on a path
+// that Java's InterProcessSemaphoreMutex also guards, and this semaphore when
+// up to N may hold at once.
+//
+// No silent mix (see zkr/lock.hpp): mutex or read/write lock nodes directly
+// under the path make every acquire throw KeeperError(foreign_lock_protocol)
+// naming them; our mutexes and read/write locks refuse a path with "locks"
+// or "leases" children likewise.
+//
+// What it leaves: "leases" and the path itself are created as container
+// nodes, which the server removes once empty (at its next container check, a
+// minute by default); "locks" is a lock directory, removed as zkr/lock.hpp's
+// are.
+//
+// A lease says lost (LockLease::lost) when its node is deleted by someone
+// else, its session ends, or, under SuspendedPolicy::lost, the link drops.
+// A lease is released by its owner, from any thread, or when destroyed.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zkr/client.hpp"
+#include "zkr/lock.hpp"
+
+namespace zkr {
+
+// A semaphore's nodes are "/leases/_c_<guid>-lease-<sequence>" under its
+// path, 65 characters at most: the path leaves room for them.
+inline constexpr std::size_t kMaxSemaphoreNodeSuffix = 65;
+inline constexpr std::size_t kMaxSemaphorePathLength = kMaxPathLength - kMaxSemaphoreNodeSuffix;
+
+// How many leases a semaphore allows.
+class SemaphoreLimit {
+ public:
+  // At least 1 (std::invalid_argument otherwise).
+  static SemaphoreLimit fixed(std::int32_t max_leases);
+  // The value of a Curator SharedCount at `path`: 4 bytes, big-endian. A
+  // missing node, another length or a value below 1 makes acquires throw
+  // KeeperError(bad_arguments) naming the node.
+  static SemaphoreLimit shared_count(std::string path);
+
+  std::optional<std::int32_t> fixed_value() const noexcept { return fixed_; }
+  const std::string& count_path() const noexcept { return count_path_; }
+
+ private:
+  std::optional<std::int32_t> fixed_;
+  std::string count_path_;
+};
+
+namespace detail {
+struct SemaphoreCore;
+}
+
+// One lease: owns its node, gives it back on release() or destruction, from
+// any thread. Movable, not copyable.
+class SemaphoreLease {
+ public:
+  SemaphoreLease(SemaphoreLease&& other) noexcept;
+  SemaphoreLease& operator=(SemaphoreLease&& other) noexcept;
+  SemaphoreLease(const SemaphoreLease&) = delete;
+  SemaphoreLease& operator=(const SemaphoreLease&) = delete;
+  ~SemaphoreLease();
+
+  // The node, its czxid as fencing token, the lost signal (see LockLease).
+  const LockLease& lease() const noexcept { return lease_; }
+  // Sends the delete of the node and returns (as InterProcessMutex::release
+  // does). False if already released. Never throws.
+  bool release() noexcept;
+
+  SemaphoreLease(std::shared_ptr<detail::SemaphoreCore> core,
+                 std::shared_ptr<detail::LeaseState> state);
+
+ private:
+  std::shared_ptr<detail::SemaphoreCore> core_;
+  std::shared_ptr<detail::LeaseState> state_;
+  LockLease lease_;
+  bool held_ = true;
+};
+
+class InterProcessSemaphoreV2 {
+ public:
+  // Throws std::invalid_argument for a bad path (as InterProcessMutex, with
+  // kMaxSemaphorePathLength) or bad options.
+  InterProcessSemaphoreV2(Client& client, std::string path, SemaphoreLimit limit,
+                          LockOptions options = {});
+  ~InterProcessSemaphoreV2();
+  InterProcessSemaphoreV2(const InterProcessSemaphoreV2&) = delete;
+  InterProcessSemaphoreV2& operator=(const InterProcessSemaphoreV2&) = delete;
+
+  // n leases (n >= 1, else std::invalid_argument), waiting as long as it
+  // takes; throws KeeperError when they cannot be had.
+  std::vector<SemaphoreLease> acquire(int n = 1);
+  // n leases, or none (an empty vector) if the deadline comes first: the
+  // leases granted meanwhile are given back.
+  std::vector<SemaphoreLease> try_acquire(int n, std::chrono::milliseconds timeout);
+  std::vector<SemaphoreLease> try_acquire_until(int n, std::chrono::steady_clock::time_point deadline);
+
+  // The lease nodes, in sequence order.
+  std::vector<std::string> participant_nodes() const;
+  const std::string& path() const noexcept;
+
+ private:
+  std::shared_ptr<detail::SemaphoreCore> core_;
+};
+
+// Curator's InterProcessSemaphoreMutex on the wire: a semaphore of one lease,
+// not reentrant, released by any thread. For a path Java's
+// InterProcessSemaphoreMutex guards too; elsewhere InterProcessSemaphoreMutex
+// (zkr/lock.hpp) does the same with a third of the writes.
+class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMutex> {
+ public:
+  CuratorSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
+  ~CuratorSemaphoreMutex();  // releases a grant still held
+
+  void acquire();
+  [[nodiscard]] bool try_acquire();
+  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
+  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
+  // False (nothing changes) if not held.
+  bool release() noexcept;
+  bool is_acquired_in_this_process() const;
+  // The grant's lease; std::logic_error if not held.
+  LockLease lease() const;
+  const std::string& path() const noexcept { return semaphore_.path(); }
+
+ private:
+  InterProcessSemaphoreV2 semaphore_;
+  mutable std::mutex mutex_;
+  std::optional<SemaphoreLease> held_;  // guarded by mutex_
+};
+
+}  // namespace zkr
