@@ -12,6 +12,8 @@
 namespace zkr {
 namespace detail {
 
+static_assert(kMaxDataLength == static_cast<std::size_t>(INT_MAX));
+
 // ---- Requests.
 
 void check_write_path(std::string_view path) { validate_path(path); }

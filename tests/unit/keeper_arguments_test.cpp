@@ -93,10 +93,12 @@ class ChecksOnlyKeeper final : public Keeper {
 // which costs about a second, so three rows have it.
 std::string oversize() { return std::string(detail::kMaxDataLength + 1, 'x'); }
 
+using Call = std::function<void(Keeper&)>;
+
 struct BadCall {
   std::string name;
   std::string mention;  // a piece of the message that says which rule
-  std::function<void(Keeper&)> call;
+  Call call;
 };
 
 std::vector<BadCall> oversize_calls() {
@@ -108,6 +110,8 @@ std::vector<BadCall> oversize_calls() {
   return {
       {"create: data over 2 GiB", "larger than 2 GiB",
        [](Keeper& k) { (void)k.async_create("/big", oversize(), CreateMode::persistent); }},
+      {"set: data over 2 GiB", "larger than 2 GiB",
+       [](Keeper& k) { (void)k.async_set("/big", oversize()); }},
       {"multi: set data over 2 GiB", "larger than 2 GiB",
        [](Keeper& k) {
          std::vector<Op> ops;  // not an initializer list, which would copy the 2 GiB
@@ -119,30 +123,37 @@ std::vector<BadCall> oversize_calls() {
 #endif
 }
 
+Call create_at(std::string path, CreateMode mode = CreateMode::persistent,
+               CreateOptions options = {}) {
+  return [=](Keeper& k) { (void)k.async_create(path, "", mode, options); };
+}
+
+Call multi_of(std::vector<Op> ops) {
+  return [=](Keeper& k) { (void)k.async_multi(ops); };
+}
+
 std::vector<BadCall> bad_calls() {
-  constexpr auto kPersistent = CreateMode::persistent;
+  constexpr auto kTtlMode = CreateMode::persistent_with_ttl;
   const CreateOptions ttl{.acl = std::nullopt, .ttl = 1000ms};
-  const CreateOptions huge_ttl{.acl = std::nullopt, .ttl = std::chrono::milliseconds(detail::kMaxTtlMs + 1)};
+  const CreateOptions huge_ttl{.acl = std::nullopt,
+                               .ttl = std::chrono::milliseconds(detail::kMaxTtlMs + 1)};
   const CreateOptions empty_acl{.acl = AclList{}, .ttl = 0ms};
-  const op::Create ok_create{"/ok"};
+  const op::Create ok{"/ok"};
   std::vector<BadCall> rows = {
-      {"create: relative", "absolute", [](Keeper& k) { (void)k.async_create("a", "", kPersistent); }},
-      {"create: empty", "empty", [](Keeper& k) { (void)k.async_create("", "", kPersistent); }},
-      {"create: trailing /", "ends with '/'", [](Keeper& k) { (void)k.async_create("/a/", "", kPersistent); }},
-      {"create: //", "empty segment", [](Keeper& k) { (void)k.async_create("/a//b", "", kPersistent); }},
-      {"create: ..", "relative segment", [](Keeper& k) { (void)k.async_create("/a/../b", "", kPersistent); }},
-      {"create: control", "control character", [](Keeper& k) { (void)k.async_create("/a\n", "", kPersistent); }},
-      {"create: reserved", "reserved", [](Keeper& k) { (void)k.async_create("/zookeeper/x", "", kPersistent); }},
+      {"create: relative", "absolute", create_at("a")},
+      {"create: empty", "empty", create_at("")},
+      {"create: trailing /", "ends with '/'", create_at("/a/")},
+      {"create: //", "empty segment", create_at("/a//b")},
+      {"create: ..", "relative segment", create_at("/a/../b")},
+      {"create: control", "control character", create_at("/a\n")},
+      {"create: reserved", "reserved", create_at("/zookeeper/x")},
       {"create: sequential under /", "parent path",
-       [](Keeper& k) { (void)k.async_create("/", "", CreateMode::persistent_sequential); }},
-      {"create: TTL mode, no ttl", "needs 0 < ttl",
-       [](Keeper& k) { (void)k.async_create("/t", "", CreateMode::persistent_with_ttl); }},
-      {"create: ttl over 40 bits", "needs 0 < ttl",
-       [=](Keeper& k) { (void)k.async_create("/t", "", CreateMode::persistent_with_ttl, huge_ttl); }},
+       create_at("/", CreateMode::persistent_sequential)},
+      {"create: TTL mode, no ttl", "needs 0 < ttl", create_at("/t", kTtlMode)},
+      {"create: ttl over 40 bits", "needs 0 < ttl", create_at("/t", kTtlMode, huge_ttl)},
       {"create: ttl, plain mode", "only for the *_with_ttl modes",
-       [=](Keeper& k) { (void)k.async_create("/t", "", kPersistent, ttl); }},
-      {"create: empty ACL", "the ACL is empty",
-       [=](Keeper& k) { (void)k.async_create("/a", "", kPersistent, empty_acl); }},
+       create_at("/t", CreateMode::persistent, ttl)},
+      {"create: empty ACL", "the ACL is empty", create_at("/a", CreateMode::persistent, empty_acl)},
       {"remove: reserved", "reserved", [](Keeper& k) { (void)k.async_remove("/zookeeper"); }},
       {"remove: relative", "absolute", [](Keeper& k) { (void)k.async_remove("a"); }},
       {"set: empty", "empty", [](Keeper& k) { (void)k.async_set("", "x"); }},
@@ -151,17 +162,15 @@ std::vector<BadCall> bad_calls() {
       {"exists: trailing /", "ends with '/'", [](Keeper& k) { (void)k.async_exists("/a/"); }},
       {"children: //", "empty segment", [](Keeper& k) { (void)k.async_children("/a//b"); }},
       {"sync: .", "relative segment", [](Keeper& k) { (void)k.async_sync("/a/./b"); }},
-      {"multi: bad check path", "empty segment",
-       [=](Keeper& k) { (void)k.async_multi({ok_create, op::Check{"/a//b"}}); }},
-      {"multi: remove reserved", "reserved",
-       [=](Keeper& k) { (void)k.async_multi({ok_create, op::Remove{"/zookeeper/q"}}); }},
-      {"multi: set reserved", "reserved", [](Keeper& k) { (void)k.async_multi({op::Set{"/zookeeper", "x"}}); }},
+      {"multi: bad check path", "empty segment", multi_of({ok, op::Check{"/a//b"}})},
+      {"multi: remove reserved", "reserved", multi_of({ok, op::Remove{"/zookeeper/q"}})},
+      {"multi: set reserved", "reserved", multi_of({op::Set{"/zookeeper", "x"}})},
       {"multi: create empty ACL", "the ACL is empty",
-       [=](Keeper& k) { (void)k.async_multi({op::Create{"/a", "", kPersistent, empty_acl}}); }},
+       multi_of({op::Create{"/a", "", CreateMode::persistent, empty_acl}})},
       {"multi: TTL create", "cannot create TTL nodes in a multi",
-       [=](Keeper& k) { (void)k.async_multi({op::Create{"/t", "", CreateMode::persistent_with_ttl, ttl}}); }},
+       multi_of({op::Create{"/t", "", kTtlMode, ttl}})},
       {"multi: container create", "cannot create container nodes in a multi",
-       [=](Keeper& k) { (void)k.async_multi({ok_create, op::Create{"/c", "", CreateMode::container}}); }},
+       multi_of({ok, op::Create{"/c", "", CreateMode::container}})},
   };
   for (BadCall& row : oversize_calls()) rows.push_back(std::move(row));
   return rows;
@@ -233,21 +242,18 @@ TEST(KeeperArgumentsTest, CKeeperRefusesEveryRowAsTheSharedChecksDo) {
 TEST(KeeperArgumentsTest, WhatTheChecksAcceptTheFakeAccepts) {
   const CreateOptions longest_ttl{.acl = std::nullopt,
                                   .ttl = std::chrono::milliseconds(detail::kMaxTtlMs)};
-  const std::vector<std::function<void(Keeper&)>> calls = {
-      [](Keeper& k) { (void)k.async_create("/p", "", CreateMode::persistent); },
-      [](Keeper& k) { (void)k.async_create("/p/", "", CreateMode::persistent_sequential); },
-      [](Keeper& k) { (void)k.async_create("/c", "", CreateMode::container); },
-      [=](Keeper& k) { (void)k.async_create("/t", "", CreateMode::persistent_with_ttl, longest_ttl); },
+  const std::vector<Call> calls = {
+      create_at("/p"),
+      create_at("/p/", CreateMode::persistent_sequential),
+      create_at("/c", CreateMode::container),
+      create_at("/t", CreateMode::persistent_with_ttl, longest_ttl),
       [](Keeper& k) { (void)k.async_exists("/zookeeper"); },
       [](Keeper& k) { (void)k.async_get("/zookeeper/quota"); },
       [](Keeper& k) { (void)k.async_children("/"); },
       [](Keeper& k) { (void)k.async_sync("/zookeeper"); },
       [](Keeper& k) { (void)k.async_set("/p", "data"); },
-      [](Keeper& k) {
-        (void)k.async_multi({op::Create{"/m"}, op::Create{"/m/s-", "", CreateMode::ephemeral_sequential},
-                             op::Set{"/m", "x"}, op::Check{"/m"}, op::Create{"/m/x"},
-                             op::Remove{"/m/x"}});
-      },
+      multi_of({op::Create{"/m"}, op::Create{"/m/s-", "", CreateMode::ephemeral_sequential},
+                op::Set{"/m", "x"}, op::Check{"/m"}, op::Create{"/m/x"}, op::Remove{"/m/x"}}),
       [](Keeper& k) { (void)k.async_remove("/c"); },
   };
   ChecksOnlyKeeper checks;
@@ -293,7 +299,9 @@ TEST(KeeperArgumentsTest, ClientAndCKeeperShareTheAuthRule) {
     const DigestAuth auth{user, "pw"};
     const std::string expected = refusal_of([&] { detail::check_digest_auth(auth); });
     ASSERT_NE(expected, "(accepted)") << user;
-    EXPECT_EQ(refusal_of([&] { (void)connect_keeper(config_for("127.0.0.1:1", "", auth), nullptr); }),
+    EXPECT_EQ(refusal_of([&] {
+                (void)connect_keeper(config_for("127.0.0.1:1", "", auth), nullptr);
+              }),
               expected);
     ClientOptions options;
     options.connect_string = "127.0.0.1:2181";
