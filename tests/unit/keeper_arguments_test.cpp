@@ -1,10 +1,10 @@
 // One table of bad arguments against every Keeper: the shared checks alone
 // (src/keeper_arguments.hpp), the in-memory FakeKeeper the unit tests run on,
-// and CKeeper over the C client. Each must refuse every row before anything
-// is sent, with std::invalid_argument and the very message the shared checks
-// give: a fake that let through a call the C client refuses (it used to let
-// through a container create in a multi and data over 2 GiB) lets a recipe
-// pass its unit tests and fail in production.
+// the FaultKeeper that decorates it, and CKeeper over the C client. Each must
+// refuse every row before anything is sent, with std::invalid_argument and the
+// very message the shared checks give: a fake that let through a call the C
+// client refuses (it used to let through a container create in a multi and
+// data over 2 GiB) lets a recipe pass its unit tests and fail in production.
 //
 // CKeeper needs no server here: it is pointed at a port nobody listens on, and
 // its checks run before the C client sees the request.
@@ -25,6 +25,7 @@
 #include "log.hpp"
 #include "support/failure.hpp"
 #include "support/fake_keeper.hpp"
+#include "support/fault_keeper.hpp"
 #include "zkr/client.hpp"
 #include "zkr/keeper.hpp"
 
@@ -235,6 +236,16 @@ TEST(KeeperArgumentsTest, CKeeperRefusesEveryRowAsTheSharedChecksDo) {
     expect_refuses_as_the_checks(*keeper);
   }
   logger->set_level(level);
+}
+
+// A FaultKeeper checks before it matches a rule: else a rule that fails every
+// request would answer a bad call with its code instead of refusing it.
+TEST(KeeperArgumentsTest, FaultKeeperRefusesEveryRowBeforeAnyRuleFires) {
+  FakeEnsemble ensemble;
+  test::FaultKeeper keeper(ensemble.connect());
+  auto& rule = keeper.on(test::OpKind::any).fail(Errc::connection_loss).times(1000);
+  expect_refuses_as_the_checks(keeper);
+  EXPECT_EQ(rule.fired(), 0);
 }
 
 // The other side: what the checks let through, the fake lets through too
