@@ -1,6 +1,7 @@
 // The Keeper over the ZooKeeper C client (libzookeeper-mt), and connect_keeper.
-// Long because it still holds the error table, argument checks, host grammar,
-// log bridge and callback plumbing together; issue 16 splits them.
+// Long because it still holds the error table, log bridge and callback
+// plumbing together; issue 16 splits them. The argument checks and the host
+// grammar, shared with the other Keepers, are in keeper_arguments.cpp.
 //
 // Facts about the C client (3.8) this file relies on, read from its sources:
 // - It runs two threads per handle: an I/O thread, and a completion thread on
@@ -26,6 +27,7 @@
 //   formatted line and no context.
 // - Its host parser takes the last ':' as the port separator, reads the port
 //   with strtol(base 0) (so "02181" is octal), and knows no IPv6 brackets.
+//   validate_hosts (keeper_arguments.cpp) refuses what it would misread.
 #include "c_keeper.hpp"
 
 #include <zookeeper/zookeeper.h>
@@ -37,7 +39,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <iterator>
@@ -51,8 +52,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "keeper_arguments.hpp"
 #include "log.hpp"
-#include "zkr/path.hpp"
 
 namespace zkr {
 namespace {
@@ -167,115 +168,7 @@ class CAclList {
   ACL_vector vector_{};
 };
 
-// ---- Argument checks: everything the server would refuse for a reason we can
-// ---- see here, refused before anything is sent.
-
-// ZOO_MAX_TTL in the C client: the server keeps a TTL in 40 bits of milliseconds.
-constexpr std::int64_t kMaxTtlMs = 0xFFFFFFFFFF;
-
-int checked_length(const std::string& data, const std::string& path) {
-  if (data.size() > static_cast<std::size_t>(INT_MAX))
-    throw std::invalid_argument("data for " + path + " is larger than 2 GiB");
-  return static_cast<int>(data.size());
-}
-
-void check_create(const std::string& path, const std::string& data, CreateMode mode,
-                  const CreateOptions& options) {
-  if (is_sequential(mode)) {
-    validate_sequential_prefix(path);
-  } else {
-    validate_path(path);
-  }
-  checked_length(data, path);
-  const auto ttl = options.ttl.count();
-  if (has_ttl(mode) && (ttl <= 0 || ttl > kMaxTtlMs))
-    throw std::invalid_argument("create " + path + ": a *_with_ttl mode needs 0 < ttl <= " +
-                                std::to_string(kMaxTtlMs) + " ms, got " +
-                                std::to_string(ttl) + " ms");
-  if (!has_ttl(mode) && ttl != 0)
-    throw std::invalid_argument("create " + path +
-                                ": ttl is only for the *_with_ttl modes, got " +
-                                std::to_string(ttl) + " ms");
-  if (options.acl && options.acl->empty())
-    throw std::invalid_argument("create " + path + ": the ACL is empty");
-}
-
 // ---- Hosts.
-
-std::string shown(std::string_view text) {
-  std::string out;
-  for (const char c : text.substr(0, 80)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  if (text.size() > 80) out += "...";
-  return out;
-}
-
-[[noreturn]] void bad_hosts(std::string_view hosts, std::string_view piece, std::string_view why) {
-  throw std::invalid_argument("invalid host list \"" + shown(hosts) + "\": \"" + shown(piece) +
-                              "\" " + std::string(why) +
-                              " (expected host:port[,host:port...])");
-}
-
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '-';
-}
-bool is_v6_char(char c) {
-  return (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || (c >= '0' && c <= '9') ||
-         c == ':' || c == '.';
-}
-
-void check_port(std::string_view hosts, std::string_view entry, std::string_view port) {
-  if (port.empty()) bad_hosts(hosts, entry, "has no port");
-  for (const char c : port)
-    if (c < '0' || c > '9') bad_hosts(hosts, entry, "has a port that is not a decimal number");
-  // The C client reads ports with strtol(base 0): "02181" would be octal 1153.
-  if (port.size() > 1 && port.front() == '0') bad_hosts(hosts, entry, "has a port with a leading 0");
-  if (port.size() > 5 || std::stoi(std::string(port)) > 65535 || port == "0")
-    bad_hosts(hosts, entry, "has a port outside 1..65535");
-}
-
-void check_entry(std::string_view hosts, std::string_view entry) {
-  if (entry.empty()) bad_hosts(hosts, entry, "is an empty entry (a stray ',')");
-  for (const char c : entry) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) bad_hosts(hosts, entry, "contains a space or control character");
-  }
-  if (entry.find('/') != std::string_view::npos)
-    bad_hosts(hosts, entry, "has a chroot suffix: pass the chroot separately");
-  if (entry.front() == '[') {
-    const auto close = entry.find(']');
-    if (close == std::string_view::npos) bad_hosts(hosts, entry, "has an unclosed '['");
-    const auto address = entry.substr(1, close - 1);
-    if (address.empty() || address.find(':') == std::string_view::npos)
-      bad_hosts(hosts, entry, "has no IPv6 address inside [ ]");
-    for (const char c : address)
-      if (!is_v6_char(c)) bad_hosts(hosts, entry, "has a bad character in its IPv6 address");
-    const auto rest = entry.substr(close + 1);
-    if (rest.empty() || rest.front() != ':') bad_hosts(hosts, entry, "has no port");
-    check_port(hosts, entry, rest.substr(1));
-    return;
-  }
-  const auto colon = entry.rfind(':');
-  if (colon == std::string_view::npos) bad_hosts(hosts, entry, "has no port");
-  const auto host = entry.substr(0, colon);
-  if (host.empty()) bad_hosts(hosts, entry, "has no host");
-  if (host.find(':') != std::string_view::npos)
-    bad_hosts(hosts, entry, "looks like an IPv6 address: write it as [address]:port");
-  for (const char c : host)
-    if (!is_name_char(c)) bad_hosts(hosts, entry, "has a host with a character outside [A-Za-z0-9.-]");
-  if (host.size() > 253) bad_hosts(hosts, entry, "has a host name longer than 253 characters");
-  check_port(hosts, entry, entry.substr(colon + 1));
-}
 
 // The host list as the C client reads it: "[::1]:2181" becomes "::1:2181"
 // (it splits at the last ':'). Assumes validate_hosts passed.
@@ -786,26 +679,11 @@ void close_session(zhandle_t* zh, const std::shared_ptr<Shared>& shared) {
 // ---- CKeeper.
 
 CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
-  validate_hosts(config.hosts);
+  detail::check_keeper_config(config);
   std::string connect = c_host_list(config.hosts);
-  if (!config.chroot.empty() && config.chroot != "/") {
-    try {
-      validate_path(config.chroot);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string("invalid chroot: ") + e.what());
-    }
-    connect += config.chroot;  // the C client takes the chroot as a host list suffix
-  }
+  // the C client takes the chroot as a host list suffix
+  if (!config.chroot.empty() && config.chroot != "/") connect += config.chroot;
   const auto timeout = config.session_timeout.count();
-  if (timeout <= 0 || timeout > INT_MAX)
-    throw std::invalid_argument("session_timeout must be positive, got " +
-                                std::to_string(timeout) + " ms");
-  if (config.default_acl.empty()) throw std::invalid_argument("default_acl is empty");
-  if (config.auth) {
-    // The server splits "user:password" at the first ':'.
-    if (config.auth->user.empty() || config.auth->user.find(':') != std::string::npos)
-      throw std::invalid_argument("digest auth user must be non-empty and have no ':'");
-  }
   clientid_t client{};
   if (config.session_id != 0) {
     if (config.session_password.size() != sizeof client.passwd)
@@ -814,8 +692,6 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
                                   " bytes that session_password() returned");
     client.client_id = config.session_id;
     std::memcpy(client.passwd, config.session_password.data(), sizeof client.passwd);
-  } else if (!config.session_password.empty()) {
-    throw std::invalid_argument("session_password given without session_id");
   }
 
   shared_ = std::make_shared<Shared>(config.logger ? config.logger : detail::default_logger(),
@@ -829,7 +705,8 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
   if (!handle_) {
     const int error = errno;
     throw KeeperError(Errc::system_error, "",
-                      "zookeeper_init(\"" + shown(connect) + "\") failed: " + std::strerror(error));
+                      "zookeeper_init(\"" + detail::printable(connect) +
+                          "\") failed: " + std::strerror(error));
   }
   if (config.auth) {
     // Sent first on every connection, ahead of any request.
@@ -883,7 +760,7 @@ auto CKeeper::send_open(std::unique_ptr<C> c, Call&& call) {
 
 std::future<Result<Created>> CKeeper::async_create(std::string path, std::string data,
                                                    CreateMode mode, CreateOptions options) {
-  check_create(path, data, mode, options);
+  detail::check_create(path, data, mode, options);
   const int flags = c_mode(mode);
   const CAclList acl(options.acl ? *options.acl : shared_->default_acl);
   auto c = std::make_unique<Completion<Created>>(shared_.get(), path);
@@ -898,7 +775,7 @@ std::future<Result<Created>> CKeeper::async_create(std::string path, std::string
 }
 
 std::future<Result<Empty>> CKeeper::async_remove(std::string path, Version version) {
-  validate_path(path);
+  detail::check_write_path(path);
   auto c = std::make_unique<Completion<Empty>>(shared_.get(), path);
   return send_open(std::move(c), [&](Completion<Empty>* raw) {
     return zoo_adelete(handle_, path.c_str(), version, &on_void, raw);
@@ -908,7 +785,7 @@ std::future<Result<Empty>> CKeeper::async_remove(std::string path, Version versi
 // Reads may look at the reserved /zookeeper subtree (a tool listing the tree
 // does); writes there are refused before they are sent.
 std::future<Result<Stat>> CKeeper::async_exists(std::string path, Watcher watcher) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   auto c = std::make_unique<Completion<Stat>>(shared_.get(), path);
   c->watch = arm(*shared_, path, std::move(watcher), /*exists_watch=*/true);
   WatchContext* w = c->watch;
@@ -918,7 +795,7 @@ std::future<Result<Stat>> CKeeper::async_exists(std::string path, Watcher watche
 }
 
 std::future<Result<NodeData>> CKeeper::async_get(std::string path, Watcher watcher) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   auto c = std::make_unique<Completion<NodeData>>(shared_.get(), path);
   c->watch = arm(*shared_, path, std::move(watcher), /*exists_watch=*/false);
   WatchContext* w = c->watch;
@@ -929,8 +806,8 @@ std::future<Result<NodeData>> CKeeper::async_get(std::string path, Watcher watch
 
 std::future<Result<Stat>> CKeeper::async_set(std::string path, std::string data,
                                              Version version) {
-  validate_path(path);
-  const int length = checked_length(data, path);
+  detail::check_set(path, data);
+  const auto length = static_cast<int>(data.size());
   auto c = std::make_unique<Completion<Stat>>(shared_.get(), path);
   return send_open(std::move(c), [&](Completion<Stat>* raw) {
     return zoo_aset(handle_, path.c_str(), data.data(), length, version, &on_stat, raw);
@@ -938,7 +815,7 @@ std::future<Result<Stat>> CKeeper::async_set(std::string path, std::string data,
 }
 
 std::future<Result<Children>> CKeeper::async_children(std::string path, Watcher watcher) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   auto c = std::make_unique<Completion<Children>>(shared_.get(), path);
   c->watch = arm(*shared_, path, std::move(watcher), /*exists_watch=*/false);
   WatchContext* w = c->watch;
@@ -949,27 +826,7 @@ std::future<Result<Children>> CKeeper::async_children(std::string path, Watcher 
 }
 
 std::future<MultiResult> CKeeper::async_multi(std::vector<Op> ops) {
-  for (const Op& op : ops) {
-    if (const auto* create = std::get_if<op::Create>(&op)) {
-      check_create(create->path, create->data, create->mode, create->options);
-      // zoo_create_op_init has no TTL: the C client would send a TTL create
-      // as a plain create, which the server refuses.
-      if (has_ttl(create->mode))
-        throw std::invalid_argument("multi: " + create->path +
-                                    ": the C client cannot create TTL nodes in a multi");
-      // The server answers a container create in a multi with a path and a
-      // stat, but the C client (3.8) reads only a path: the rest of the reply
-      // is misread and the C client aborts the process on an assert.
-      if (create->mode == CreateMode::container)
-        throw std::invalid_argument("multi: " + create->path +
-                                    ": the C client cannot create container nodes in a multi");
-    } else if (const auto* set = std::get_if<op::Set>(&op)) {
-      validate_path(set->path);
-      checked_length(set->data, set->path);
-    } else {
-      validate_path(std::visit([](const auto& o) -> const std::string& { return o.path; }, op));
-    }
-  }
+  detail::check_multi(ops);
   auto c = std::make_unique<MultiCompletion>(shared_.get(), std::move(ops));
   std::vector<std::unique_ptr<CAclList>> acls;  // serialised inside zoo_amulti
   for (std::size_t i = 0; i < c->ops.size(); ++i) {
@@ -1004,7 +861,7 @@ std::future<MultiResult> CKeeper::async_multi(std::vector<Op> ops) {
 }
 
 std::future<Result<Empty>> CKeeper::async_sync(std::string path) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   auto c = std::make_unique<Completion<Empty>>(shared_.get(), path);
   return send_open(std::move(c), [&](Completion<Empty>* raw) {
     return zoo_async(handle_, path.c_str(), &on_synced, raw);
@@ -1040,18 +897,6 @@ std::string CKeeper::connected_host() const {
 
 std::shared_ptr<Keeper> connect_keeper(const KeeperConfig& config, SessionCallback on_state) {
   return std::make_shared<CKeeper>(config, std::move(on_state));
-}
-
-void validate_hosts(std::string_view hosts) {
-  if (hosts.empty())
-    throw std::invalid_argument("invalid host list: it is empty (expected host:port[,host:port...])");
-  std::size_t start = 0;
-  while (true) {
-    const auto comma = hosts.find(',', start);
-    check_entry(hosts, hosts.substr(start, comma == std::string_view::npos ? comma : comma - start));
-    if (comma == std::string_view::npos) return;
-    start = comma + 1;
-  }
 }
 
 }  // namespace zkr

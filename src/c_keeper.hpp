@@ -6,10 +6,11 @@
 //   auto keeper = zkr::connect_keeper({.hosts = "127.0.0.1:2181"}, on_state);
 //
 // How it maps the C client (details and reasons in c_keeper.cpp):
-// - Requests: every async_* checks its arguments (std::invalid_argument, nothing
-//   sent), then calls the matching zoo_a* function with a heap completion that
-//   owns the promise. The C client answers one session's requests in order, on
-//   its completion thread; completions only fulfil promises.
+// - Requests: every async_* checks its arguments with keeper_arguments.hpp,
+//   as every Keeper does (std::invalid_argument, nothing sent), then calls
+//   the matching zoo_a* function with a heap completion that owns the
+//   promise. The C client answers one session's requests in order, on its
+//   completion thread; completions only fulfil promises.
 // - Watches: one heap context per watch, which delivers exactly one WatchEvent.
 //   The C client also calls per-path watchers with connecting/connected session
 //   events; those are ignored and the watch stays armed. Expiry and auth failure

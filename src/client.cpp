@@ -49,6 +49,7 @@
 #include "callback_thread.hpp"
 #include "connection_state_machine.hpp"
 #include "directory_registry.hpp"  // recipes/: built into this library
+#include "keeper_arguments.hpp"
 #include "log.hpp"
 #include "zkr/path.hpp"
 
@@ -260,9 +261,7 @@ ClientOptions validated(ClientOptions o) {
     o.namespace_path.erase(0, 1);
   if (!o.namespace_path.empty())
     check_option("namespace_path", [&] { validate_path("/" + o.namespace_path); });
-  if (o.auth && (o.auth->user.empty() || o.auth->user.find(':') != std::string::npos))
-    // ZooKeeper's digest scheme splits "user:password" at the first colon.
-    throw std::invalid_argument("ClientOptions::auth: user must be non-empty, without ':'");
+  if (o.auth) check_option("auth", [&] { detail::check_digest_auth(*o.auth); });
 
   if (!o.default_acl) o.default_acl = o.auth ? creator_all_acl() : open_acl_unsafe();
   if (!o.namespace_acl) o.namespace_acl = open_acl_unsafe();

@@ -23,7 +23,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "zkr/path.hpp"
+#include "keeper_arguments.hpp"
 
 namespace zkr::test {
 namespace fake {
@@ -39,9 +39,7 @@ std::int64_t to_ms(Clock::time_point t) {
 // The server marks containers and TTL nodes in the ephemeral owner it
 // stores, but hides the mark from clients: their stats say 0, as for any
 // persistent node (measured against ZooKeeper 3.8). The fake does the same,
-// so no recipe can come to rely on the mark. The TTL bound is the 40 bits the
-// mark leaves for it.
-constexpr milliseconds kMaxTtl{0xFFFFFFFFFF};
+// so no recipe can come to rely on the mark.
 
 // Like real session ids: the server id (1) in the top byte, a counter below.
 constexpr std::int64_t kFirstSessionId = std::int64_t{1} << 56;
@@ -182,24 +180,6 @@ Errc check_node(const Tree& tree, const std::string& path, Version version) {
   return Errc::ok;
 }
 
-// The checks CKeeper makes before sending a create.
-void check_create_arguments(const std::string& path, CreateMode mode, const CreateOptions& options) {
-  if (is_sequential(mode))
-    validate_sequential_prefix(path);
-  else
-    validate_path(path);
-  if (has_ttl(mode) && (options.ttl <= milliseconds::zero() || options.ttl > kMaxTtl))
-    throw std::invalid_argument("create " + path + ": a *_with_ttl mode needs 0 < ttl <= 2^40-1 ms");
-  if (!has_ttl(mode) && options.ttl != milliseconds::zero())
-    throw std::invalid_argument("create " + path + ": ttl is only for the *_with_ttl modes");
-  if (options.acl && options.acl->empty())
-    throw std::invalid_argument("create " + path + ": the ACL is empty");
-}
-
-const std::string& op_path(const Op& op) {
-  return std::visit([](const auto& o) -> const std::string& { return o.path; }, op);
-}
-
 }  // namespace
 
 // One watch set by one request. It is delivered exactly once (its event, or
@@ -312,7 +292,7 @@ class Server : public std::enable_shared_from_this<Server> {
   std::shared_ptr<FakeKeeper> connect(const KeeperConfig& config, SessionCallback on_state) {
     if (config.session_id != 0)
       throw std::invalid_argument("FakeEnsemble: joining a session by id is not modelled");
-    if (!config.chroot.empty()) validate_path(config.chroot);
+    detail::check_chroot(config.chroot);
     auto s = std::make_shared<Session>();
     s->chroot = config.chroot == "/" ? "" : config.chroot;
     s->default_acl = config.default_acl;
@@ -879,7 +859,8 @@ bool FakeEnsemble::wait_idle(std::chrono::milliseconds timeout) {
   return server_->wait_idle(timeout);
 }
 
-// ---- FakeKeeper: checks arguments as CKeeper does, then hands over to the server.
+// ---- FakeKeeper: checks arguments with CKeeper's own checks, then hands over to
+// ---- the server.
 
 FakeKeeper::FakeKeeper(std::shared_ptr<fake::Server> server, std::shared_ptr<fake::Session> session)
     : server_(std::move(server)), session_(std::move(session)) {}
@@ -890,52 +871,43 @@ void FakeKeeper::close() noexcept { server_->close(session_); }
 
 std::future<Result<Created>> FakeKeeper::async_create(std::string path, std::string data,
                                                       CreateMode mode, CreateOptions options) {
-  fake::check_create_arguments(path, mode, options);
+  detail::check_create(path, data, mode, options);
   return server_->create(session_, path, std::move(data), mode, std::move(options));
 }
 
 std::future<Result<Empty>> FakeKeeper::async_remove(std::string path, Version version) {
-  validate_path(path);
+  detail::check_write_path(path);
   return server_->remove(session_, path, version);
 }
 
 std::future<Result<Stat>> FakeKeeper::async_exists(std::string path, Watcher watcher) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   return server_->exists(session_, path, std::move(watcher));
 }
 
 std::future<Result<NodeData>> FakeKeeper::async_get(std::string path, Watcher watcher) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   return server_->get(session_, path, std::move(watcher));
 }
 
 std::future<Result<Stat>> FakeKeeper::async_set(std::string path, std::string data,
                                                 Version version) {
-  validate_path(path);
+  detail::check_set(path, data);
   return server_->set(session_, path, std::move(data), version);
 }
 
 std::future<Result<Children>> FakeKeeper::async_children(std::string path, Watcher watcher) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   return server_->children(session_, path, std::move(watcher));
 }
 
 std::future<MultiResult> FakeKeeper::async_multi(std::vector<Op> ops) {
-  for (const Op& op : ops) {
-    if (const auto* c = std::get_if<op::Create>(&op)) {
-      fake::check_create_arguments(c->path, c->mode, c->options);
-      // As CKeeper: the C client's multi cannot carry a TTL.
-      if (has_ttl(c->mode))
-        throw std::invalid_argument("multi: " + c->path + ": no TTL nodes in a multi");
-    } else {
-      validate_path(fake::op_path(op));
-    }
-  }
+  detail::check_multi(ops);
   return server_->multi(session_, std::move(ops));
 }
 
 std::future<Result<Empty>> FakeKeeper::async_sync(std::string path) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   return server_->sync(session_, path);
 }
 

@@ -53,10 +53,11 @@
 //   watcher touches must outlive the keeper: in a test, declare it first.
 // - Containers and TTL nodes are removed when the test calls reap_containers()
 //   or reap_ttl(), with the rules of the server's ContainerManager.
-// - Argument checks: what CKeeper refuses before sending throws
-//   std::invalid_argument from the call here too: a bad path (reads may name
-//   the reserved /zookeeper subtree, writes may not), a ttl without a TTL mode
-//   or out of range, an empty ACL list, a TTL node in a multi.
+// - Argument checks: CKeeper's own (src/keeper_arguments.hpp), so whatever it
+//   refuses before sending throws the same std::invalid_argument here: a bad
+//   path (reads may name the reserved /zookeeper subtree, writes may not),
+//   data over 2 GiB, a ttl without a TTL mode or out of range, an empty ACL
+//   list, a TTL or container node in a multi, a bad chroot.
 //
 // Deliberately not modelled: ACL enforcement and auth (ACLs are stored, never
 // checked), quotas, the 1 MB data limit, session timeouts (sessions expire only

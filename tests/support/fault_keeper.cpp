@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "zkr/path.hpp"
+#include "keeper_arguments.hpp"
 
 namespace zkr::test {
 namespace {
@@ -35,13 +35,6 @@ Errc error_of(const MultiResult& r) { return r.error; }
 struct Ticket {
   std::atomic<bool> cancelled{false};
 };
-
-void check_create_path(const std::string& path, CreateMode mode) {
-  if (is_sequential(mode))
-    validate_sequential_prefix(path);
-  else
-    validate_path(path);
-}
 
 }  // namespace
 
@@ -350,61 +343,56 @@ std::future<V> FaultKeeper::send(OpKind kind, std::vector<std::string_view> path
 
 std::future<Result<Created>> FaultKeeper::async_create(std::string path, std::string data,
                                                        CreateMode mode, CreateOptions options) {
-  check_create_path(path, mode);
+  detail::check_create(path, data, mode, options);
   return send<Result<Created>>(OpKind::create, {path}, nullptr, [&] {
     return inner_->async_create(path, std::move(data), mode, std::move(options));
   });
 }
 
 std::future<Result<Empty>> FaultKeeper::async_remove(std::string path, Version version) {
-  validate_path(path);
+  detail::check_write_path(path);
   return send<Result<Empty>>(OpKind::remove, {path}, nullptr,
                              [&] { return inner_->async_remove(path, version); });
 }
 
 std::future<Result<Stat>> FaultKeeper::async_exists(std::string path, Watcher watcher) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   return send<Result<Stat>>(OpKind::exists, {path}, &watcher,
                             [&] { return inner_->async_exists(path, std::move(watcher)); });
 }
 
 std::future<Result<NodeData>> FaultKeeper::async_get(std::string path, Watcher watcher) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   return send<Result<NodeData>>(OpKind::get, {path}, &watcher,
                                 [&] { return inner_->async_get(path, std::move(watcher)); });
 }
 
 std::future<Result<Stat>> FaultKeeper::async_set(std::string path, std::string data,
                                                  Version version) {
-  validate_path(path);
+  detail::check_set(path, data);
   return send<Result<Stat>>(OpKind::set, {path}, nullptr, [&] {
     return inner_->async_set(path, std::move(data), version);
   });
 }
 
 std::future<Result<Children>> FaultKeeper::async_children(std::string path, Watcher watcher) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   return send<Result<Children>>(OpKind::children, {path}, &watcher,
                                 [&] { return inner_->async_children(path, std::move(watcher)); });
 }
 
 std::future<MultiResult> FaultKeeper::async_multi(std::vector<Op> ops) {
+  detail::check_multi(ops);
   std::vector<std::string_view> paths;
-  for (const Op& op : ops) {
-    const std::string& path = std::visit([](const auto& o) -> const std::string& { return o.path; }, op);
-    if (const auto* c = std::get_if<op::Create>(&op))
-      check_create_path(path, c->mode);
-    else
-      validate_path(path);
-    paths.push_back(path);
-  }
+  for (const Op& op : ops)
+    paths.push_back(std::visit([](const auto& o) -> const std::string& { return o.path; }, op));
   // paths view into ops, which stay put until send_inner moves them away.
   return send<MultiResult>(OpKind::multi, std::move(paths), nullptr,
                            [&] { return inner_->async_multi(std::move(ops)); });
 }
 
 std::future<Result<Empty>> FaultKeeper::async_sync(std::string path) {
-  validate_path(path, /*allow_reserved=*/true);
+  detail::check_read_path(path);
   return send<Result<Empty>>(OpKind::sync, {path}, nullptr,
                              [&] { return inner_->async_sync(path); });
 }
