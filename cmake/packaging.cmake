@@ -14,10 +14,13 @@
 # (the libraries the ELF files really load: libzookeeper-mt2, spdlog, fmt,
 # libstdc++...), so the list cannot drift from the link line. The dev package
 # depends on the runtime package of the same version only: the public headers
-# include nothing but the standard library and each other (tests/scripts/
-# package_test.sh checks it), and the CMake package and zkrecipes.pc ask for
-# nothing more when the library is shared. A header that starts including
-# Boost or spdlog must add its -dev package to CPACK_DEBIAN_DEV_PACKAGE_DEPENDS.
+# include nothing but the standard library and each other, and the CMake
+# package and zkrecipes.pc ask for nothing more when the library is shared
+# (Libs.private matters only for a static link, and no static library is
+# shipped). tests/scripts/build_consumer.sh fails the install and package
+# tests on any other include; a header that must include Boost or spdlog
+# needs its -dev package in CPACK_DEBIAN_DEV_PACKAGE_DEPENDS and that check
+# widened.
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME zkrecipes)
