@@ -32,7 +32,7 @@ runtime=$(printf '%s\n' "${!deb_of[@]}" | grep -E '^libzkrecipes[0-9]') ||
 # Each package in its place: the runtime one holds the library named after
 # its SONAME, the -dev one the link and the rest, zkr the command.
 soname=$(readelf -d "$work"/root/usr/lib/*/libzkrecipes.so.*.*.* | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-[[ $runtime == "$(echo "${soname%%.so*}${soname#*.so.}" | tr -d '_')" ]] ||
+[[ $runtime == "${soname%%.so*}${soname#*.so.}" ]] ||
   fail "runtime package $runtime is not named after the SONAME $soname"
 # (Listings are read whole: grep -q would stop dpkg-deb with SIGPIPE.)
 runtime_files=$(dpkg-deb -c "${deb_of[$runtime]}")
@@ -45,12 +45,17 @@ done
 zkr_dynamic=$(readelf -d "$work/root/usr/bin/zkr")
 ! grep -qE 'RPATH|RUNPATH' <<<"$zkr_dynamic" || fail "/usr/bin/zkr has a RUNPATH"
 
-# Depends: ours with the exact version; the ZooKeeper C client's library
-# wherever our code links it (found by dpkg-shlibdeps, not written by hand).
-depends() { dpkg-deb -f "${deb_of[$1]}" Depends; }
-depends libzkrecipes-dev | grep -qF "$runtime (= $version)" || fail "libzkrecipes-dev: Depends: $(depends libzkrecipes-dev)"
-depends zkr | grep -qF "$runtime (= $version)" || fail "zkr: Depends: $(depends zkr)"
-depends "$runtime" | grep -qw libzookeeper-mt2 || fail "$runtime: Depends: $(depends "$runtime")"
+# Depends: ours with the exact version; the libraries the ELF files load
+# (found by dpkg-shlibdeps, not written by hand), the C client's among them.
+depends_on() { # PACKAGE WHAT
+  local depends
+  depends=$(dpkg-deb -f "${deb_of[$1]}" Depends)
+  grep -qF -- "$2" <<<"$depends" || fail "$1 does not depend on $2: Depends: $depends"
+}
+depends_on libzkrecipes-dev "$runtime (= $version)"
+depends_on zkr "$runtime (= $version)"
+depends_on "$runtime" libzookeeper-mt2
+depends_on zkr libzookeeper-mt2
 apt-get install --simulate "${debs[@]}" >"$work/apt.log" 2>&1 ||
   { cat "$work/apt.log" >&2; fail "apt would not install the packages"; }
 
