@@ -120,5 +120,7 @@ class KeeperError : public std::system_error {
 
 }  // namespace zkr
 
+namespace std {
 template <>
-struct std::is_error_code_enum<zkr::Errc> : std::true_type {};
+struct is_error_code_enum<zkr::Errc> : true_type {};
+}  // namespace std
