@@ -45,6 +45,7 @@
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
 #include "zkr/read_write_lock.hpp"
+#include "zkr/semaphore.hpp"
 
 #ifndef ZKR_INTEROP_DIR
 #error "ZKR_INTEROP_DIR must name tests/interop, where CuratorLockPeer.java is (tests/CMakeLists.txt)"
@@ -808,6 +809,99 @@ TEST_F(CuratorInteropTest, CuratorMutexHoldingRefusesOurReadWriteLock) {
   }
   EXPECT_TRUE(wait_queue_length(1)) << "our node was left";
   EXPECT_EQ(java.call("release"), "released");
+}
+
+// ------------------------------------------------------ the semaphore --
+
+// Two Curator processes and two of ours on one semaphore of 3 leases: each
+// holder, once granted, puts a node in a holders directory and counts them
+// (with a semaphore that lets 5 in, a run sees 4).
+// More than 3 would be a broken bound; exactly 3 at some point shows the
+// bound was reached, across the libraries.
+TEST_F(CuratorInteropTest, SemaphoreLeasesNeverExceedTheBoundAcrossLibraries) {
+  // Each holder looks kLooks times while it holds, so that holds overlap
+  // long enough for a fourth holder, if the bound let one in, to be seen.
+  constexpr int kMax = 3, kHolds = 25, kLooks = 5;
+  const std::string holders = dir_ + "-holders";
+  auto& java_a = peer();
+  auto& java_b = peer();
+  Client& c1 = client();
+  Client& c2 = client();
+  c1.keeper()->create(holders);
+  also_remove_.push_back(holders);
+  ASSERT_EQ(java_a.reply(), "ready");
+  ASSERT_EQ(java_b.reply(), "ready");
+  const std::string command = "lease-count " + dir_ + " " + std::to_string(kMax) + " " +
+                              std::to_string(kHolds) + " " + ms(kWait) + " " + holders + " " +
+                              std::to_string(kLooks);
+  java_a.send(command);
+  java_b.send(command);
+  std::atomic<std::size_t> most{0};
+  auto run = [&](Client& c) {
+    try {
+      InterProcessSemaphoreV2 semaphore(c, dir_, SemaphoreLimit::fixed(kMax));
+      Keeper& keeper = *c.keeper();
+      for (int i = 0; i < kHolds; ++i) {
+        auto leases = semaphore.try_acquire(1, kWait);
+        if (leases.empty()) {
+          ADD_FAILURE() << "no lease within " << kWait.count() << " s at " << i;
+          return;
+        }
+        const auto mine = keeper.create(holders + "/c-", "", CreateMode::ephemeral_sequential).path;
+        for (int look = 0; look < kLooks; ++look) {
+          keeper.sync(holders);
+          const auto count = keeper.children(holders).names.size();
+          for (auto seen = most.load(); count > seen && !most.compare_exchange_weak(seen, count);) {
+          }
+        }
+        keeper.remove(mine);
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+  };
+  {
+    std::jthread ours_a([&] { run(c1); });
+    std::jthread ours_b([&] { run(c2); });
+  }
+  const auto java_most = [](const std::string& reply) {
+    std::string word, holds, seen;
+    std::istringstream in(reply);
+    in >> word >> holds >> seen;
+    return word == "lease-counted" ? std::stoi(seen) : -1;
+  };
+  const auto a = java_a.reply(), b = java_b.reply();
+  ASSERT_GE(java_most(a), 1) << a;
+  ASSERT_GE(java_most(b), 1) << b;
+  const auto overall = std::max<std::size_t>({most.load(), static_cast<std::size_t>(java_most(a)),
+                                              static_cast<std::size_t>(java_most(b))});
+  EXPECT_LE(overall, static_cast<std::size_t>(kMax)) << "more holders than leases";
+  EXPECT_EQ(overall, static_cast<std::size_t>(kMax)) << "the bound was never reached: no contention";
+  EXPECT_TRUE(test::wait_children(*c1.keeper(), dir_ + "/leases",
+                                  [](const auto& n) { return n.empty(); }, kWait));
+  for (const char* child : {"/leases", "/locks"}) (void)c1.keeper()->try_remove(dir_ + child);
+}
+
+// Curator's InterProcessSemaphoreMutex and ours of its layout exclude each
+// other; InterProcessSemaphoreMutex of zkr/lock.hpp refuses that path.
+TEST_F(CuratorInteropTest, CuratorSemaphoreMutexAndOursExcludeEachOther) {
+  auto& java = peer();
+  Client& c = client();
+  CuratorSemaphoreMutex ours(c, dir_);
+  ASSERT_EQ(java.reply(), "ready");
+  ASSERT_EQ(java.call("semaphore-mutex " + dir_ + " " + ms(kWait)), "acquired");
+  EXPECT_FALSE(ours.try_acquire_for(300ms));
+  EXPECT_EQ(java.call("release"), "released");
+  ASSERT_TRUE(ours.try_acquire_for(kWait));
+  EXPECT_EQ(java.call("semaphore-mutex " + dir_ + " 300"), "timeout");
+  InterProcessSemaphoreMutex queue_mutex(c, dir_);
+  EXPECT_THROW((void)queue_mutex.try_acquire(), KeeperError);
+  EXPECT_TRUE(ours.release());
+  EXPECT_EQ(java.call("semaphore-mutex " + dir_ + " " + ms(kWait)), "acquired");
+  EXPECT_EQ(java.call("release"), "released");
+  EXPECT_TRUE(test::wait_children(*c.keeper(), dir_ + "/leases",
+                                  [](const auto& n) { return n.empty(); }, kWait));
+  for (const char* child : {"/leases", "/locks"}) (void)c.keeper()->try_remove(dir_ + child);
 }
 
 }  // namespace

@@ -25,6 +25,14 @@
 //                                    count does) among <reads> read holds (sync, read
 //                                    the counter, sync, read it again: a change is a
 //                                    writer beside the reader, counted in <overlaps>)
+//   lease-count <path> <max> <holds> <timeout_ms> <holders dir> <looks>
+//                                 -> lease-counted <holds> <most>: with Curator's
+//                                    InterProcessSemaphoreV2 of <max> leases, <holds>
+//                                    times: take a lease, create an ephemeral
+//                                    sequential node in <holders dir>, <looks> times
+//                                    sync and count its children (<most>: the largest
+//                                    count seen),
+//                                    delete the node, return the lease
 //   sort <name> ...               -> sorted <name> ...: the names in the order
 //                                    Curator's InterProcessMutex queues them, by
 //                                    Curator's own LockInternals.getSortedChildren
@@ -48,6 +56,9 @@ import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.zookeeper.CreateMode;
 import org.apache.curator.framework.recipes.locks.LockInternals;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -152,6 +163,9 @@ public final class CuratorLockPeer {
         return reply("participants", new Mutex(client, words[1]).getParticipantNodes());
       case "count":
         return count(words[1], words[2], Integer.parseInt(words[3]), Long.parseLong(words[4]), words[5]);
+      case "lease-count":
+        return leaseCount(words[1], Integer.parseInt(words[2]), Integer.parseInt(words[3]),
+                          Long.parseLong(words[4]), words[5], Integer.parseInt(words[6]));
       case "rw-count":
         return readWriteCount(words[1], words[2], Integer.parseInt(words[3]), Integer.parseInt(words[4]),
                               Long.parseLong(words[5]), words[6]);
@@ -202,6 +216,27 @@ public final class CuratorLockPeer {
       }
     }
     return "counted " + n;
+  }
+
+  private String leaseCount(String path, int max, int holds, long timeoutMs, String holdersDir,
+                            int looks) throws Exception {
+    InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, max);
+    int most = 0;
+    for (int i = 0; i < holds; i++) {
+      Lease lease = semaphore.acquire(timeoutMs, TimeUnit.MILLISECONDS);
+      if (lease == null) return "error timeout at " + i;
+      try {
+        String mine = client.create().withMode(CreateMode.EPHEMERAL_SEQUENTIAL).forPath(holdersDir + "/j-");
+        for (int look = 0; look < looks; look++) {
+          client.sync().forPath(holdersDir);
+          most = Math.max(most, client.getChildren().forPath(holdersDir).size());
+        }
+        client.delete().forPath(mine);
+      } finally {
+        semaphore.returnLease(lease);
+      }
+    }
+    return "lease-counted " + holds + " " + most;
   }
 
   // Writes spread evenly among the reads. A read syncs first, so that it sees
