@@ -421,7 +421,9 @@ TEST_F(KeeperTest, CloseEndsTheSessionEvenWhileOthersHoldTheKeeper) {
   held->create(at("mine"), "", CreateMode::ephemeral);
   auto also_held = held;  // another owner, as a recipe may be
   held->close();
-  // Its ephemeral node is gone for everyone, at once: the server heard the close.
+  // Its ephemeral node is gone for everyone, at once: the server heard the
+  // close. (Another session's server may lag: sync first.)
+  keeper_->sync(root_);
   EXPECT_FALSE(keeper_->exists(at("mine")).has_value());
   // Calls after close fail with closing, without touching the freed handle.
   EXPECT_EQ(also_held->try_get(at("mine")).error(), Errc::closing);
