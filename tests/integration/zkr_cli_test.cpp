@@ -825,6 +825,54 @@ TEST_F(ZkrCliTest, ReadersRunTogetherWritersAloneAndLsShowsThem) {
   EXPECT_TRUE(queue_reaches(path, 0));
 }
 
+// --semaphore N: up to N commands at once, the next one waits; the mutex
+// refuses the path.
+TEST_F(ZkrCliTest, SemaphoreRunsUpToNCommandsAtOnce) {
+  const std::string path = root_ + "/pool";
+  Fifo events(dir_ / "events");
+  Fifo gate_a(dir_ / "gate-a"), gate_b(dir_ / "gate-b");
+  const auto ev = quoted(events.path());
+  auto a = start_lock(path, "echo started-A > " + ev + "; read go < " + quoted(gate_a.path()),
+                      {"--semaphore", "2"});
+  auto b = start_lock(path, "echo started-B > " + ev + "; read go < " + quoted(gate_b.path()),
+                      {"--semaphore", "2"});
+  std::set<std::string> started{events.read_line().value_or(""), events.read_line().value_or("")};
+  EXPECT_EQ(started, (std::set<std::string>{"started-A", "started-B"})) << a->err() << b->err();
+  const auto marker = dir_ / "ran";
+  const std::vector<std::string> connect{"--connect", test::connect_string(), "--connect-timeout",
+                                         kConnectTimeout};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin() + 2, connect.begin(), connect.end());
+    return run_zkr(dir_, args);
+  };
+  const auto third = with({"lock", path, "--semaphore", "2", "--timeout", "0", "--", "/bin/sh", "-c",
+                           "touch " + quoted(marker)});
+  EXPECT_EQ(third.code, 75) << third.err;
+  const auto mutex = with({"lock", path, "--", "/bin/sh", "-c", "touch " + quoted(marker)});
+  EXPECT_EQ(mutex.code, 78) << mutex.err;
+  for (const auto& bad : {std::vector<std::string>{"--semaphore", "0"},
+                          std::vector<std::string>{"--semaphore", "2", "--read"}}) {
+    std::vector<std::string> args{"lock", path};
+    args.insert(args.end(), bad.begin(), bad.end());
+    args.insert(args.end(), {"--", "true"});
+    EXPECT_EQ(with(args).code, 64);
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "a third command ran beside two";
+  auto waiting = start_lock(path, "echo started-C > " + ev, {"--semaphore", "2"});
+  // Waiting, as the layout shows it: its lease node made, and still holding
+  // the internal mutex, which a grant lets go.
+  ASSERT_TRUE(queue_reaches(path + "/leases", 3)) << waiting->err();
+  ASSERT_TRUE(queue_reaches(path + "/locks", 1)) << waiting->err();
+  gate_a.write_line("go");
+  EXPECT_EQ(events.read_line(), "started-C") << waiting->err();
+  EXPECT_EQ(a->wait(), 0) << a->err();
+  EXPECT_EQ(waiting->wait(), 0) << waiting->err();
+  gate_b.write_line("go");
+  EXPECT_EQ(b->wait(), 0) << b->err();
+  EXPECT_TRUE(test::wait_children(keeper(), path + "/leases", [](const auto& n) { return n.empty(); },
+                                  kWait));
+}
+
 TEST_F(ZkrCliTest, LsRefusesADirectoryTooLargeToListAndSaysHowToProceed) {
   for (const std::string name : {"a", "b", "c"}) keeper().create(root_ + "/" + name);
   const auto refused =

@@ -41,6 +41,7 @@
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
 #include "zkr/read_write_lock.hpp"
+#include "zkr/semaphore.hpp"
 
 namespace zkr::cli {
 namespace {
@@ -55,6 +56,7 @@ std::vector<OptionSpec> lock_specs() {
       {"holder", 0, true, "TEXT", "who holds the lock, for `zkr ls` (default host=..;pid=..;thread=..)"},
       {"read", 0, false, "", "take PATH as a read/write lock, reading: shared with other readers"},
       {"write", 0, false, "", "take PATH as a read/write lock, writing: alone"},
+      {"semaphore", 0, true, "N", "take one of N leases of a counting semaphore on PATH (Curator's layout)"},
       {"ignore-suspended", 0, false, "", "count the lock lost only when the session is, not when the link drops"},
       {"status-file", 0, true, "PATH", "write zkr's own outcome to PATH as one JSON line (see Exit status)"},
   };
@@ -64,8 +66,9 @@ std::vector<OptionSpec> lock_specs() {
 
 struct LockSettings {
   // The plain lock (a mutex), or one side of a read/write lock.
-  enum class Kind { mutex, read, write };
+  enum class Kind { mutex, read, write, semaphore };
   Kind kind = Kind::mutex;
+  std::int32_t leases = 0;  // Kind::semaphore: how many the semaphore has
   std::string path;
   std::vector<std::string> command;
   std::optional<std::chrono::milliseconds> timeout;
@@ -123,21 +126,29 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
     s.status_file = *v;
   }
   if (parsed.has("ignore-suspended")) s.lock_options.suspended_policy = SuspendedPolicy::ignore;
-  if (parsed.has("read") && parsed.has("write"))
-    throw UsageError("--read and --write exclude each other: a command takes one side of the lock");
+  if (parsed.has("read") + parsed.has("write") + parsed.has("semaphore") > 1)
+    throw UsageError("--read, --write and --semaphore exclude each other: they are three kinds of lock");
   if (parsed.has("read")) s.kind = LockSettings::Kind::read;
   if (parsed.has("write")) s.kind = LockSettings::Kind::write;
+  if (auto v = parsed.value("semaphore")) {
+    s.kind = LockSettings::Kind::semaphore;
+    s.leases = static_cast<std::int32_t>(parse_count(*v, "--semaphore", 1, 1'000'000));
+  }
   return s;
 }
 
 // The lock zkr holds for the command: a semaphore mutex (any thread may
-// release it), or one side of a read/write lock (only the thread that
-// acquired it may). Acquired and released on zkr's main thread.
+// release it), one side of a read/write lock (only the thread that acquired
+// it may), or a lease of a semaphore. Acquired and released on zkr's main
+// thread.
 class CommandLock {
  public:
   CommandLock(Client& client, const LockSettings& settings) {
     if (settings.kind == LockSettings::Kind::mutex) {
       mutex_.emplace(client, settings.path, settings.lock_options);
+    } else if (settings.kind == LockSettings::Kind::semaphore) {
+      semaphore_.emplace(client, settings.path, SemaphoreLimit::fixed(settings.leases),
+                         settings.lock_options);
     } else {
       read_write_.emplace(client, settings.path, settings.lock_options);
       side_ = settings.kind == LockSettings::Kind::read ? &read_write_->read_lock()
@@ -146,6 +157,12 @@ class CommandLock {
   }
   // nullopt: wait as long as it takes; 0: one try.
   bool acquire(std::optional<std::chrono::milliseconds> timeout) {
+    if (semaphore_) {
+      auto leases = timeout ? semaphore_->try_acquire(1, *timeout) : semaphore_->acquire(1);
+      if (leases.empty()) return false;
+      lease_.emplace(std::move(leases.front()));
+      return true;
+    }
     if (!timeout) {
       side_ ? side_->acquire() : mutex_->acquire();
       return true;
@@ -153,10 +170,18 @@ class CommandLock {
     if (*timeout == 0ms) return side_ ? side_->try_acquire() : mutex_->try_acquire();
     return side_ ? side_->try_acquire_for(*timeout) : mutex_->try_acquire_for(*timeout);
   }
-  LockLease lease() const { return side_ ? side_->lease() : mutex_->lease(); }
-  void release() { (void)(side_ ? side_->release() : mutex_->release()); }
+  LockLease lease() const {
+    if (lease_) return lease_->lease();
+    return side_ ? side_->lease() : mutex_->lease();
+  }
+  void release() {
+    if (semaphore_) (void)(lease_ && lease_->release());
+    else (void)(side_ ? side_->release() : mutex_->release());
+  }
 
  private:
+  std::optional<InterProcessSemaphoreV2> semaphore_;
+  std::optional<SemaphoreLease> lease_;
   std::optional<InterProcessSemaphoreMutex> mutex_;
   std::optional<InterProcessReadWriteLock> read_write_;
   InterProcessReadWriteLock::Side* side_ = nullptr;
@@ -279,7 +304,9 @@ std::string lock_help() {
          "lock and Apache Curator InterProcessMutex on the same PATH. With --read or\n"
          "--write, PATH is a read/write lock instead (zkrecipes' and Curator's\n"
          "InterProcessReadWriteLock): readers share it, a writer holds it alone, one\n"
-         "queue for both, first come, first served. Options after\n"
+         "queue for both, first come, first served. With --semaphore N, PATH is a\n"
+         "counting semaphore of N leases (zkrecipes' and Curator's\n"
+         "InterProcessSemaphoreV2): up to N commands run at once. Options after\n"
          "CMD belong to CMD. CMD gets ZKR_LOCK_PATH, ZKR_LOCK_NODE and\n"
          "ZKR_FENCING_TOKEN (the lock node's czxid: larger for every later holder) in\n"
          "its environment, and no open file of zkr's but stdin, stdout and stderr.\n"
@@ -311,7 +338,8 @@ std::string lock_help() {
          "  76             ZooKeeper refused an operation (e.g. no permission on PATH)\n"
          "  78             PATH is used by another lock protocol (Curator's\n"
          "                 InterProcessSemaphoreMutex/SemaphoreV2, a read/write lock\n"
-         "                 without --read/--write, a mutex with them),\n"
+         "                 without --read/--write, a mutex with them; a\n"
+         "                 semaphore's nodes with any but --semaphore),\n"
          "                 which would not exclude us: not queued, CMD not run\n"
          "  79             the lock was lost (or could not be confirmed) while CMD ran;\n"
          "                 its group was terminated\n"
@@ -327,7 +355,8 @@ std::string lock_help() {
          "\n"
          "Example:\n"
          "  zkr lock /app/locks/nightly --timeout 10s -- ./nightly-job.sh --full\n"
-         "  zkr lock /app/locks/catalog --read -- ./export-catalog.sh\n";
+         "  zkr lock /app/locks/catalog --read -- ./export-catalog.sh\n"
+         "  zkr lock /app/pools/gpu --semaphore 4 -- ./train.sh\n";
 }
 
 int lock_main(const std::vector<std::string>& args) {
