@@ -115,6 +115,8 @@ int run_workloads(const Options& options) {
   if (options.wants("W4")) run_w4_znode_growth(ctx);
   ctx.curator = curator.get();
   if (options.wants("W5")) run_w5_queue_depth(ctx);
+  if (options.wants("W6")) run_w6_read_write(ctx);
+  if (options.wants("W7")) run_w7_semaphore(ctx);
   ctx.curator = nullptr;
   curator.reset();
 

@@ -30,6 +30,17 @@ void HoldLog::hold(GuardedCounter& counter, std::int64_t token) {
   intervals_.push_back(std::move(interval));
 }
 
+void HoldLog::shared_hold(const GuardedCounter& counter, std::int64_t token) {
+  exclusion::HolderInterval interval{::getpid(), holder_, monotonic_ns(), 0, token,
+                                     std::string(exclusion::kSharedKind)};
+  // As long as an increment, without the write: a reader that looks.
+  (void)counter.value();
+  std::this_thread::yield();
+  (void)counter.value();
+  interval.exit_ns = monotonic_ns();
+  intervals_.push_back(std::move(interval));
+}
+
 std::uint64_t Judgement::violations() const {
   return report.overlaps + report.token_inversions +
          static_cast<std::uint64_t>(std::llabs(report.lost_updates)) +
@@ -66,7 +77,9 @@ Judgement judge(std::vector<exclusion::HolderInterval> all, std::int64_t counter
   j.handoffs = Samples(all.size());
   for (std::size_t i = 1; i < all.size(); ++i)
     j.handoffs.add(static_cast<double>(std::max<std::int64_t>(0, all[i].enter_ns - all[i - 1].exit_ns)) / 1e6);
-  const auto acquisitions = static_cast<std::int64_t>(all.size());
+  // Shared (read) holds make no increment.
+  const auto acquisitions = static_cast<std::int64_t>(std::count_if(
+      all.begin(), all.end(), [](const auto& h) { return h.kind != exclusion::kSharedKind; }));
   j.report = exclusion::check_exclusion(std::move(all), counter, acquisitions);
   return j;
 }

@@ -48,6 +48,8 @@ class HoldLog {
   // Called just after the acquire returned and before the release: records
   // the grant time, increments the counter, records the release time.
   void hold(GuardedCounter& counter, std::int64_t token);
+  // A read/write lock's read hold: recorded with kind "read", no increment.
+  void shared_hold(const GuardedCounter& counter, std::int64_t token);
   const std::vector<exclusion::HolderInterval>& intervals() const noexcept { return intervals_; }
 
  private:

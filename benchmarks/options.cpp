@@ -7,7 +7,7 @@
 namespace zkr::bench {
 namespace {
 
-const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5"};
+const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7"};
 
 std::vector<std::string> parse_workloads(const std::string& text) {
   std::vector<std::string> picked;
@@ -17,7 +17,7 @@ std::vector<std::string> parse_workloads(const std::string& text) {
     std::string name = text.substr(start, comma - start);
     for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), name) == kAllWorkloads.end())
-      throw UsageError("unknown workload '" + name + "' in --workloads (use W1,W2,W3,W4,W5)");
+      throw UsageError("unknown workload '" + name + "' in --workloads (use W1,W2,W3,W4,W5,W6,W7)");
     if (std::find(picked.begin(), picked.end(), name) == picked.end()) picked.push_back(name);
     start = comma + 1;
   }
@@ -173,6 +173,12 @@ Workloads:
       to clean the root at each N
   W5  queue depth: hand-off latency with N = 0, 10, 100, 1,000 waiters queued
       behind the contender receiving the lock (judged like W2)
+  W6  read-mostly: 8 sessions on one InterProcessReadWriteLock, one hold in
+      five writes; throughput, readers at once, writer wait p99 (judged like
+      W2, readers sharing)
+  W7  a semaphore of 4 leases with 16 sessions (throughput, holders at once,
+      fairness); then InterProcessSemaphoreMutex and CuratorSemaphoreMutex,
+      8 sessions each: requests and writes per acquisition
 
 Every workload also shows requests and writes per operation, counted by the
 servers (mntr's zk_packets_received over every server, the leader's zxid from

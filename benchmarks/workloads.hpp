@@ -13,5 +13,7 @@ void run_w2_contended(Context& ctx);
 void run_w3_many_locks(Context& ctx);
 void run_w4_znode_growth(Context& ctx);
 void run_w5_queue_depth(Context& ctx);
+void run_w6_read_write(Context& ctx);
+void run_w7_semaphore(Context& ctx);
 
 }  // namespace zkr::bench
