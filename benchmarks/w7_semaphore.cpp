@@ -201,11 +201,10 @@ void run_w7_semaphore(Context& ctx) {
   semaphore_run(ctx);
   const auto queue = mutex_run<InterProcessSemaphoreMutex>(ctx, ctx.path("w7/queue-mutex"));
   const auto curator_layout = mutex_run<CuratorSemaphoreMutex>(ctx, ctx.path("w7/curator-layout-mutex"));
-  const std::string label = std::to_string(kMutexWorkers) + " sessions, one semaphore mutex";
   for (const auto* run : {&queue, &curator_layout}) {
     const bool ours = run == &queue;
-    Record r = record(ours ? "zkr" : "zkr-curator-layout", label,
-                      ours ? "InterProcessSemaphoreMutex" : "CuratorSemaphoreMutex", kMutexWorkers, *run);
+    const std::string lock = ours ? "InterProcessSemaphoreMutex" : "CuratorSemaphoreMutex";
+    Record r = record("zkr", std::to_string(kMutexWorkers) + " sessions, " + lock, lock, kMutexWorkers, *run);
     const auto most = most_at_once(run->holds);
     r.note = strprintf("latency = wait; %.2f writes, %.2f requests per acquisition; up to %zu holders at once",
                        run->cost.writes_per_op().value_or(0), run->cost.requests_per_op().value_or(0), most);

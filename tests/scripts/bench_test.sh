@@ -67,13 +67,13 @@ if ! jq -e -s 'length > 0 and all(.[];
   head -c 2000 "$work/lines.jsonl" >&2
 fi
 # Each workload and the floor are there.
-for w in W1 W2 W3 W4 W4-list W4-clean W5; do
+for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7; do
   jq -e -s --arg w "$w" 'any(.[]; .impl == "zkr" and .workload == $w)' "$work/lines.jsonl" >/dev/null ||
     fail "no zkr $w line"
 done
 jq -e -s 'any(.[]; .impl == "floor" and .ops > 0)' "$work/lines.jsonl" >/dev/null || fail "no floor line"
 # Correctness: no violations, no leftovers, ratios to the floor present.
-jq -e -s '[.[] | select(.workload == "W2" or .workload == "W5") | .violations] | length > 0 and all(. == 0)' \
+jq -e -s '[.[] | select(.workload == "W2" or .workload == "W5" or .workload == "W6") | .violations] | length > 0 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "mutual-exclusion violations (or no count of them)"
 # W2 runs the floor's lock and ours; the checker saw every hold of each: one
 # per acquisition, the counter at the count; each has its hand-off latency.
@@ -81,6 +81,12 @@ jq -e -s '[.[] | select(.workload == "W2")] | length == 2 and (map(.impl) | sort
     all(.[]; .counter == .ops and .ops > 0 and (.handoff_p50_ms | type == "number") and
              (.handoff_p99_ms | type == "number"))' \
   "$work/lines.jsonl" >/dev/null || fail "W2: not both the floor and zkr, or a counter that is not its acquisitions, or no hand-off latency"
+# W7: the semaphore never had more holders than its 4 leases, each mutex one;
+# the two mutexes say what an acquisition costs the servers.
+jq -e -s '[.[] | select(.workload == "W7")] | length == 3 and
+    (map(.most_holders_at_once) | . == [(.[0] | select(. <= 4)), 1, 1]) and
+    ([.[1], .[2]] | all(.writes_per_op | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W7: a bound broken, a record missing, or no cost per acquisition"
 jq -e -s '[.[] | select(.workload == "W3") | .leftover_znodes] | length == 3 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W3 left znodes behind (or did not say)"
 jq -e -s '[.[] | select(.workload == "W3") | .znodes_after_settle] | all(type == "number")' \
