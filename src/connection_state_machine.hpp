@@ -17,7 +17,7 @@
 
 #include <optional>
 
-#include "zkr/client.hpp"
+#include "zkr/connection_state.hpp"
 #include "zkr/types.hpp"
 
 namespace zkr::detail {

@@ -21,21 +21,12 @@
 #include <string>
 #include <string_view>
 
+#include "zkr/connection_state.hpp"
 #include "zkr/keeper.hpp"
 #include "zkr/retry.hpp"
 
 namespace zkr {
 
-// What recipes need to know about the link to the ensemble.
-enum class ConnectionState {
-  connected,    // first connection of this Client
-  suspended,    // link lost; the session may still live: trust nothing new
-  reconnected,  // link back: the same session, or a new one after lost (see epoch)
-  lost,         // the session expired (or suspended outlasted the session timeout):
-                // every ephemeral node of it is gone or going
-  read_only,    // connected to a server that has lost its quorum: reads only
-};
-std::string_view to_string(ConnectionState s) noexcept;
 
 // Builds the Keeper for each new session. Tests pass one that builds in-memory
 // keepers; unset means the ZooKeeper C client (connect_keeper).

@@ -93,6 +93,7 @@
 #include <vector>
 
 #include "zkr/client.hpp"
+#include "zkr/lost_reason.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -137,14 +138,6 @@ class StandardLockable {
 };
 }  // namespace detail
 
-// Why a held lock can no longer be trusted.
-enum class LostReason {
-  none,
-  suspended,      // the link dropped (only with SuspendedPolicy::lost)
-  session_lost,   // the session expired or was given up
-  node_deleted,   // our lock node was deleted by someone else
-};
-std::string_view to_string(LostReason reason) noexcept;
 
 enum class SuspendedPolicy {
   lost,    // Curator's standard policy: a suspended link already means lost
