@@ -178,7 +178,7 @@ Workloads:
       W2, readers sharing)
   W7  a semaphore of 4 leases with 16 sessions (throughput, holders at once,
       fairness); then InterProcessSemaphoreMutex and CuratorSemaphoreMutex,
-      8 sessions each: requests and writes per acquisition
+      with 1 and 8 sessions each: requests and writes per acquisition
 
 Every workload also shows requests and writes per operation, counted by the
 servers (mntr's zk_packets_received over every server, the leader's zxid from

@@ -172,16 +172,16 @@ void semaphore_run(Context& ctx) {
 }
 
 template <class Mutex>
-Run mutex_run(Context& ctx, const std::string& path) {
+Run mutex_run(Context& ctx, const std::string& path, unsigned workers) {
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<std::unique_ptr<Mutex>> mutexes;
-  for (unsigned i = 0; i < kMutexWorkers; ++i) {
+  for (unsigned i = 0; i < workers; ++i) {
     clients.push_back(ctx.connect());
     mutexes.push_back(std::make_unique<Mutex>(*clients.back(), path));
   }
   Run run(ctx.options.connect);
   run_workers(
-      ctx, kMutexWorkers,
+      ctx, workers,
       [&](unsigned i, auto granted, auto leaving) {
         if (!mutexes[i]->try_acquire_for(std::chrono::seconds(30))) return false;
         granted();
@@ -199,20 +199,24 @@ Run mutex_run(Context& ctx, const std::string& path) {
 
 void run_w7_semaphore(Context& ctx) {
   semaphore_run(ctx);
-  const auto queue = mutex_run<InterProcessSemaphoreMutex>(ctx, ctx.path("w7/queue-mutex"));
-  const auto curator_layout = mutex_run<CuratorSemaphoreMutex>(ctx, ctx.path("w7/curator-layout-mutex"));
-  for (const auto* run : {&queue, &curator_layout}) {
-    const bool ours = run == &queue;
-    const std::string lock = ours ? "InterProcessSemaphoreMutex" : "CuratorSemaphoreMutex";
-    Record r = record("zkr", std::to_string(kMutexWorkers) + " sessions, " + lock, lock, kMutexWorkers, *run);
-    const auto most = most_at_once(run->holds);
-    r.note = strprintf("latency = wait; %.2f writes, %.2f requests per acquisition; up to %zu holders at once",
-                       run->cost.writes_per_op().value_or(0), run->cost.requests_per_op().value_or(0), most);
-    ctx.reporter.add(std::move(r));
-    ctx.reporter.verdict({std::string("W7 ") + (ours ? "InterProcessSemaphoreMutex" : "CuratorSemaphoreMutex") +
-                              " excludes (one holder at a time)",
-                          true, most <= 1 && run->errors == 0, true,
-                          strprintf("up to %zu holders at once", most)});
+  // The two semaphore mutexes, uncontended (one session, as W1) and
+  // contended (as W2).
+  for (const unsigned workers : {1u, kMutexWorkers}) {
+    const auto tag = std::to_string(workers);
+    const auto queue = mutex_run<InterProcessSemaphoreMutex>(ctx, ctx.path("w7/queue-mutex-" + tag), workers);
+    const auto curator_layout =
+        mutex_run<CuratorSemaphoreMutex>(ctx, ctx.path("w7/curator-layout-mutex-" + tag), workers);
+    for (const auto* run : {&queue, &curator_layout}) {
+      const bool ours = run == &queue;
+      const std::string lock = ours ? "InterProcessSemaphoreMutex" : "CuratorSemaphoreMutex";
+      Record r = record("zkr", tag + (workers == 1 ? " session, " : " sessions, ") + lock, lock, workers, *run);
+      const auto most = most_at_once(run->holds);
+      r.note = strprintf("latency = wait; %.2f writes, %.2f requests per acquisition; up to %zu holders at once",
+                         run->cost.writes_per_op().value_or(0), run->cost.requests_per_op().value_or(0), most);
+      ctx.reporter.add(std::move(r));
+      ctx.reporter.verdict({"W7 " + lock + " with " + tag + " sessions excludes (one holder at a time)", true,
+                            most <= 1 && run->errors == 0, true, strprintf("up to %zu holders at once", most)});
+    }
   }
 }
 
