@@ -15,12 +15,17 @@ std::string_view to_string(LockNodeKind kind) noexcept {
     case LockNodeKind::mutex: return "mutex";
     case LockNodeKind::read: return "read";
     case LockNodeKind::write: return "write";
+    case LockNodeKind::lease: return "lease";
   }
   return "unknown";
 }
 
 std::size_t LockInfo::holders() const noexcept {
   if (queue.empty()) return 0;
+  if (queue.front().kind == LockNodeKind::lease)
+    return static_cast<std::size_t>(std::count_if(queue.begin(), queue.end(), [](const LockNodeInfo& n) {
+      return n.kind == LockNodeKind::lease;
+    }));
   if (queue.front().kind != LockNodeKind::read) return 1;
   std::size_t readers = 0;
   while (readers < queue.size() && queue[readers].kind == LockNodeKind::read) ++readers;
@@ -41,6 +46,7 @@ std::string too_large_message(const std::string& path, std::uint64_t children,
 }
 
 LockNodeKind kind_of(std::string_view name) {
+  if (!detail::is_queue_node(name)) return LockNodeKind::lease;
   switch (detail::queue_kind(name).value_or(detail::QueueKind::mutex)) {
     case detail::QueueKind::read: return LockNodeKind::read;
     case detail::QueueKind::write: return LockNodeKind::write;
@@ -58,6 +64,13 @@ LockInfo lock_info(const std::string& dir, std::vector<ChildEntry> lock_nodes) {
   auto sorted = detail::sorted_queue_nodes(names, detail::QueueFamily::mutex);
   for (auto& name : detail::sorted_queue_nodes(names, detail::QueueFamily::read_write))
     sorted.push_back(std::move(name));
+  // Leases, in the order they were made (the text after the last "lease-").
+  std::vector<std::string> leases;
+  for (const auto& name : names)
+    if (!detail::is_queue_node(name) && detail::is_lease_node(name)) leases.push_back(name);
+  const auto after = [](const std::string& n) { return n.substr(n.rfind(detail::kLeaseName)); };
+  std::sort(leases.begin(), leases.end(), [&](const auto& a, const auto& b) { return after(a) < after(b); });
+  sorted.insert(sorted.end(), leases.begin(), leases.end());
   for (const auto& name : sorted) {
     const auto& node = *std::find_if(lock_nodes.begin(), lock_nodes.end(),
                                      [&](const ChildEntry& e) { return e.name == name; });

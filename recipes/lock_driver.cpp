@@ -63,6 +63,8 @@ std::optional<std::int64_t> lock_sequence(std::string_view name) {
   return sequence_after(name, kLockName);
 }
 
+bool is_lease_node(std::string_view name) { return sequence_after(name, kLeaseName).has_value(); }
+
 std::optional<QueueKind> queue_kind(std::string_view name) {
   for (const auto kind : {QueueKind::mutex, QueueKind::read, QueueKind::write})
     if (sequence_after(name, queue_marker(kind))) return kind;

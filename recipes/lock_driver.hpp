@@ -55,6 +55,12 @@ std::optional<QueueKind> queue_kind(std::string_view name);
 // as a lock node.
 inline bool is_queue_node(std::string_view name) { return queue_kind(name).has_value(); }
 
+// A semaphore's lease node ("..lease-<seq>", in its leases/ directory).
+inline constexpr std::string_view kLeaseName = "lease-";
+bool is_lease_node(std::string_view name);
+// What lock scans show and guarded_write will not create: a queue node or a lease.
+inline bool is_lock_node(std::string_view name) { return is_queue_node(name) || is_lease_node(name); }
+
 // The nodes of one queue family among children, in Curator's order: by the
 // text after the last marker (the same as by number, until a parent's counter
 // overflows 2^31 and ZooKeeper writes negative numbers). Other children are

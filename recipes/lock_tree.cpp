@@ -58,7 +58,7 @@ std::vector<ChildEntry> LockTree::look_at(const std::string& dir,
     replies.reserve(names.size());
     for (const auto& name : names) {
       const auto path = join_path(dir, name);
-      if (is_queue_node(name)) replies.emplace_back(keeper.async_get(path));
+      if (is_lock_node(name)) replies.emplace_back(keeper.async_get(path));
       else replies.emplace_back(keeper.async_exists(path));
     }
     std::vector<ChildEntry> page;

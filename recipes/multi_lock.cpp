@@ -60,7 +60,7 @@ void check_ops_leave_locks_alone(const std::vector<LockLease>& leases, const std
       // A sequential create gets ten digits appended: judge the name it will get.
       std::string name(node_name(path));
       if (is_sequential(create->mode)) name += "0000000000";
-      if (detail::is_queue_node(name))
+      if (detail::is_lock_node(name))
         refuse(t, "its name looks like a lock node, which would join (and block) a lock queue");
     }
   }

@@ -36,7 +36,6 @@ SemaphoreLimit SemaphoreLimit::shared_count(std::string path) {
 namespace detail {
 namespace {
 
-constexpr std::string_view kLeaseName = "lease-";
 constexpr std::string_view kLocksChild = "locks";
 constexpr std::string_view kLeasesChild = "leases";
 

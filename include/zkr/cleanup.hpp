@@ -72,9 +72,10 @@ Children list_children(Keeper& keeper, const std::string& path,
                        std::uint64_t max_children = kDefaultListingLimit);
 
 // Whose queue a lock node is in: a mutex's (InterProcessMutex of either
-// library, our InterProcessSemaphoreMutex), or a read/write lock's reader or
-// writer (InterProcessReadWriteLock of either library).
-enum class LockNodeKind { mutex, read, write };
+// library, our InterProcessSemaphoreMutex), a read/write lock's reader or
+// writer (InterProcessReadWriteLock of either library), or a semaphore's
+// lease (InterProcessSemaphoreV2 of either library, in its leases/).
+enum class LockNodeKind { mutex, read, write, lease };
 std::string_view to_string(LockNodeKind kind) noexcept;
 
 // One contender's node in a lock directory.
@@ -92,9 +93,12 @@ struct LockInfo {
   std::string path;                // the directory
   std::optional<std::string> key;  // decoded from the directory name, when encode_key made it
   std::vector<LockNodeInfo> queue; // holders first, then waiters in order
-  // How many of the queue hold the lock: the first node, or for a read/write
-  // lock every reader before the first writer. (A directory with nodes of
-  // both queues, which the locks refuse, shows the mutex queue's first.)
+  // How many of the queue hold the lock: the first node, for a read/write
+  // lock every reader before the first writer, for a semaphore's leases/
+  // every lease (while a contender waits, its lease node is there too: it
+  // holds the semaphore's internal mutex, listed as a lock at <path>/locks).
+  // (A directory with nodes of several kinds, which the locks refuse, shows
+  // the mutex queue's first.)
   std::size_t holders() const noexcept;
   std::size_t waiters() const noexcept { return queue.size() - holders(); }
 };

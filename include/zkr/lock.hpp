@@ -235,8 +235,9 @@ class LockLease {
 // before anything is sent: a remove, set or check of the lease's lock node or
 // lock directory, a create in that directory, and a create (anywhere) of a
 // name that looks like a lock node ("...lock-<10 digits>", "...__READ__<10
-// digits>" or "...__WRIT__<10 digits>", or a sequential create that would
-// end so): each would hand the lock on or block a queue.
+// digits>", "...__WRIT__<10 digits>" or a semaphore's "...lease-<10
+// digits>", or a sequential create that would end so): each would hand a
+// lock on, block a queue or take a lease.
 MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
                           OptionalTimeout timeout = {});
 

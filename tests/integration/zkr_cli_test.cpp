@@ -858,6 +858,21 @@ TEST_F(ZkrCliTest, SemaphoreRunsUpToNCommandsAtOnce) {
     EXPECT_EQ(with(args).code, 64);
   }
   EXPECT_FALSE(std::filesystem::exists(marker)) << "a third command ran beside two";
+  // zkr ls: the leases, both held.
+  const auto table = with({"ls", root_});
+  EXPECT_EQ(table.code, 0) << table.err;
+  bool listed = false;
+  for (const auto& line : lines_of(table.out)) {
+    const auto row = words_of(line);
+    if (row.empty() || row[0] != path + "/leases") continue;
+    listed = true;
+    ASSERT_GE(row.size(), 6u) << line;
+    EXPECT_EQ(row[1], "lease:") << line;
+    EXPECT_EQ(row[row.size() - 4], "(+1") << line;
+    EXPECT_EQ(row[row.size() - 3], "leases)") << line;
+    EXPECT_EQ(row[row.size() - 2], "0") << line;  // no waiters among the leases
+  }
+  EXPECT_TRUE(listed) << table.out;
   auto waiting = start_lock(path, "echo started-C > " + ev, {"--semaphore", "2"});
   // Waiting, as the layout shows it: its lease node made, and still holding
   // the internal mutex, which a grant lets go.

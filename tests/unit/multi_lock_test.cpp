@@ -148,6 +148,12 @@ TEST_F(MultiLockTest, GuardedWriteRefusesOpsOnTheLocksOwnNodes) {
       {op::Create{"/elsewhere/_c_x-lock-0000000001"}, "create of /elsewhere/_c_x-lock-0000000001"},
       {op::Create{sequential_lock_name, "", CreateMode::ephemeral_sequential},
        "create of " + sequential_lock_name},
+      // A read/write lock's nodes and a semaphore's lease join a queue or a bound too.
+      {op::Create{"/elsewhere/_c_x-__WRIT__0000000001"}, "create of /elsewhere/_c_x-__WRIT__0000000001"},
+      {op::Create{"/elsewhere/x-__READ__", "", CreateMode::ephemeral_sequential},
+       "create of /elsewhere/x-__READ__"},
+      {op::Create{"/elsewhere/leases/_c_x-lease-", "", CreateMode::ephemeral_sequential},
+       "create of /elsewhere/leases/_c_x-lease-"},
   };
   const auto zxid = ensemble_.last_zxid();
   for (const auto& [o, named] : refused) {

@@ -84,7 +84,9 @@ void print_table(const std::vector<LockInfo>& locks, std::int64_t now) {
     std::string holder_column = holder_text(holder);
     if (holder.kind != LockNodeKind::mutex)
       holder_column = std::string(to_string(holder.kind)) + ": " + holder_column;
-    if (lock.holders() > 1) holder_column += " (+" + std::to_string(lock.holders() - 1) + " readers)";
+    if (lock.holders() > 1)
+      holder_column += " (+" + std::to_string(lock.holders() - 1) +
+                       (holder.kind == LockNodeKind::lease ? " leases)" : " readers)");
     rows.push_back({lock.path, holder_column, std::to_string(lock.waiters()),
                     format_duration(std::chrono::milliseconds(now - holder.ctime_ms))});
   }
@@ -162,7 +164,9 @@ std::string ls_help() {
          "the holder node's creation time, on the server's clock). A node marked\n"
          "(orphan) belongs to no session and blocks its lock until `zkr cleanup`.\n"
          "A read/write lock's holder reads \"read: ...\" or \"write: ...\"; readers\n"
-         "sharing it are counted as \"(+N readers)\", not as waiters.\n"
+         "sharing it are counted as \"(+N readers)\", not as waiters. A semaphore shows\n"
+         "as its leases/ directory, \"lease: ... (+N leases)\", and its internal\n"
+         "mutex (held by the contender waiting for a lease) as a lock at PATH/locks.\n"
          "\n"
          "Before listing a directory zkr reads its child count, and refuses one with\n"
          "more than --max-children rather than pull a reply of unbounded size.\n"
