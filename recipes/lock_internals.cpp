@@ -318,9 +318,12 @@ class Attempt {
                         foreign->description() +
                             " uses this lock path; neither protocol sees the other's nodes, so "
                             "both would be granted at once: refusing to queue beside it");
-    // Our thread's write node exempts us only while it is of this session.
-    const std::string_view exclusive =
-        held_write_ && held_write_->epoch == epoch_ ? std::string_view(held_write_->name) : "";
+    // Our thread's write node exempts us only while it is of this session and
+    // its lease still held, as of this listing (a delete of it would have
+    // reached the lease's watch before this reply).
+    const bool write_held = held_write_ && held_write_->epoch == epoch_ && held_write_->lease &&
+                            held_write_->lease->reason() == LostReason::none;
+    const std::string_view exclusive = write_held ? std::string_view(held_write_->name) : "";
     auto where = queue_position(sorted_queue_nodes(children, family), node_, lock_.kind_, exclusive);
     if (!where.found) {
       client_.logger().warn("lock {}: our node {} vanished; queueing again", lock_.dir_, node_);
@@ -577,12 +580,15 @@ void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
 
 void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept {
   try {
+    // Our node was deleted by someone: a node of its name now is not ours.
+    const bool deleted = lease->reason() == LostReason::node_deleted;
     lease->mark_released();
     client.remove_listener(lease->listener);
     // Ends the directory's use after the delete is sent (below), so that a
     // removal of it is ordered after the delete too.
     const auto use = std::move(lease->directory_use);
     if (client.session_epoch() != lease->epoch) return;  // the node went with its session
+    if (deleted) return;
     auto keeper = client.keeper();
     if (keeper && client.is_connected()) {
       client.directory_registry()->watch_release(lease->node_path, lease->epoch,

@@ -59,10 +59,14 @@ using Clock = std::chrono::steady_clock;
 using Deadline = std::optional<Clock::time_point>;  // nullopt: no deadline
 
 // A node of ours that makes a read grant safe at once: the write node the
-// acquiring thread holds (see queue_position).
+// acquiring thread holds (see queue_position). Its name in a listing is not
+// proof (anyone may delete it and create a node of that name): its lease,
+// whose own-node watch has heard of a delete before any later reply comes,
+// must still be held too.
 struct HeldWriteNode {
   std::string name;
   std::uint64_t epoch = 0;
+  std::shared_ptr<LeaseState> lease;
 };
 
 class LockInternals {
@@ -109,8 +113,9 @@ void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
                      SuspendedPolicy policy);
 
 // Gives a lease back: marks it released, and sends the delete of its node
-// without waiting (a lost reply hands it to the background remover). Never
-// throws.
+// without waiting (a lost reply hands it to the background remover), unless
+// the lease knows its node was deleted by someone (a node of that name now is
+// not ours). Never throws.
 void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept;
 
 // The data a contender writes into its node, unless LockOptions says.

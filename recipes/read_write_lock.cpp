@@ -76,7 +76,8 @@ struct InterProcessReadWriteLock::Side::Impl {
                              "read lock first");
     if (!write && holds.write.state)
       return std::optional<detail::HeldWriteNode>(detail::HeldWriteNode{
-          std::string(node_name(holds.write.state->node_path)), holds.write.state->epoch});
+          std::string(node_name(holds.write.state->node_path)), holds.write.state->epoch,
+          holds.write.state});
     return std::optional<detail::HeldWriteNode>{};
   }
 

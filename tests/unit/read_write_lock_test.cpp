@@ -264,6 +264,26 @@ TEST_F(ReadWriteLockTest, NoDowngradeThroughALostWriteNode) {
   ra->write_lock().release();
 }
 
+// An adversary deletes our write node and makes one of the same name: the
+// name in a listing must not grant a downgrade while another writer holds.
+TEST_F(ReadWriteLockTest, NoDowngradeThroughAForgedWriteNodeOfOurName) {
+  auto& a = contender();
+  auto& w = contender();
+  auto ra = rw_for(a), rw = rw_for(w);
+  ASSERT_TRUE(ra->write_lock().try_acquire());
+  const auto write = ra->write_lock().lease();
+  test::Latch lost;
+  write.on_lost([&](LostReason) { lost.open(); });
+  raw().remove(write.node_path());
+  ASSERT_TRUE(lost.wait(kWait));
+  ASSERT_TRUE(rw->write_lock().try_acquire());
+  raw().create(write.node_path());  // persistent, our name, first in the queue
+  EXPECT_FALSE(ra->read_lock().try_acquire()) << "a read granted beside a writer";
+  rw->write_lock().release();
+  ra->write_lock().release();
+  raw().remove(write.node_path());
+}
+
 // No silent mix: the read/write queue and the mutex queue on one path.
 TEST_F(ReadWriteLockTest, MutexNodesOnThePathRefuseBothSides) {
   auto& a = contender();
