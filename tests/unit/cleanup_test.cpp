@@ -14,6 +14,7 @@
 #include "support/waits.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/lock_factory.hpp"
+#include "zkr/semaphore.hpp"
 
 namespace zkr {
 namespace {
@@ -169,6 +170,43 @@ TEST_F(CleanupTest, RemovesOnlyItsOwnEmptyDirectoriesAndNoLiveLock) {
   waiting.join();
   EXPECT_TRUE(waiter->is_acquired_in_this_process());
   EXPECT_TRUE(waiter->release());
+}
+
+// A semaphore keeps two containers under its path (locks/ for its internal
+// mutex, leases/ for the leases): left behind by sessions that died, ours are
+// swept like lock directories, bottom up; Curator's (no mark) are not, nor a
+// live semaphore's leases. Its idle internal mutex directory is a lock
+// directory between uses, swept as those are: the next acquire makes it
+// again, and the semaphore goes on counting.
+TEST_F(CleanupTest, SweepsASemaphoresLeftoverContainersAndKeepsOthers) {
+  const std::string dead = kRoot + "/dead";
+  leftover_dir(dead + "/locks");
+  leftover_dir(dead + "/leases");
+  const std::string curator = kRoot + "/curator";
+  for (const auto& path : {curator, curator + "/locks", curator + "/leases"}) raw_->create(path);
+  const std::string live = kRoot + "/live";
+  InterProcessSemaphoreV2 semaphore(*client_, live, SemaphoreLimit::fixed(2));
+  auto held = semaphore.try_acquire(1, kWait);
+  ASSERT_EQ(held.size(), 1u);
+
+  CleanReport report;
+  const auto removed = removed_by({}, &report);
+  EXPECT_EQ(removed,
+            (std::vector<std::string>{dead, dead + "/leases", dead + "/locks", live + "/locks"}));
+  EXPECT_FALSE(ensemble_.exists_now(dead));
+  for (const auto& path : {curator, curator + "/locks", curator + "/leases"})
+    EXPECT_TRUE(ensemble_.exists_now(path)) << path;
+  EXPECT_EQ(report.live_lock_nodes, 1u);  // our lease
+  EXPECT_TRUE(ensemble_.exists_now(live + "/leases"));
+  EXPECT_TRUE(ensemble_.exists_now(held.front().lease().node_path()));
+  EXPECT_FALSE(held.front().lease().lost());
+
+  // The live semaphore still counts: one lease out, one more to take, then none.
+  auto second = semaphore.try_acquire(1, kWait);
+  EXPECT_EQ(second.size(), 1u);
+  EXPECT_TRUE(semaphore.try_acquire(1, 50ms).empty());
+  EXPECT_TRUE(held.front().release());
+  EXPECT_EQ(semaphore.try_acquire(1, kWait).size(), 1u);
 }
 
 TEST_F(CleanupTest, DryRunReportsTheSamePathsAndRemovesNothing) {
