@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdio>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -136,6 +137,12 @@ std::int64_t monotonic_ns() {
   return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
 }
 
+std::string hex(std::int64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
 // The broken lock: grants at once and excludes nobody.
 class NoLock {
  public:
@@ -201,31 +208,74 @@ void increment(zkr::Client& client, const std::string& path) {
       [&](zkr::Keeper& keeper) { return keeper.set(path, std::to_string(value + 1)); });
 }
 
+// The sequence after a queue node's last marker ("lock-", "__READ__",
+// "__WRIT__"): what the queue is ordered by.
+std::string sequence_of(const std::string& name) {
+  const auto dash = name.find_last_not_of("0123456789");
+  return dash == std::string::npos ? name : name.substr(dash + 1);
+}
+
+// One server's view of the queue, from a session of its own on that server
+// alone, after a sync (so a follower that only lags catches up first): servers
+// that still disagree then have diverged, which no client can work around.
+std::string server_view(const std::string& host, const std::string& dir) {
+  try {
+    zkr::ClientOptions options;
+    options.connect_string = host;
+    options.session_timeout = 4s;
+    options.connection_timeout = 3s;
+    zkr::Client client(options);
+    if (!client.block_until_connected(3s)) return "no connection";
+    auto keeper = client.keeper_when_connected();
+    keeper->sync(dir, 3s);
+    auto listed = keeper->try_children(dir);
+    if (!listed.ok()) return std::string(zkr::errc_name(listed.error()));
+    auto names = listed.value().names;
+    std::sort(names.begin(), names.end(),
+              [](const auto& a, const auto& b) { return sequence_of(a) < sequence_of(b); });
+    std::string text;
+    for (const auto& name : names) text += " " + sequence_of(name);
+    return names.empty() ? "empty" : text.substr(1);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 // A fair lock should serve every waiter long before the default timeout: say
 // who was in the queue, holder first, so that a stall can be traced to a
-// process and thread (each node's data names them).
-void report_timeout(zkr::Client& client, const std::string& dir, std::int64_t asked_ns) {
+// process and thread (each node's data names them) and a session (a node of
+// a session its Client gave up lives until the servers expire it), and what
+// each server says (a server that diverged shows nodes the others do not).
+void report_timeout(zkr::Client& client, const std::string& connect, const std::string& dir,
+                    std::int64_t asked_ns) {
   std::string text = "lock_worker pid " + std::to_string(::getpid()) + " thread " +
                      std::to_string(::gettid()) + ": acquire asked at " +
                      std::to_string(asked_ns) + " ns timed out at " +
                      std::to_string(monotonic_ns()) + " ns; queue now:";
   try {
     auto keeper = client.keeper_when_connected();
+    text += " (our session 0x" + hex(keeper->session_id()) + ")";
     auto listed = keeper->try_children(dir);
     if (listed.ok()) {
       auto names = listed.value().names;
-      std::sort(names.begin(), names.end(), [](const auto& a, const auto& b) {
-        return a.substr(a.rfind('-') + 1) < b.substr(b.rfind('-') + 1);
-      });
+      std::sort(names.begin(), names.end(),
+                [](const auto& a, const auto& b) { return sequence_of(a) < sequence_of(b); });
       for (const auto& name : names) {
         auto node = keeper->try_get(zkr::join_path(dir, name));
         auto data = node.ok() ? node.value().data : std::string("(gone)");
         std::replace(data.begin(), data.end(), '\n', ' ');
         text += "\n  " + name + " " + data;
+        if (node.ok()) text += " session=0x" + hex(node.value().stat.ephemeral_owner);
       }
     }
   } catch (const std::exception& e) {
     text += std::string(" (cannot list: ") + e.what() + ")";
+  }
+  for (std::size_t begin = 0; begin <= connect.size();) {
+    const auto comma = std::min(connect.find(',', begin), connect.size());
+    const auto host = connect.substr(begin, comma - begin);
+    if (!host.empty()) text += "\n  server " + host + " after a sync: " + server_view(host, dir);
+    begin = comma + 1;
   }
   std::cerr << text + "\n";
 }
@@ -257,7 +307,7 @@ void run_thread(zkr::Client& client, const Config& config, Clock::time_point dea
           ++result.timeouts;
           // Expected with a short timeout; a stall worth tracing otherwise.
           if (config.acquire_timeout == kDefaultAcquireTimeout)
-            report_timeout(client, config.lock_path, asked);
+            report_timeout(client, config.connect, config.lock_path, asked);
         }
         continue;
       }
