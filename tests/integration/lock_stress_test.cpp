@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <barrier>
@@ -115,10 +116,30 @@ class LockStressTest : public ::testing::Test {
   void TearDown() override {
     if (!root_.empty()) client_->with_retry([&](Keeper& k) { remove_tree(k, root_); });
     if (files_dir_.empty()) return;
-    if (HasFailure())
+    if (HasFailure()) {
+      print_timeout_reports();
       std::cout << "[ stress   ] interval files kept in " << files_dir_.string() << "\n";
-    else
+    } else {
       std::filesystem::remove_all(files_dir_);
+    }
+  }
+
+  // The workers' timeout reports (who queued, what each server said), after
+  // the verdict rather than in the middle of it: the first few of each.
+  void print_timeout_reports() const {
+    constexpr int kLinesPerWorker = 16;
+    for (const auto& entry : std::filesystem::directory_iterator(files_dir_)) {
+      if (entry.path().extension() != ".timeouts") continue;
+      std::ifstream in(entry.path());
+      std::string line;
+      int lines = 0, left = 0;
+      while (std::getline(in, line)) {
+        if (lines < kLinesPerWorker) std::cout << "[ stress   ] " << line << "\n";
+        else ++left;
+        ++lines;
+      }
+      if (left > 0) std::cout << "[ stress   ] (" << left << " more lines in " << entry.path().string() << ")\n";
+    }
   }
 
   // Runs the workers to the end (or kills them at their deadline) and
@@ -138,6 +159,7 @@ class LockStressTest : public ::testing::Test {
       if (load.acquire_timeout_ms > 0)
         argv.push_back("--acquire-timeout-ms=" + std::to_string(load.acquire_timeout_ms));
       if (load.faults) argv.push_back("--faults");
+      argv.push_back("--reports=" + (files_dir_ / ("worker-" + std::to_string(i) + ".timeouts")).string());
       workers.push_back(std::make_unique<test::ChildProcess>(argv));
     }
     if (meanwhile) {

@@ -2,7 +2,7 @@
 // (tests/integration/lock_stress_test.cpp).
 //
 //   zkr-test-lock_worker CONNECT LOCK_PATH KIND THREADS ACQUISITIONS SECONDS COUNTER_PATH OUTPUT
-//                        [--acquire-timeout-ms=N] [--faults]
+//                        [--acquire-timeout-ms=N] [--faults] [--reports=FILE]
 //
 // One Client (one session) shared by THREADS threads, as a real service would
 // run; each thread has its own lock object of KIND on LOCK_PATH:
@@ -24,6 +24,8 @@
 //                           which a fair lock never needs on a healthy
 //                           ensemble; a short one makes waiters leave the
 //                           queue all the time)
+//   --reports=FILE          timeout reports (see report_timeout) go to FILE,
+//                           not stderr: a test prints them after its verdict
 //   --faults                servers are being killed: a hold whose lease says
 //                           lost (the link dropped) is counted, not an error
 //
@@ -47,6 +49,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -93,6 +96,7 @@ struct Config {
   std::string output;
   milliseconds acquire_timeout = kDefaultAcquireTimeout;
   bool faults = false;
+  std::string reports{};  // file for timeout reports; empty: stderr
 };
 
 int positive(const std::string& text, const char* name) {
@@ -121,6 +125,8 @@ Config parse_args(int argc, char** argv) {
           milliseconds(positive(option.substr(timeout_option.size()), "--acquire-timeout-ms"));
     else if (option == "--faults")
       config.faults = true;
+    else if (option.starts_with("--reports=") && option.size() > 10)
+      config.reports = option.substr(10);
     else
       throw std::invalid_argument("unknown option '" + option + "'");
   }
@@ -246,8 +252,8 @@ std::string server_view(const std::string& host, const std::string& dir) {
 // process and thread (each node's data names them) and a session (a node of
 // a session its Client gave up lives until the servers expire it), and what
 // each server says (a server that diverged shows nodes the others do not).
-void report_timeout(zkr::Client& client, const std::string& connect, const std::string& dir,
-                    std::int64_t asked_ns) {
+void report_timeout(zkr::Client& client, const Config& config, std::int64_t asked_ns) {
+  const auto& dir = config.lock_path;
   std::string text = "lock_worker pid " + std::to_string(::getpid()) + " thread " +
                      std::to_string(::gettid()) + ": acquire asked at " +
                      std::to_string(asked_ns) + " ns timed out at " +
@@ -271,13 +277,20 @@ void report_timeout(zkr::Client& client, const std::string& connect, const std::
   } catch (const std::exception& e) {
     text += std::string(" (cannot list: ") + e.what() + ")";
   }
+  const auto& connect = config.connect;
   for (std::size_t begin = 0; begin <= connect.size();) {
     const auto comma = std::min(connect.find(',', begin), connect.size());
     const auto host = connect.substr(begin, comma - begin);
     if (!host.empty()) text += "\n  server " + host + " after a sync: " + server_view(host, dir);
     begin = comma + 1;
   }
-  std::cerr << text + "\n";
+  if (config.reports.empty()) {
+    std::cerr << text + "\n";
+    return;
+  }
+  static std::mutex mutex;  // threads report at once when a stall ends
+  std::lock_guard lock(mutex);
+  std::ofstream(config.reports, std::ios::app) << text << '\n';
 }
 
 struct ThreadResult {
@@ -307,7 +320,7 @@ void run_thread(zkr::Client& client, const Config& config, Clock::time_point dea
           ++result.timeouts;
           // Expected with a short timeout; a stall worth tracing otherwise.
           if (config.acquire_timeout == kDefaultAcquireTimeout)
-            report_timeout(client, config.connect, config.lock_path, asked);
+            report_timeout(client, config, asked);
         }
         continue;
       }
@@ -433,7 +446,8 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     std::cerr << "lock_worker: " << e.what()
               << "\nusage: zkr-test-lock_worker CONNECT LOCK_PATH mutex|semaphore|readwrite|none THREADS "
-                 "ACQUISITIONS SECONDS COUNTER_PATH OUTPUT [--acquire-timeout-ms=N] [--faults]\n";
+                 "ACQUISITIONS SECONDS COUNTER_PATH OUTPUT [--acquire-timeout-ms=N] [--faults] "
+                 "[--reports=FILE]\n";
     return 64;
   }
   // SA_RESTART: a thread that takes the signal in a system call goes on.
