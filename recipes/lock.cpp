@@ -61,7 +61,7 @@ void LockLease::on_lost(std::function<void(LostReason)> callback) const {
   state_->add_callback(std::move(callback));
 }
 
-MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
+GuardedWriteResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
                           OptionalTimeout timeout) {
   return guarded_write(keeper, std::vector<LockLease>{lease}, std::move(ops), timeout);
 }

@@ -176,8 +176,44 @@ std::vector<LockLease> MultiLock::leases() const {
   return leases;
 }
 
-MultiResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
-                          std::vector<Op> ops, OptionalTimeout timeout) {
+namespace {
+
+// The outcome of a guarded multi whose first `checks` ops are the leases' checks.
+GuardedWriteResult classify(MultiResult multi, std::size_t checks) {
+  GuardedWriteResult result;
+  static_cast<MultiResult&>(result) = std::move(multi);
+  using Outcome = GuardedWriteResult::Outcome;
+  const auto failed = result.failed_index();
+  if (result.ok()) result.outcome = Outcome::applied;
+  // A session the server ended applies none of its requests.
+  else if (result.error == Errc::session_expired) result.outcome = Outcome::lock_lost;
+  // No reply: it may have been applied.
+  else if (is_connection_error(result.error)) result.outcome = Outcome::unknown;
+  // Pinned on an op by the server's reply: refused, so nothing applied.
+  else if (failed < checks) result.outcome = Outcome::lock_lost;
+  else if (failed < result.results.size()) {
+    result.outcome = Outcome::conflict;
+    result.failed_op = failed - checks;
+  }
+  // A reply that names no op: it may have been applied.
+  else result.outcome = Outcome::unknown;
+  return result;
+}
+
+}  // namespace
+
+std::string_view to_string(GuardedWriteResult::Outcome outcome) noexcept {
+  switch (outcome) {
+    case GuardedWriteResult::Outcome::applied: return "applied";
+    case GuardedWriteResult::Outcome::lock_lost: return "lock_lost";
+    case GuardedWriteResult::Outcome::conflict: return "conflict";
+    case GuardedWriteResult::Outcome::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+GuardedWriteResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
+                                 std::vector<Op> ops, OptionalTimeout timeout) {
   check_ops_leave_locks_alone(leases, ops);
   std::vector<Op> guarded;
   guarded.reserve(leases.size() + ops.size());
@@ -193,9 +229,9 @@ MultiResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
     for (std::size_t j = i + 1; j < guarded.size(); ++j)
       refused.results[j].error = Errc::runtime_inconsistency;
     refused.results[i].error = Errc::no_node;
-    return refused;
+    return classify(std::move(refused), leases.size());
   }
-  return keeper.try_multi(std::move(guarded), timeout);
+  return classify(keeper.try_multi(std::move(guarded), timeout), leases.size());
 }
 
 }  // namespace zkr

@@ -211,6 +211,9 @@ class Worker {
     std::vector<zkr::Op> ops{zkr::op::Set{tpath, encode(train), train_data.stat.version}};
     if (!fpath.empty()) ops.push_back(zkr::op::Set{fpath, encode(from), from_data.stat.version});
     if (!dpath.empty()) ops.push_back(zkr::op::Set{dpath, encode(to), to_data.stat.version});
+    std::vector<std::string> written{tpath};  // the ops' paths, in order
+    for (const auto& path : {fpath, dpath})
+      if (!path.empty()) written.push_back(path);
 
     const auto leases = locks.leases();
     if (m.index == steal_at_) {
@@ -232,34 +235,31 @@ class Worker {
       expire_own_session(m);
     }
     const auto result = zkr::guarded_write(*keeper, leases, std::move(ops), kRequestTimeout);
-    if (result.ok()) return Outcome::applied;
-    const auto failed = result.failed_index();
-    // Refused for sure: a lock node was gone (the check failed), or the
-    // session had expired, which the server refuses every request of.
-    if (result.error == zkr::Errc::session_expired ||
-        (!zkr::is_connection_error(result.error) && failed < leases.size())) {
-      ++stats_.refused;
-      std::fprintf(stderr, "worker %d: message %d: write refused, a lock was lost (%s); retrying\n",
-                   options_.worker, m.index, std::string(zkr::errc_name(result.error)).c_str());
-      return Outcome::retry;
+    const auto error = std::string(zkr::errc_name(result.error));
+    switch (result.outcome) {
+      case zkr::GuardedWriteResult::Outcome::applied: return Outcome::applied;
+      case zkr::GuardedWriteResult::Outcome::lock_lost:
+        ++stats_.refused;
+        std::fprintf(stderr, "worker %d: message %d: write refused, a lock was lost (%s); retrying\n",
+                     options_.worker, m.index, error.c_str());
+        return Outcome::retry;
+      case zkr::GuardedWriteResult::Outcome::unknown:
+        // Applied or not, we cannot tell: the next attempt reads seq and knows.
+        ++stats_.errors;
+        std::fprintf(stderr, "worker %d: message %d: write outcome unknown (%s); retrying\n",
+                     options_.worker, m.index, error.c_str());
+        return Outcome::retry;
+      case zkr::GuardedWriteResult::Outcome::conflict:
+        if (result.error != zkr::Errc::bad_version) break;
+        ++stats_.conflicts;
+        std::fprintf(stderr,
+                     "worker %d: message %d: CONFLICT, %s was modified by someone else while "
+                     "we held its lock\n",
+                     options_.worker, m.index, written[result.failed_op].c_str());
+        return Outcome::retry;
     }
-    if (zkr::is_connection_error(result.error)) {
-      // Applied or not, we cannot tell: the next attempt reads seq and knows.
-      ++stats_.errors;
-      std::fprintf(stderr, "worker %d: message %d: write outcome unknown (%s); retrying\n",
-                   options_.worker, m.index, std::string(zkr::errc_name(result.error)).c_str());
-      return Outcome::retry;
-    }
-    if (result.error == zkr::Errc::bad_version) {
-      ++stats_.conflicts;
-      std::fprintf(stderr,
-                   "worker %d: message %d: CONFLICT, %s was modified by someone else while "
-                   "we held its lock\n",
-                   options_.worker, m.index, result.results[failed].path.c_str());
-      return Outcome::retry;
-    }
-    throw zkr::KeeperError(
-        result.error, failed < result.results.size() ? result.results[failed].path : std::string());
+    throw zkr::KeeperError(result.error, written[result.failed_op],
+                           "message " + std::to_string(m.index) + ": write refused");
   }
 
   // --no-locks: read, compute, write back with no version: the classic lost

@@ -228,18 +228,37 @@ class LockLease {
   std::shared_ptr<detail::LeaseState> state_;
 };
 
+// What became of a guarded_write, decided from the server's reply so that
+// callers need not decode the multi. It is the multi's result too (the lease
+// checks first, one per lease, then the caller's ops, in order).
+struct GuardedWriteResult : MultiResult {
+  enum class Outcome {
+    applied,    // every op applied, while every lease's lock node existed
+    lock_lost,  // nothing applied: a lock node was gone (a lease lost or
+                // released), or the session had ended
+    conflict,   // nothing applied: the server refused the caller's op
+                // `failed_op` (an index into the ops passed), with `error`
+    unknown,    // no reply (the link failed, the deadline passed): applied
+                // or not, nobody can tell from here; read to find out
+  };
+  Outcome outcome = Outcome::unknown;
+  std::size_t failed_op = 0;  // conflict only
+  bool applied() const noexcept { return outcome == Outcome::applied; }
+};
+std::string_view to_string(GuardedWriteResult::Outcome outcome) noexcept;
+
 // A multi that succeeds only while `lease`'s lock node still exists: writes by
-// a holder that has lost its lock fail atomically (with no_node on the check).
-// A lease already released is refused without sending anything (results[0]
-// is no_node). Ops that touch the lock itself are std::invalid_argument, also
+// a holder that has lost its lock fail atomically (with no_node on the check,
+// outcome lock_lost). A lease already released is refused without sending
+// anything (lock_lost; results[0] is no_node). Ops that touch the lock itself are std::invalid_argument, also
 // before anything is sent: a remove, set or check of the lease's lock node or
 // lock directory, a create in that directory, and a create (anywhere) of a
 // name that looks like a lock node ("...lock-<10 digits>", "...__READ__<10
 // digits>", "...__WRIT__<10 digits>" or a semaphore's "...lease-<10
 // digits>", or a sequential create that would end so): each would hand a
 // lock on, block a queue or take a lease.
-MultiResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
-                          OptionalTimeout timeout = {});
+GuardedWriteResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
+                                 OptionalTimeout timeout = {});
 
 // Fair, reentrant per thread: N acquires by a thread need N releases (N up to
 // kMaxReentrantHolds).

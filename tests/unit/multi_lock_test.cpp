@@ -124,6 +124,54 @@ TEST_F(MultiLockTest, GuardedWriteChecksEveryLease) {
   both.release();
 }
 
+// The outcome says what became of the write, so that callers need not decode
+// the multi: applied; refused at one of the caller's ops (conflict, which
+// op); refused by a lease's check or a released lease (lock lost, nothing
+// sent for the latter); or no reply (unknown: here it was applied, and here
+// not, and the caller cannot tell which).
+TEST_F(MultiLockTest, GuardedWriteSaysWhatBecameOfTheWrite) {
+  using Outcome = GuardedWriteResult::Outcome;
+  auto& c = client();
+  c.keeper()->create("/resource", "0");
+  MultiLock both(c, {"/l/a", "/l/b"});
+  ASSERT_TRUE(both.try_acquire());
+  const auto leases = both.leases();
+
+  const auto applied = guarded_write(*c.keeper(), leases, {op::Set{"/resource", "1"}});
+  EXPECT_EQ(applied.outcome, Outcome::applied);
+  EXPECT_TRUE(applied.applied());
+
+  const auto conflict = guarded_write(*c.keeper(), leases,
+                                      {op::Set{"/resource", "2"}, op::Set{"/resource", "3", 99}});
+  EXPECT_EQ(conflict.outcome, Outcome::conflict) << to_string(conflict.outcome);
+  EXPECT_EQ(conflict.failed_op, 1u);  // the caller's second op, not the multi's fourth
+  EXPECT_EQ(conflict.error, Errc::bad_version);
+  EXPECT_EQ(*ensemble_.data_now("/resource"), "1");
+
+  auto faults = std::make_shared<test::Faults>();
+  test::FaultKeeper flaky(ensemble_.connect(), faults);
+  faults->on(test::OpKind::multi).lose_reply_after_apply();
+  const auto lost_reply = guarded_write(flaky, leases, {op::Set{"/resource", "4"}});
+  EXPECT_EQ(lost_reply.outcome, Outcome::unknown) << to_string(lost_reply.outcome);
+  EXPECT_EQ(*ensemble_.data_now("/resource"), "4");  // applied after all
+  faults->on(test::OpKind::multi).fail(Errc::connection_loss);
+  const auto never_sent = guarded_write(flaky, leases, {op::Set{"/resource", "5"}});
+  EXPECT_EQ(never_sent.outcome, Outcome::unknown) << to_string(never_sent.outcome);
+  EXPECT_EQ(*ensemble_.data_now("/resource"), "4");
+
+  c.keeper()->remove(leases[1].node_path());
+  const auto node_gone = guarded_write(*c.keeper(), leases, {op::Set{"/resource", "6"}});
+  EXPECT_EQ(node_gone.outcome, Outcome::lock_lost) << to_string(node_gone.outcome);
+  EXPECT_EQ(*ensemble_.data_now("/resource"), "4");
+
+  EXPECT_TRUE(both.release());
+  const auto zxid = ensemble_.last_zxid();
+  const auto released = guarded_write(*c.keeper(), leases, {op::Set{"/resource", "7"}});
+  EXPECT_EQ(released.outcome, Outcome::lock_lost) << to_string(released.outcome);
+  EXPECT_EQ(ensemble_.last_zxid(), zxid);  // nothing sent
+  EXPECT_EQ(*ensemble_.data_now("/resource"), "4");
+}
+
 // Ops that would undo the guard or block a queue are refused before anything
 // is sent: the message names the op and its path, and the tree is unchanged.
 TEST_F(MultiLockTest, GuardedWriteRefusesOpsOnTheLocksOwnNodes) {
