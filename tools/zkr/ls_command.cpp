@@ -9,16 +9,15 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "json.hpp"  // benchmarks/json.hpp
 #include "progress.hpp"
 #include "verbs.hpp"
 #include "zkr/cleanup.hpp"
 #include "zkr/path.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace zkr::cli {
 namespace {
-
-using bench::json_string;  // one JSON escaper for the whole tool
 
 std::vector<OptionSpec> ls_specs() {
   auto specs = connection_option_specs();
@@ -51,28 +50,29 @@ std::string session_hex(std::int64_t id) {
   return buffer;
 }
 
+// One line of JSON per lock. Holder texts are anyone's bytes: invalid UTF-8
+// is written as U+FFFD, so that every line parses.
 std::string json_line(const LockInfo& lock, std::int64_t now) {
-  std::string out = "{\"path\":" + json_string(lock.path);
-  if (lock.key) out += ",\"key\":" + json_string(*lock.key);
+  nlohmann::ordered_json line;
+  line["path"] = lock.path;
+  if (lock.key) line["key"] = *lock.key;
   const auto& holder = lock.queue.front();
-  out += ",\"holder\":" + json_string(holder.holder_id);
-  out += ",\"node\":" + json_string(join_path(lock.path, holder.name));
-  out += ",\"fencing_token\":" + std::to_string(holder.czxid);
-  out += ",\"age_ms\":" + std::to_string(std::max<std::int64_t>(0, now - holder.ctime_ms));
-  out += ",\"kind\":" + json_string(std::string(to_string(holder.kind)));
-  out += ",\"holders\":" + std::to_string(lock.holders());
-  out += ",\"waiters\":" + std::to_string(lock.waiters());
-  out += ",\"queue\":[";
-  for (std::size_t i = 0; i < lock.queue.size(); ++i) {
-    const auto& n = lock.queue[i];
-    if (i) out += ',';
-    out += "{\"name\":" + json_string(n.name) + ",\"kind\":" + json_string(std::string(to_string(n.kind))) +
-           ",\"holder\":" + json_string(n.holder_id) +
-           ",\"czxid\":" + std::to_string(n.czxid) + ",\"ctime_ms\":" + std::to_string(n.ctime_ms) +
-           ",\"session\":" + json_string(session_hex(n.ephemeral_owner)) + "}";
-  }
-  out += "]}\n";
-  return out;
+  line["holder"] = holder.holder_id;
+  line["node"] = join_path(lock.path, holder.name);
+  line["fencing_token"] = holder.czxid;
+  line["age_ms"] = std::max<std::int64_t>(0, now - holder.ctime_ms);
+  line["kind"] = std::string(to_string(holder.kind));
+  line["holders"] = lock.holders();
+  line["waiters"] = lock.waiters();
+  auto& queue = line["queue"] = nlohmann::ordered_json::array();
+  for (const auto& n : lock.queue)
+    queue.push_back({{"name", n.name},
+                     {"kind", std::string(to_string(n.kind))},
+                     {"holder", n.holder_id},
+                     {"czxid", n.czxid},
+                     {"ctime_ms", n.ctime_ms},
+                     {"session", session_hex(n.ephemeral_owner)}});
+  return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 void print_table(const std::vector<LockInfo>& locks, std::int64_t now) {
