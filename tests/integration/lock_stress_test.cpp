@@ -314,15 +314,21 @@ TEST_P(LockKindStressTest, MutualExclusionThroughServerRestarts) {
   ZKR_REQUIRE_SERVER_FAULTS();
   // The workers run until the faults are over (then the test stops them);
   // their own bounds are only a backstop.
-  const Load load{.workers = 6, .threads = 3, .acquisitions = 100'000, .seconds = 120,
+  const Load load{.workers = 6, .threads = 3, .acquisitions = 100'000, .seconds = 240,
                   .faults = true};
   std::vector<int> down;  // restarted at the end whatever happens
   // Each fault waits for progress since the last one: the lock must stay
   // available with one server down, and come back after each restart.
+  // Progress is the counter, which only exclusive holds increment: one hold
+  // in three of a read/write worker. So its steps are a third as far apart,
+  // and every kind makes about as many holds between two faults.
+  const std::int64_t stride = GetParam() == "readwrite" ? 70 : 200;
+  // Generous: under TSan on a loaded machine a step takes tens of seconds.
+  constexpr auto kStepWait = 90s;
   const auto step = [&](std::int64_t counter, const std::string& verb, int server) {
-    if (!counter_reaches(counter, 60s))
-      throw std::runtime_error("the counter did not reach " + std::to_string(counter) +
-                               " within 60 s");
+    if (!counter_reaches(counter, kStepWait))
+      throw std::runtime_error("the counter did not reach " + std::to_string(counter) + " within " +
+                               std::to_string(kStepWait.count()) + " s");
     test::ensemble(verb + " " + std::to_string(server));
     if (verb == "kill") down.push_back(server);
     else std::erase(down, server);
@@ -333,11 +339,11 @@ TEST_P(LockKindStressTest, MutualExclusionThroughServerRestarts) {
       const int servers = static_cast<int>(std::count(status.begin(), status.end(), '\n')) + 1;
       const int leader = std::stoi(test::ensemble("leader"));
       const int follower = leader % servers + 1;
-      step(200, "kill", follower);
-      step(400, "restart", follower);
-      step(600, "kill", leader);
-      step(800, "restart", leader);
-      if (!counter_reaches(1000, 60s)) ADD_FAILURE() << "no progress after the restarts";
+      step(1 * stride, "kill", follower);
+      step(2 * stride, "restart", follower);
+      step(3 * stride, "kill", leader);
+      step(4 * stride, "restart", leader);
+      if (!counter_reaches(5 * stride, kStepWait)) ADD_FAILURE() << "no progress after the restarts";
     } catch (const std::exception& e) {
       ADD_FAILURE() << "injecting faults: " << e.what();
     }
