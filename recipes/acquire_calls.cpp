@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "zkr/path.hpp"
+#include "client_internals.hpp"
 
 namespace zkr::detail {
 
@@ -39,7 +40,7 @@ KeeperError client_gone(const std::string& dir) {
 }
 
 void check_may_acquire(Client& client, std::string_view kind, const std::string& dir) {
-  if (client.on_listener_thread())
+  if (detail::ClientInternals::on_listener_thread(client))
     throw std::logic_error(std::string(kind) + " " + dir +
                            ": acquire on the Client's listener thread, where waiting would hold "
                            "up every listener (the lost signals of held locks included); "

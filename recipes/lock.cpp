@@ -13,6 +13,7 @@
 #include "acquire_calls.hpp"
 #include "lease_state.hpp"
 #include "lock_internals.hpp"
+#include "client_internals.hpp"
 
 namespace zkr {
 
@@ -88,7 +89,7 @@ struct InterProcessMutex::Impl {
 
   Impl(Client& client, std::string path, LockOptions options)
       : internals(client, std::move(path), std::move(options)),
-        lifeline(client.lifeline()),
+        lifeline(detail::ClientInternals::lifeline(client)),
         log(client.options().logger) {}
 
   bool take(Deadline deadline) {
@@ -218,7 +219,7 @@ const std::string& InterProcessMutex::path() const noexcept { return impl_->inte
 struct InterProcessSemaphoreMutex::Impl {
   Impl(Client& client, std::string path, LockOptions options)
       : internals(client, std::move(path), std::move(options)),
-        lifeline(client.lifeline()),
+        lifeline(detail::ClientInternals::lifeline(client)),
         log(client.options().logger) {}
 
   bool take(Deadline deadline) {

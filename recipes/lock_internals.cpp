@@ -12,6 +12,7 @@
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
 #include "zkr/path.hpp"
+#include "client_internals.hpp"
 
 namespace zkr::detail {
 namespace {
@@ -440,7 +441,7 @@ class Attempt {
 
   std::shared_ptr<LeaseState> new_lease() const {
     return std::make_shared<LeaseState>(join_path(lock_.dir_, node_), czxid_, epoch_,
-                                        client_.callback_thread());
+                                        detail::ClientInternals::callback_thread(client_));
   }
 
   // The lease, or nullptr if our node vanished while we waited. A contender
@@ -489,7 +490,7 @@ class Attempt {
       if (auto ghost = find_protected_node(children, guid, lock_.kind_)) {
         client_.logger().warn("lock {}: deleting {}, created late by a create we gave up on",
                               lock_.dir_, *ghost);
-        client_.remove_in_background(join_path(lock_.dir_, *ghost), epoch_);
+        detail::ClientInternals::remove_in_background(client_, join_path(lock_.dir_, *ghost), epoch_);
       }
   }
 
@@ -501,9 +502,9 @@ class Attempt {
     try {
       if (!node_.empty()) {
         const std::string path = join_path(lock_.dir_, node_);
-        if (!remove_now(path)) client_.remove_in_background(path, epoch_);
+        if (!remove_now(path)) detail::ClientInternals::remove_in_background(client_, path, epoch_);
       } else if (create_sent_) {
-        client_.remove_in_background(prefix_path(), epoch_, /*by_name_prefix=*/true);
+        detail::ClientInternals::remove_in_background(client_, prefix_path(), epoch_, /*by_name_prefix=*/true);
       }
     } catch (const std::exception& e) {
       client_.logger().error("lock {}: abandoning our node failed: {}", lock_.dir_, e.what());
@@ -591,14 +592,14 @@ void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noex
     if (deleted) return;
     auto keeper = client.keeper();
     if (keeper && client.is_connected()) {
-      client.directory_registry()->watch_release(lease->node_path, lease->epoch,
+      detail::ClientInternals::directory_registry(client)->watch_release(lease->node_path, lease->epoch,
                                                  keeper->async_remove(lease->node_path));
       return;
     }
-    client.remove_in_background(lease->node_path, lease->epoch);
+    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch);
   } catch (const std::exception& e) {
     client.logger().error("release of {} failed: {}", lease->node_path, e.what());
-    client.remove_in_background(lease->node_path, lease->epoch);
+    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch);
   }
 }
 
@@ -609,7 +610,7 @@ LockInternals::LockInternals(Client& client, std::string dir, LockOptions option
       kind_(kind),
       holder_(checked_holder_id(options_.holder_id)),
       create_options_{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}},
-      directories_(client.directory_registry()) {
+      directories_(detail::ClientInternals::directory_registry(client)) {
   validate_path(dir_);
   if (dir_ == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
   if (options_.directory_grace < std::chrono::milliseconds::zero())

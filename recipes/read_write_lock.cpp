@@ -11,6 +11,7 @@
 #include "acquire_calls.hpp"
 #include "lease_state.hpp"
 #include "lock_internals.hpp"
+#include "client_internals.hpp"
 
 namespace zkr {
 
@@ -37,7 +38,7 @@ struct InterProcessReadWriteLock::Side::Impl {
   Impl(Client& client, const std::string& path, const LockOptions& options)
       : readers(client, path, options, detail::QueueKind::read),
         writers(client, path, options, detail::QueueKind::write),
-        lifeline(client.lifeline()),
+        lifeline(detail::ClientInternals::lifeline(client)),
         log(client.options().logger) {}
 
   const std::string& dir() const { return readers.dir(); }

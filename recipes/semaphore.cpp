@@ -14,6 +14,7 @@
 #include "lock_driver.hpp"
 #include "lock_internals.hpp"
 #include "zkr/path.hpp"
+#include "client_internals.hpp"
 
 namespace zkr {
 
@@ -98,7 +99,7 @@ struct SemaphoreCore {
         holder(checked_holder_id(o.holder_id)),
         create_options{.acl = o.acl.value_or(open_acl_unsafe()), .ttl = {}},
         locks(c, join_path(dir, std::string(kLocksChild)), o),
-        lifeline(c.lifeline()),
+        lifeline(detail::ClientInternals::lifeline(c)),
         log(c.options().logger) {}
 
   // One lease, or nullptr if the deadline came first.
@@ -206,7 +207,7 @@ struct SemaphoreCore {
     if (!created.ok()) {
       // A create whose reply was lost may still be applied: its node goes by name.
       if (is_connection_error(created.error()) || created.error() == Errc::operation_timeout)
-        client.remove_in_background(prefix, epoch, /*by_name_prefix=*/true);
+        detail::ClientInternals::remove_in_background(client, prefix, epoch, /*by_name_prefix=*/true);
       throw KeeperError(created.error(), prefix, "creating the lease node");
     }
     const std::string node = created.value().path;
@@ -257,7 +258,7 @@ struct SemaphoreCore {
       // Curator counts every child of leases/, so must we.
       if (names.size() <= static_cast<std::size_t>(max)) {
         auto lease = std::make_shared<LeaseState>(node, created.value().stat.czxid, epoch,
-                                                  client.callback_thread());
+                                                  detail::ClientInternals::callback_thread(client));
         (void)lease->watch_own_node(keeper);
         listen_for_loss(client, lease, options.suspended_policy);
         abandon.armed = false;
@@ -279,7 +280,7 @@ struct SemaphoreCore {
                                          Clock::now() + keeper->default_timeout());
         if (removed.ok() || removed.error() == Errc::no_node) return;
       }
-      client.remove_in_background(node, epoch);
+      detail::ClientInternals::remove_in_background(client, node, epoch);
     } catch (const std::exception& e) {
       log->error("semaphore {}: deleting {}: {}", dir, node, e.what());
     }

@@ -52,6 +52,7 @@
 #include "keeper_arguments.hpp"
 #include "log.hpp"
 #include "zkr/path.hpp"
+#include "client_internals.hpp"
 
 namespace zkr {
 

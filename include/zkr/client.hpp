@@ -77,45 +77,8 @@ namespace detail {
 class CallbackThread;
 class DirectoryRegistry;
 
-// Whether a Client still exists, for objects that keep a reference to it and
-// may outlive it: the locks. They hold one by shared_ptr and make each call
-// into the Client inside a Visit. ~Client refuses new visits first, then ends
-// its session, so that the visits in progress fail fast (with closing), and
-// waits for them to end before any of it is destroyed. A lock left over is
-// then still safe to use: it knows its Client is gone and touches nothing.
-class ClientLifeline {
- public:
-  class Visit {
-   public:
-    explicit Visit(ClientLifeline& lifeline) noexcept
-        : lifeline_(lifeline), entered_(lifeline.enter()) {}
-    ~Visit() {
-      if (entered_) lifeline_.leave();
-    }
-    Visit(const Visit&) = delete;
-    Visit& operator=(const Visit&) = delete;
-    // False: the Client is being destroyed, or gone. Do not touch it.
-    explicit operator bool() const noexcept { return entered_; }
-
-   private:
-    ClientLifeline& lifeline_;
-    const bool entered_;
-  };
-
-  // For ~Client: no new visit from now on.
-  void close() noexcept;
-  // For ~Client: true once no visit is in progress, false at the timeout.
-  bool wait_for_visits(std::chrono::milliseconds timeout) noexcept;
-
- private:
-  bool enter() noexcept;
-  void leave() noexcept;
-
-  std::mutex mutex_;
-  std::condition_variable idle_;
-  std::size_t visits_ = 0;  // guarded by mutex_
-  bool closed_ = false;     // guarded by mutex_
-};
+class ClientLifeline;
+struct ClientInternals;
 }  // namespace detail
 
 class Client {
@@ -181,16 +144,6 @@ class Client {
         options);
   }
 
-  // Deletes a node that belongs to session `epoch` (a lock node, a lease) and
-  // returns at once. If the reply is lost it keeps trying in the background
-  // after each reconnection, until the node is gone or that session has ended
-  // (which removes an ephemeral node anyway). With by_name_prefix, `path` is
-  // parent + "/" + a name prefix, and the child with that prefix is deleted:
-  // for a protected create whose reply was lost, so its name is unknown.
-  // Never throws.
-  void remove_in_background(std::string path, std::uint64_t epoch,
-                            bool by_name_prefix = false) noexcept;
-
   const RetryPolicy& retry_policy() const;
   Sleeper& sleeper() const;
   spdlog::logger& logger() const;
@@ -215,19 +168,16 @@ class Client {
   Session session_when_connected(
       std::optional<std::chrono::steady_clock::time_point> deadline = {}) const;
 
-  // True on the Client's listener thread (inside a listener).
+ private:
+  // What recipes need of a Client and users do not: src/client_internals.hpp.
+  friend struct detail::ClientInternals;
+  void remove_in_background(std::string path, std::uint64_t epoch,
+                            bool by_name_prefix) noexcept;
   bool on_listener_thread() const noexcept;
-  // For recipes: the thread lease callbacks run on (src/callback_thread.hpp).
-  // It outlives the Client.
   std::shared_ptr<detail::CallbackThread> callback_thread() const noexcept;
-  // See detail::ClientLifeline. It outlives the Client.
   std::shared_ptr<detail::ClientLifeline> lifeline() const noexcept;
-  // For recipes: which lock directories this Client knows to exist, shared by
-  // all its locks (recipes/directory_registry.hpp). Closed when ~Client
-  // begins; it outlives the Client.
   std::shared_ptr<detail::DirectoryRegistry> directory_registry() const noexcept;
 
- private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

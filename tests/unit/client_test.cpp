@@ -23,6 +23,7 @@
 #include "support/fake_keeper.hpp"
 #include "support/waits.hpp"
 #include "zkr/client.hpp"
+#include "client_internals.hpp"
 
 namespace zkr {
 namespace {
@@ -868,7 +869,7 @@ TEST(RemoveInBackground, DeletesAtOnceWhenConnected) {
   Client client(options_for(factory));
   factory.keeper(0)->report(S::connected);
   ASSERT_TRUE(client.block_until_connected(kWait));
-  client.remove_in_background("/a/n1", client.session_epoch());
+  detail::ClientInternals::remove_in_background(client, "/a/n1", client.session_epoch());
   EXPECT_TRUE(factory.nodes->wait_gone("/a/n1"));
   EXPECT_TRUE(factory.nodes->contains("/a/n2"));
 }
@@ -883,7 +884,7 @@ TEST(RemoveInBackground, WaitsForTheConnectionThenDeletes) {
   k->report(S::connected);
   k->report(S::connecting);
   ASSERT_TRUE(heard.wait_for(2));  // suspended
-  client.remove_in_background("/a/n1", 1);
+  detail::ClientInternals::remove_in_background(client, "/a/n1", 1);
   EXPECT_FALSE(factory.nodes->wait_removes(1, 100ms));  // nothing sent while suspended
   k->report(S::connected);
   EXPECT_TRUE(factory.nodes->wait_gone("/a/n1"));
@@ -897,7 +898,7 @@ TEST(RemoveInBackground, TriesAgainAfterEachReconnection) {
   auto k = factory.keeper(0);
   k->report(S::connected);
   ASSERT_TRUE(client.block_until_connected(kWait));
-  client.remove_in_background("/a/n1", 1);
+  detail::ClientInternals::remove_in_background(client, "/a/n1", 1);
   ASSERT_TRUE(factory.nodes->wait_removes(1));
   k->report(S::connecting);
   k->report(S::connected);
@@ -913,7 +914,7 @@ TEST(RemoveInBackground, ByNamePrefixDeletesTheProtectedNode) {
   Client client(options_for(factory));
   factory.keeper(0)->report(S::connected);
   ASSERT_TRUE(client.block_until_connected(kWait));
-  client.remove_in_background("/a/_c_1234-lock-", 1, /*by_name_prefix=*/true);
+  detail::ClientInternals::remove_in_background(client, "/a/_c_1234-lock-", 1, /*by_name_prefix=*/true);
   EXPECT_TRUE(factory.nodes->wait_gone("/a/_c_1234-lock-0000000003"));
   EXPECT_TRUE(factory.nodes->contains("/a/_c_9999-lock-0000000004"));
 }
@@ -930,7 +931,7 @@ TEST(RemoveInBackground, NothingToDoForAnEndedSession) {
   second->report(S::connected);
   ASSERT_TRUE(client.block_until_connected(kWait));
   ASSERT_EQ(client.session_epoch(), 2u);
-  client.remove_in_background("/a/n1", 1);  // epoch 1 is over: its ephemerals went with it
+  detail::ClientInternals::remove_in_background(client, "/a/n1", 1);  // epoch 1 is over: its ephemerals went with it
   EXPECT_FALSE(factory.nodes->wait_removes(1, 100ms));
   EXPECT_TRUE(factory.nodes->contains("/a/n1"));
 }

@@ -10,6 +10,7 @@
 
 #include "directory_registry.hpp"
 #include "lock_fixture.hpp"
+#include "client_internals.hpp"
 
 namespace zkr {
 namespace {
@@ -24,7 +25,7 @@ class DirectoryRegistryTest : public LockUnitTest<InterProcessMutex> {
     options.directory_grace = g;
     return options;
   }
-  static detail::DirectoryRegistry& registry(Contender& c) { return *c.client->directory_registry(); }
+  static detail::DirectoryRegistry& registry(Contender& c) { return *detail::ClientInternals::directory_registry(*c.client); }
 
   // Writes (zxids used up) by n acquire+release cycles of `lock`.
   std::int64_t writes_of_cycles(InterProcessMutex& lock, int n) {
