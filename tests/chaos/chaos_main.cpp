@@ -66,6 +66,12 @@ extern "C" void on_signal(int) { interrupted.store(true); }
 
 constexpr int kServers = 3;
 const std::string kRoot = "/chaos";
+// Keys of their own for the read/write lock and the semaphore (issue 14):
+// the library refuses a second protocol on a mutex's path. The writers of
+// kRwKey keep a counter as the mutex holders of k0.. do.
+const std::string kRwKey = "rw0";
+const std::string kSemaphoreKey = "sem0";
+constexpr int kSemaphoreLimit = 2;
 
 struct Options {
   int seconds = 75;
@@ -199,19 +205,26 @@ std::vector<std::string> record_servers_truth(const std::string& ensemble_dir, c
   return record.problems;
 }
 
-bool is_lock_node(const std::string& name) { return name.find("-lock-") != std::string::npos; }
+bool is_lock_node(const std::string& name) { return chaos::is_lock_node_name(name); }
 
 // Waits (on watches, with a deadline) until no lock node is left under the
 // lock root: the sessions of killed workers take a session timeout to expire.
+// A semaphore's nodes are one level down, in its "leases" and "locks".
 void wait_lock_nodes_gone(zkr::Client& client, const std::string& lock_root, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   auto keeper = client.keeper_when_connected();
   auto dirs = keeper->try_children(lock_root);
   if (!dirs.ok()) return;
+  std::vector<std::string> paths;
   for (const auto& dir : dirs.value().names) {
+    paths.push_back(lock_root + "/" + dir);
+    for (const auto* sub : {"/leases", "/locks"})
+      if (keeper->try_children(lock_root + "/" + dir + sub).ok()) paths.push_back(lock_root + "/" + dir + sub);
+  }
+  for (const auto& path : paths) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (left <= 0ms) return;
-    (void)zkr::test::wait_children(*keeper, lock_root + "/" + dir,
+    (void)zkr::test::wait_children(*keeper, path,
                                    [](const std::vector<std::string>& names) {
                                      return std::none_of(names.begin(), names.end(), is_lock_node);
                                    },
@@ -346,11 +359,14 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   }
   create_if_missing(client, kRoot + "/data", "");
   std::string key_list;
-  for (const auto& key : keys) {
+  for (const auto& key : keys) key_list += (key_list.empty() ? "" : ",") + key;
+  // Every key that keeps a counter: the mutexes' and the read/write lock's.
+  auto counted = keys;
+  counted.push_back(kRwKey);
+  for (const auto& key : counted) {
     create_if_missing(client, kRoot + "/data/" + key, "");
     create_if_missing(client, kRoot + "/data/" + key + "/counter", "0");
     create_if_missing(client, kRoot + "/data/" + key + "/token", "0");
-    key_list += (key_list.empty() ? "" : ",") + key;
   }
 
   chaos::WorkerSettings settings;
@@ -365,6 +381,9 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   settings.seconds = o.seconds + 300;  // a backstop only: the runner stops them
   settings.session_timeout = o.session_timeout;
   settings.broken = o.broken;
+  settings.rw_key = kRwKey;
+  settings.semaphore_key = kSemaphoreKey;
+  settings.semaphore_limit = kSemaphoreLimit;
   chaos::WorkerPool pool(settings);
   pool.start_all();
 
@@ -425,7 +444,7 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   proxies.clear();  // the workers are gone: no connection is left to proxy
 
   wait_lock_nodes_gone(client, lock_root, o.session_timeout * 3 + 15s);
-  const auto state = snapshot(client, keys);
+  const auto state = snapshot(client, counted);
   chaos::write_final_state(dir + "/final-state.txt", state);
 
   // What an operator does after such a day: sweep the lock root, for real.

@@ -3,6 +3,7 @@
 //   zkr-chaos-worker --connect HOSTS --root /chaos --keys k0,k1,k2 --slot 2 --gen 0
 //                    --threads 2 --seed 7 --seconds 300 --session-timeout-ms 4000
 //                    --log FILE --sessions FILE [--broken nolock|unguarded]
+//                    [--rw-key rw0] [--semaphore-key sem0 --semaphore-limit 2]
 //
 // One Client (one session at a time) shared by THREADS threads. Each thread
 // loops: pick a lock (InterProcessMutex or InterProcessSemaphoreMutex on one
@@ -14,6 +15,16 @@
 // counter (a plain get), then in one guarded_write set counter+1 and the
 // key's "token" node to the lease's fencing token. Everything is recorded in
 // LOG (tests/chaos/event_log.hpp): the checker, not this program, judges it.
+//
+// With --rw-key, some acquires take the read or the write side of an
+// InterProcessReadWriteLock on that key: a writer writes as a mutex holder
+// does; a reader, who shares, writes nothing: it makes a guarded check of
+// the counter (a guarded_write of a check alone), which must fail once its
+// node is gone. With --semaphore-key, some take one lease of an
+// InterProcessSemaphoreV2 with --semaphore-limit leases on that key: up to
+// that many hold at once, so they write no counter, and make the guarded
+// check only. Each kind has a key of its own: the library refuses to mix
+// protocols on one path.
 //
 // A holder stops writing when its lease says lost, as a correct client does;
 // but once per hold that ended in doubt (a loss, a refusal, an unknown
@@ -64,6 +75,8 @@
 #include "zkr/lock.hpp"
 #include "zkr/lock_factory.hpp"
 #include "zkr/multi_lock.hpp"
+#include "zkr/read_write_lock.hpp"
+#include "zkr/semaphore.hpp"
 
 namespace {
 
@@ -89,6 +102,9 @@ struct Config {
   std::string sessions_path;
   std::string broken = "none";
   std::string stderr_path;
+  std::string rw_key;         // "" for no read/write lock
+  std::string semaphore_key;  // "" for no semaphore
+  int semaphore_limit = 2;
 };
 
 std::int64_t integer(const std::string& text, const std::string& name) {
@@ -123,6 +139,9 @@ Config parse(int argc, char** argv) {
     else if (flag == "--sessions") c.sessions_path = value;
     else if (flag == "--broken") c.broken = value;
     else if (flag == "--stderr") c.stderr_path = value;
+    else if (flag == "--rw-key") c.rw_key = value;
+    else if (flag == "--semaphore-key") c.semaphore_key = value;
+    else if (flag == "--semaphore-limit") c.semaphore_limit = static_cast<int>(integer(value, flag));
     else throw std::invalid_argument("unknown option " + flag);
   }
   if (c.connect.empty() || c.keys.size() < 2 || c.log_path.empty() || c.sessions_path.empty() ||
@@ -130,6 +149,7 @@ Config parse(int argc, char** argv) {
     throw std::invalid_argument("--connect, --keys (two or more), --log, --sessions are required");
   if (c.broken != "none" && c.broken != "nolock" && c.broken != "unguarded")
     throw std::invalid_argument("--broken must be nolock or unguarded");
+  if (c.semaphore_limit < 1) throw std::invalid_argument("--semaphore-limit must be 1 or more");
   return c;
 }
 
@@ -146,13 +166,22 @@ struct Hold {
   std::unique_ptr<zkr::InterProcessMutex> own_mutex;
   std::unique_ptr<zkr::InterProcessSemaphoreMutex> own_semaphore;
   std::unique_ptr<zkr::MultiLock> multi;
+  std::unique_ptr<zkr::InterProcessReadWriteLock> rw;
+  std::unique_ptr<zkr::InterProcessSemaphoreV2> pool;
   zkr::InterProcessMutex* mutex = nullptr;
   zkr::InterProcessSemaphoreMutex* semaphore = nullptr;
+  zkr::InterProcessReadWriteLock::Side* side = nullptr;  // rw's read or write side
+  std::vector<zkr::SemaphoreLease> pool_leases;          // pool's one lease, once granted
 
   bool acquire(milliseconds timeout) {
     if (mutex) return mutex->try_acquire_for(timeout);
     if (semaphore) return semaphore->try_acquire_for(timeout);
     if (multi) return multi->try_acquire_for(timeout);
+    if (side) return side->try_acquire_for(timeout);
+    if (pool) {
+      pool_leases = pool->try_acquire(1, timeout);
+      return !pool_leases.empty();
+    }
     return true;  // nolock: "granted" at once
   }
   // Called right after the acquire returned: a copy of the calling thread's
@@ -169,6 +198,11 @@ struct Hold {
       return {lease};
     }
     if (multi) return multi->leases();
+    if (side) {
+      const zkr::LockLease lease = side->lease();
+      return {lease};
+    }
+    if (!pool_leases.empty()) return {pool_leases.front().lease()};
     return {};
   }
   // nullopt for nolock (nothing to release).
@@ -176,6 +210,8 @@ struct Hold {
     if (mutex) return mutex->release();
     if (semaphore) return semaphore->release();
     if (multi) return multi->release();
+    if (side) return side->release();
+    if (!pool_leases.empty()) return pool_leases.front().release();
     return std::nullopt;
   }
 };
@@ -303,6 +339,12 @@ class Worker {
       hold.own_semaphore =
           std::make_unique<zkr::InterProcessSemaphoreMutex>(client_, factory_->path_for(keys[0]), options);
       hold.semaphore = hold.own_semaphore.get();
+    } else if (kind == "read" || kind == "write") {
+      hold.rw = std::make_unique<zkr::InterProcessReadWriteLock>(client_, factory_->path_for(keys[0]), options);
+      hold.side = kind == "read" ? &hold.rw->read_lock() : &hold.rw->write_lock();
+    } else if (kind == "lease") {
+      hold.pool = std::make_unique<zkr::InterProcessSemaphoreV2>(
+          client_, factory_->path_for(keys[0]), zkr::SemaphoreLimit::fixed(config_.semaphore_limit), options);
     } else {
       std::vector<std::string> paths;
       for (const auto& k : keys) paths.push_back(factory_->path_for(k));
@@ -334,6 +376,27 @@ class Worker {
                           {"msg", message.substr(0, 200)}});
   }
 
+  // The kinds of lock an acquire may take. The read/write lock and the
+  // semaphore only where their key was given, and only with the library's
+  // locks used as meant: the broken modes are about the mutex's counters.
+  std::vector<std::string> lock_kinds() const {
+    std::vector<std::string> kinds = {"mutex", "semaphore", "multi", "shared_mutex", "shared_semaphore"};
+    if (config_.broken != "none") return kinds;
+    if (!config_.rw_key.empty()) kinds.insert(kinds.end(), {"read", "write"});
+    if (!config_.semaphore_key.empty()) kinds.push_back("lease");
+    return kinds;
+  }
+
+  // What a hold of `kind` on `key` writes under its guard: "" for the
+  // counter and token (it excludes every other writer), or the path of a
+  // guarded check alone, for a reader (it shares with readers) and a lease
+  // (it shares with up to limit-1 others).
+  std::string check_only_path(const std::string& kind, const std::string& key) const {
+    if (kind == "read") return counter_path(config_, key);
+    if (kind == "lease") return config_.root + "/data";
+    return "";
+  }
+
   void one_op(const std::string& op, std::mt19937_64& rng) {
     const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
     std::vector<std::string> keys{config_.keys[pick(config_.keys.size())]};
@@ -343,9 +406,10 @@ class Worker {
     if (config_.broken == "nolock") {
       kind = "nolock";
     } else {
-      static const std::vector<std::string> kKinds = {"mutex", "semaphore", "multi", "shared_mutex",
-                                                      "shared_semaphore"};
-      kind = kKinds[pick(kKinds.size())];
+      const auto kinds = lock_kinds();
+      kind = kinds[pick(kinds.size())];
+      if (kind == "read" || kind == "write") keys = {config_.rw_key};
+      if (kind == "lease") keys = {config_.semaphore_key};
       if (kind == "shared_mutex") {
         hold.mutex = shared_mutex_.at(keys[0]).get();
       } else if (kind == "shared_semaphore") {
@@ -380,8 +444,10 @@ class Worker {
     for (const auto& k : keys) key_list += (key_list.empty() ? "" : ",") + k;
     const auto timeout = milliseconds(300 + static_cast<std::int64_t>(pick(5700)));
     const auto start = monotonic_ns();
-    log_.write("acq", {{"op", op}, {"kind", kind}, {"keys", key_list}, {"holder", holder_label},
-                       {"deadline", std::to_string(start + timeout.count() * 1'000'000)}}, start);
+    zkr::chaos::Fields acq{{"op", op}, {"kind", kind}, {"keys", key_list}, {"holder", holder_label},
+                           {"deadline", std::to_string(start + timeout.count() * 1'000'000)}};
+    if (kind == "lease") acq.emplace_back("limit", std::to_string(config_.semaphore_limit));
+    log_.write("acq", acq, start);
     bool granted = false;
     try {
       granted = hold.acquire(timeout);
@@ -447,6 +513,7 @@ class Worker {
       });
     }
 
+    const auto check_only = check_only_path(kind, keys[0]);
     const int writes = 1 + static_cast<int>(pick(3));
     bool in_doubt = false;  // the hold ended on a loss, a refusal or an unknown outcome
     bool late_made = false;
@@ -459,7 +526,7 @@ class Worker {
         if (!surely_void(leases)) break;
         late = true;
       }
-      const auto outcome = write(op, w, keys, tokens, leases, late);
+      const auto outcome = write(op, w, keys, tokens, leases, late, check_only);
       late_made = late_made || (late && !outcome.empty());
       if (outcome == "rejected" && !leases.empty()) {
         // Refused: the lock node is gone (the check is all that can fail),
@@ -481,7 +548,7 @@ class Worker {
     // fencing must refuse. Bounded: a session that lives on is no reason.
     if (!leases.empty() && !late_made && (in_doubt || any_lost(leases)) && !stop_requested &&
         wait_surely_void(leases))
-      (void)write(op, writes, keys, tokens, leases, true);
+      (void)write(op, writes, keys, tokens, leases, true, check_only);
     log_.write("exit", {{"op", op}});
     if (!nolock_node.empty()) {
       try {
@@ -539,13 +606,15 @@ class Worker {
   // late write is tried again (a read failed: the Client is between
   // sessions) until it is sent, for up to a session timeout and two seconds,
   // waiting for a change of the Client's state in between.
+  // With check_only, the guarded multi is a check of that path alone (see
+  // check_only_path).
   std::string write(const std::string& op, int n, const std::vector<std::string>& keys,
                     const std::vector<std::pair<std::string, std::int64_t>>& tokens,
-                    const std::vector<zkr::LockLease>& leases, bool late) {
-    if (!late) return write_once(op, n, keys, tokens, leases, false);
+                    const std::vector<zkr::LockLease>& leases, bool late, const std::string& check_only) {
+    if (!late) return write_once(op, n, keys, tokens, leases, false, check_only);
     const auto deadline = std::chrono::steady_clock::now() + config_.session_timeout + 2s;
     for (int attempt = 0; attempt < 10; ++attempt) {
-      const auto outcome = write_once(op, n, keys, tokens, leases, true);
+      const auto outcome = write_once(op, n, keys, tokens, leases, true, check_only);
       if (!outcome.empty() || std::chrono::steady_clock::now() >= deadline || stop_requested) return outcome;
       std::unique_lock lock(signal_.mutex);
       signal_.cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + 500ms));
@@ -555,7 +624,7 @@ class Worker {
 
   std::string write_once(const std::string& op, int n, const std::vector<std::string>& keys,
              const std::vector<std::pair<std::string, std::int64_t>>& tokens,
-             const std::vector<zkr::LockLease>& leases, bool late) {
+             const std::vector<zkr::LockLease>& leases, bool late, const std::string& check_only) {
     std::shared_ptr<zkr::Keeper> keeper;
     std::vector<std::pair<std::string, std::int64_t>> values;
     std::vector<zkr::Op> ops;
@@ -563,7 +632,8 @@ class Worker {
       // A late write goes out in whatever session the Client has next.
       keeper = late ? client_.keeper_when_connected(std::chrono::steady_clock::now() + config_.session_timeout)
                     : client_.keeper();
-      for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (!check_only.empty()) ops.push_back(zkr::op::Check{check_only, zkr::kAnyVersion});
+      for (std::size_t i = 0; i < keys.size() && check_only.empty(); ++i) {
         auto read = keeper->try_get(counter_path(config_, keys[i]));
         if (!read.ok()) {
           log_.write("readfail", {{"op", op}, {"key", keys[i]},

@@ -49,6 +49,14 @@ class Checker {
   }
 
  private:
+  // A grant in force, by the servers' record: from enter until its node's deletion.
+  struct Interval {
+    std::int64_t enter;
+    std::int64_t end;
+    const Op* op;
+    const NodeLife* life;
+  };
+
   void violation(const std::string& rule, const std::string& text) { add_violation(result_, rule, text); }
 
   // The life on the servers of the node a grant names: the latest incarnation
@@ -150,15 +158,63 @@ class Checker {
       std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
         return a.enter != b.enter ? a.enter < b.enter : a.end < b.end;
       });
-      const Interval* latest = nullptr;
-      for (const auto& i : list) {
-        if (latest && i.enter < latest->end)
-          violation("overlap", "key " + key + ": " + describe(*i.op) + " was granted " + i.life->path +
-                                   " at " + ms(i.enter, origin_) + " while " + describe(*latest->op) +
-                                   " held " + latest->life->path + " [" + ms(latest->enter, origin_) +
-                                   ", its deletion on the servers at " + ms(latest->end, origin_) + "]");
-        if (!latest || i.end > latest->end) latest = &i;
+      const auto leases = std::count_if(list.begin(), list.end(), [](const auto& i) { return i.op->kind == "lease"; });
+      if (leases == 0) {
+        check_exclusion(key, list);
+      } else if (leases == static_cast<std::ptrdiff_t>(list.size())) {
+        check_lease_bound(key, list);
+      } else {
+        // The library refuses to mix protocols on one path; a run that did is
+        // judged by neither rule.
+        result_.problems.push_back("key " + key + " was granted both as a semaphore's lease and as a lock");
       }
+    }
+  }
+
+  void overlap(const std::string& key, const Interval& i, const Interval& held) {
+    violation("overlap", "key " + key + ": " + describe(*i.op) + " was granted " + i.life->path + " at " +
+                             ms(i.enter, origin_) + " while " + describe(*held.op) + " held " +
+                             held.life->path + " [" + ms(held.enter, origin_) +
+                             ", its deletion on the servers at " + ms(held.end, origin_) + "]");
+  }
+
+  // Intervals in grant order. A read grant (a read/write lock's reader)
+  // excludes only writers; every other grant excludes everyone, so on a
+  // mutex's key this is "no two at once".
+  void check_exclusion(const std::string& key, const std::vector<Interval>& list) {
+    const Interval* latest = nullptr;            // the one in force longest, of every kind
+    const Interval* latest_exclusive = nullptr;  // ...of the kinds that exclude readers too
+    for (const auto& i : list) {
+      const bool shared = i.op->kind == "read";
+      const Interval* against = shared ? latest_exclusive : latest;
+      if (against && i.enter < against->end) overlap(key, i, *against);
+      if (!latest || i.end > latest->end) latest = &i;
+      if (!shared && (!latest_exclusive || i.end > latest_exclusive->end)) latest_exclusive = &i;
+    }
+  }
+
+  // A semaphore's leases, in grant order: at no grant more in force than the
+  // limit (the worker's, on record in its acquire). Since a count only rises
+  // at a grant, checking at each grant covers every instant.
+  void check_lease_bound(const std::string& key, const std::vector<Interval>& list) {
+    std::multimap<std::int64_t, const Interval*> in_force;  // by end
+    for (const auto& i : list) {
+      const auto limit = i.op->limit;
+      if (limit < 1) {
+        result_.problems.push_back(describe(*i.op) + ": a lease of " + key + " with no limit on record");
+        continue;
+      }
+      in_force.erase(in_force.begin(), in_force.upper_bound(i.enter));
+      in_force.emplace(i.end, &i);
+      if (static_cast<std::int64_t>(in_force.size()) <= limit) continue;
+      std::string others;
+      for (const auto& [end, other] : in_force)
+        if (other != &i)
+          others += (others.empty() ? "" : ", ") + describe(*other->op) + " [" + ms(other->enter, origin_) +
+                    ", " + ms(end, origin_) + "]";
+      violation("lease_bound", "key " + key + ": " + describe(*i.op) + " was granted " + i.life->path +
+                                   " at " + ms(i.enter, origin_) + " beyond the limit of " +
+                                   std::to_string(limit) + ", while in force: " + others);
     }
   }
 
@@ -366,7 +422,7 @@ class Checker {
         continue;
       }
       const auto name = node.path.substr(node.path.rfind('/') + 1);
-      const bool lock_node = name.find("-lock-") != std::string::npos;
+      const bool lock_node = is_lock_node_name(name);
       const bool dead_owner = node.owner != 0 && !state.live_sessions.count(node.owner);
       if (lock_node || dead_owner)
         result_.orphans.push_back(node.path + (node.owner ? " (session " + hex_session(node.owner) + ")" : ""));
@@ -396,12 +452,6 @@ class Checker {
                                   (during.empty() ? "" : ", during " + during);
   }
 
-  struct Interval {
-    std::int64_t enter;
-    std::int64_t end;
-    const Op* op;
-    const NodeLife* life;
-  };
   const RunInput& input_;
   CheckResult result_;
   ParsedRun parsed_;  // the records, read once

@@ -7,7 +7,12 @@
 //                    servers: a grant is in force from the moment the worker
 //                    had it until its lock node was deleted on the servers
 //                    (released, deleted by another client, or gone with its
-//                    session), whatever the client believed meanwhile
+//                    session), whatever the client believed meanwhile. On a
+//                    read/write lock's key (grants of kind read and write)
+//                    readers may share: only a write grant beside any other
+//                    grant is one
+//   lease_bound      more grants of a semaphore's key (kind lease) in force at
+//                    once, by the same servers' rule, than its limit allows
 //   token_order      applied writes of a key, in counter order, whose fencing
 //                    token does not grow (equal only within one hold)
 //   late_write       a write that took effect although sent after its grant's
@@ -148,6 +153,7 @@ struct CheckResult {
   std::int64_t server_lives = 0;  // lock node lives in the servers' record
   std::int64_t void_grants = 0;   // grants whose node was gone before the worker had them
   std::map<std::string, std::int64_t> counters;       // final, by key
+  std::map<std::string, std::int64_t> grants_by_kind;  // mutex, multi, read, write, lease...
 
   // Violations, by rule, with a few examples each.
   std::map<std::string, std::int64_t> violations;

@@ -72,6 +72,7 @@ void read_worker(const std::string& source, const std::vector<Event>& events, Ch
         op.keys = split(e.get("keys"), ',');
         op.acq_at = e.at;
         op.deadline = e.integer("deadline");
+        if (!e.get("limit").empty()) op.limit = e.integer("limit");
         ++result.acquires;
       } else if (e.name == "noacq") {
         op.returned_at = e.at;
@@ -85,6 +86,7 @@ void read_worker(const std::string& source, const std::vector<Event>& events, Ch
         for (const auto& [k, t] : parse_key_ints(e.get("tokens"))) op.tokens[k] = t;
         op.nodes = split(e.get("nodes"), ',');
         ++result.acquisitions;
+        ++result.grants_by_kind[op.kind];
       } else if (e.name == "lost") {
         ++result.lost_notices[e.get("why")];
         const auto& key = e.get("key");

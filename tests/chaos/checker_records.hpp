@@ -47,6 +47,7 @@ struct Op {
   std::string sid;  // the session the leases were granted in ("0"/"": unknown)
   std::vector<std::string> nodes;  // the lock nodes held, in keys order ("" if not recorded)
   bool release_refused = false;    // its release returned false
+  std::int64_t limit = 0;          // a semaphore's lease: how many the semaphore allows at once
 };
 
 // A lock constructor given a holder text, and what it did with it.

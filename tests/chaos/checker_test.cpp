@@ -5,6 +5,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "checker.hpp"
@@ -468,6 +469,110 @@ TEST(ChaosChecker, TwoThreadsOfOneSharedObjectAreSeparateHolders) {
   const auto r = check(input({worker(1, concat(a, b))}, 2, 200));
   EXPECT_EQ(r.violations.count("overlap"), 1u);
   EXPECT_EQ(r.shared_holds, 2);
+}
+
+// ---- Issue 14: the read/write lock and the semaphore.
+
+// A hold of `kind` (read, write, lease) on `key` through `node`: acquire at
+// t, enter at t+1, exit at t+4; no write (readers and leases write no
+// counter). A lease's acquire says the semaphore's limit.
+std::vector<Event> shared_hold(const std::string& op, const std::string& kind, const std::string& key,
+                               const std::string& node, std::int64_t t, std::int64_t limit = 0) {
+  return {ev(t, "acq op=" + op + " kind=" + kind + " keys=" + key + " deadline=" + deadline(t + 1000) +
+                    (limit > 0 ? " limit=" + std::to_string(limit) : "")),
+          ev(t + 1, "enter op=" + op + " tokens=" + key + ":" + std::to_string(100 + t) + " nodes=" + node),
+          ev(t + 4, "exit op=" + op)};
+}
+
+std::string rw_node(const std::string& op, const std::string& kind) {
+  return "/chaos/locks/rw0/_c_" + op + (kind == "read" ? "-__READ__" : "-__WRIT__") + "0000000001";
+}
+
+std::vector<Event> rw_hold(const std::string& op, const std::string& kind, std::int64_t t) {
+  return shared_hold(op, kind, "rw0", rw_node(op, kind), t);
+}
+
+std::vector<Event> lease_hold(const std::string& op, std::int64_t t, std::int64_t limit) {
+  return shared_hold(op, "lease", "sem0", "/chaos/locks/sem0/leases/_c_" + op + "-lease-0000000001", t, limit);
+}
+
+TEST(ChaosChecker, ReadersShareAReadWriteLock) {
+  // a reads [11, 14.5], b reads from 13: readers share.
+  const auto r = check(input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "read", 12))}, 0, 0));
+  EXPECT_TRUE(r.ok()) << first(r);
+  EXPECT_EQ(r.grants_by_kind.at("read"), 2);
+}
+
+TEST(ChaosChecker, AWriterBesideAReaderIsAnOverlap) {
+  // A writer granted while a reader holds...
+  auto r = check(input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "write", 12))}, 0, 0));
+  EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);
+  // ...a reader granted while a writer holds, even after another reader...
+  r = check(input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "read", 11)),
+                   worker(3, rw_hold("c", "read", 12))},
+                  0, 0));
+  EXPECT_EQ(r.violations.at("overlap"), 2) << first(r);
+  // ...and two writers, as on a mutex.
+  r = check(input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "write", 12))}, 0, 0));
+  EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);
+  // One after the other: fine.
+  r = check(input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "read", 15)),
+                   worker(3, rw_hold("c", "write", 20))},
+                  0, 0));
+  EXPECT_TRUE(r.ok()) << first(r);
+}
+
+TEST(ChaosChecker, AWriterAfterALongReaderIsJudgedByTheReaderToo) {
+  // a reads until its node goes at 30; b reads [13, 16.5]; c writes at 21,
+  // after b but while a's read still lives.
+  auto in = input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "read", 12)),
+                   worker(3, rw_hold("c", "write", 20))},
+                  0, 0);
+  life(in, rw_node("a", "read")).deleted = 30 * kMs;
+  const auto r = check(in);
+  EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);
+}
+
+TEST(ChaosChecker, MoreLeasesThanTheLimitIsAViolation) {
+  // Three leases in force at once at 13, the limit being 2.
+  auto r = check(input({worker(1, lease_hold("a", 10, 2)), worker(2, lease_hold("b", 11, 2)),
+                        worker(3, lease_hold("c", 12, 2))},
+                       0, 0));
+  EXPECT_EQ(r.violations.count("lease_bound"), 1u) << first(r);
+  EXPECT_EQ(r.violations.count("overlap"), 0u);
+  // Two at once, the third after the first went (14.5): fine.
+  r = check(input({worker(1, lease_hold("a", 10, 2)), worker(2, lease_hold("b", 11, 2)),
+                   worker(3, lease_hold("c", 14, 2))},
+                  0, 0));
+  EXPECT_TRUE(r.ok()) << first(r);
+  EXPECT_EQ(r.grants_by_kind.at("lease"), 3);
+  // A lease lasts until its node goes on the servers, as a lock's grant does.
+  auto in = input({worker(1, lease_hold("a", 10, 2)), worker(2, lease_hold("b", 11, 2)),
+                   worker(3, lease_hold("c", 14, 2))},
+                  0, 0);
+  life(in, "/chaos/locks/sem0/leases/_c_a-lease-0000000001").deleted = 16 * kMs;
+  EXPECT_EQ(check(in).violations.count("lease_bound"), 1u);
+}
+
+TEST(ChaosChecker, ALeaseWithNoLimitOrBesideALockIsAProblem) {
+  EXPECT_FALSE(check(input({worker(1, lease_hold("a", 10, 0))}, 0, 0)).problems.empty());
+  auto mixed = input({worker(1, lease_hold("a", 10, 2)),
+                      worker(2, shared_hold("b", "mutex", "sem0", "/chaos/locks/sem0/_c_b-lock-0000000001", 20))},
+                     0, 0);
+  EXPECT_FALSE(check(mixed).problems.empty());
+}
+
+TEST(ChaosChecker, EveryKindOfLockNodeIsOneAndAnOrphanIfLeft) {
+  for (const std::string_view name : {"_c_x-lock-0000000001", "_c_x-__READ__0000000001", "_c_x-__WRIT__0000000001",
+                                 "leases/_c_x-lease-0000000001"}) {
+    const auto path = "/chaos/locks/k0/" + std::string(name);
+    EXPECT_TRUE(is_lock_node_name(path)) << name;
+    auto in = input({}, 0, 0);
+    in.final_state.lock_root_nodes.push_back({path, 0});
+    EXPECT_EQ(check(in).orphans.size(), 1u) << name;
+  }
+  for (const std::string_view name : {"leases", "locks", "zzz-not-a-lock", "k0"})
+    EXPECT_FALSE(is_lock_node_name("/chaos/locks/" + std::string(name))) << name;
 }
 
 TEST(ChaosChecker, NodeTheNemesisLeftIsNotTheLibrarysOrphan) {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -42,15 +43,20 @@ bool wait_stopped(pid_t pid) {
 
 // The text after the last "lock-" of a lock node's name (ten digits, or a
 // minus and ten once a counter has overflowed), which orders the queue as
-// Curator orders it; "" for a child that is not a lock node.
+// Curator orders it; "" for a child that is not a lock node. A read/write
+// lock's nodes ("__READ__", "__WRIT__") and a semaphore's leases ("lease-")
+// are ordered by their sequence the same way (issue 14).
 std::string lock_sequence(const std::string& name) {
-  const auto at = name.rfind("lock-");
-  if (at == std::string::npos) return "";
-  const auto seq = name.substr(at + 5);
-  if (seq.size() != 10 && !(seq.size() == 11 && seq[0] == '-')) return "";
-  for (std::size_t i = seq.size() - 10; i < seq.size(); ++i)
-    if (seq[i] < '0' || seq[i] > '9') return "";
-  return seq;
+  for (const std::string_view mark : {"lock-", "__READ__", "__WRIT__", "lease-"}) {
+    const auto at = name.rfind(mark);
+    if (at == std::string::npos) continue;
+    const auto seq = name.substr(at + mark.size());
+    if (seq.size() != 10 && !(seq.size() == 11 && seq[0] == '-')) return "";
+    for (std::size_t i = seq.size() - 10; i < seq.size(); ++i)
+      if (seq[i] < '0' || seq[i] > '9') return "";
+    return seq;
+  }
+  return "";
 }
 
 }  // namespace
@@ -250,18 +256,25 @@ std::vector<Nemesis::LockDir> Nemesis::lock_dirs() {
   auto keeper = targets_.observer->keeper();
   auto dirs = keeper->try_children(targets_.lock_root);
   if (!dirs.ok()) return out;
-  for (const auto& dir : dirs.value().names) {
-    if (targets_.not_lock_dirs.count(dir)) continue;
-    LockDir d{targets_.lock_root + "/" + dir, {}};
+  const auto add = [&](const std::string& path) {
+    LockDir d{path, {}};
     auto children = keeper->try_children(d.path);
-    if (!children.ok()) continue;  // removed meanwhile
+    if (!children.ok()) return false;  // removed meanwhile
     for (const auto& name : children.value().names)
       if (!lock_sequence(name).empty()) d.nodes.push_back(name);
     std::sort(d.nodes.begin(), d.nodes.end(), [](const auto& a, const auto& b) {
       const auto sa = lock_sequence(a), sb = lock_sequence(b);
       return sa != sb ? sa < sb : a < b;
     });
+    const bool semaphore = std::find(children.value().names.begin(), children.value().names.end(), "leases") !=
+                           children.value().names.end();
     out.push_back(std::move(d));
+    return semaphore;
+  };
+  for (const auto& dir : dirs.value().names) {
+    if (targets_.not_lock_dirs.count(dir)) continue;
+    // A semaphore's leases are a level down; the oldest is a holder.
+    if (add(targets_.lock_root + "/" + dir)) (void)add(targets_.lock_root + "/" + dir + "/leases");
   }
   return out;
 }

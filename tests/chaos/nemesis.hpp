@@ -129,7 +129,8 @@ class Nemesis {
     std::string path;
     std::vector<std::string> nodes;  // its lock nodes, in queue order: holder first
   };
-  // Every lock directory under the lock root, as the observer sees it now.
+  // Every lock directory under the lock root, and each semaphore's "leases"
+  // (its lease nodes, oldest first), as the observer sees them now.
   std::vector<LockDir> lock_dirs();
   // The owner session of a node, 0 if it is gone or not ephemeral.
   std::int64_t owner_of(const std::string& path);

@@ -17,6 +17,9 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
       << (info.broken != "none" ? ", BROKEN LOCK MODE " + info.broken : "") << "\n";
   out << "acquisitions         " << r.acquisitions << " granted of " << r.acquires << " asked ("
       << r.timeouts << " timed out, " << r.acquire_errors << " failed)\n";
+  out << "grants by kind       ";
+  for (const auto& [kind, n] : r.grants_by_kind) out << kind << "=" << n << " ";
+  out << "\n";
   out << "guarded writes       " << r.writes_accepted << " accepted, " << r.writes_rejected
       << " rejected, " << r.writes_unknown << " unknown (" << r.unknown_applied
       << " of them applied); late writes " << r.late_writes << " (" << r.late_rejected

@@ -172,10 +172,6 @@ std::vector<Txn> read_log(const std::string& file, std::vector<std::string>& pro
   return out;
 }
 
-bool is_lock_name(const std::string& path) {
-  return path.find("-lock-", path.rfind('/') + 1) != std::string::npos;
-}
-
 std::string hex(std::int64_t id) {
   char text[32];
   std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(id));
@@ -249,7 +245,7 @@ ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers,
         ephemerals.erase(t.session);
         continue;
       }
-      if (!change.path.starts_with(prefix) || !is_lock_name(change.path)) continue;
+      if (!change.path.starts_with(prefix) || !is_lock_node_name(change.path)) continue;
       if (change.kind == Change::remove) {
         end_life(change.path, t, "delete");
         continue;
@@ -324,6 +320,13 @@ std::vector<NodeLife> read_server_record(const std::string& path) {
     }
   }
   return lives;
+}
+
+bool is_lock_node_name(std::string_view path) {
+  const auto name = path.substr(path.rfind('/') + 1);
+  for (const std::string_view mark : {"-lock-", "-__READ__", "-__WRIT__", "-lease-"})
+    if (name.find(mark) != std::string_view::npos) return true;
+  return false;
 }
 
 }  // namespace zkr::chaos

@@ -52,8 +52,14 @@ struct ServerRecord {
 
 // Reads every transaction of the given log files (log.<zxid> of each server's
 // dataDir/version-2; one list per server) and keeps the lives of the nodes whose path starts with
-// `prefix` and whose name is a lock node's (contains "-lock-"). Times are
+// `prefix` and whose name is a lock node's (is_lock_node_name). Times are
 // wall-clock ns (ms precision).
+// Whether the last name of `path` is a contender's node of one of the
+// library's locks: a mutex's or a semaphore's internal mutex's ("-lock-"), a
+// read/write lock's ("-__READ__", "-__WRIT__") or a semaphore's lease
+// ("-lease-"). The checker judges grants by these nodes' lives.
+bool is_lock_node_name(std::string_view path);
+
 ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers, const std::string& prefix);
 
 // DIR/data-*/version-2/log.*: the logs of an ensemble made by scripts/ensemble, by server.

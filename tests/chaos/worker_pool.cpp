@@ -35,6 +35,10 @@ void WorkerPool::spawn(int slot_index) {
       std::to_string(settings_.session_timeout.count()), "--log", stem + ".log", "--sessions",
       settings_.dir + "/sessions-" + std::to_string(slot_index) + "-" + std::to_string(slot.gen) + ".txt",
       "--stderr", stem + ".stderr", "--broken", settings_.broken};
+  if (!settings_.rw_key.empty()) argv.insert(argv.end(), {"--rw-key", settings_.rw_key});
+  if (!settings_.semaphore_key.empty())
+    argv.insert(argv.end(), {"--semaphore-key", settings_.semaphore_key, "--semaphore-limit",
+                             std::to_string(settings_.semaphore_limit)});
   slot.process = std::make_unique<test::ChildProcess>(argv);
 }
 

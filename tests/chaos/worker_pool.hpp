@@ -33,6 +33,9 @@ struct WorkerSettings {
   int seconds = 600;  // a worker's own bound, far past the run
   std::chrono::milliseconds session_timeout{4000};
   std::string broken = "none";
+  std::string rw_key;         // a read/write lock's key, "" for none
+  std::string semaphore_key;  // a semaphore's key, "" for none
+  int semaphore_limit = 2;
 };
 
 class WorkerPool {
