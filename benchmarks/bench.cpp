@@ -1,6 +1,7 @@
 // zkr::bench::run: options, the ensemble, the workloads in order, the report.
 #include "bench.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -85,12 +86,17 @@ int run_workloads(const Options& options) {
   // through the delay proxies).
   std::optional<CuratorBuild> curator_build;
   std::unique_ptr<CuratorPeer> curator;
-  const bool curator_wanted =
-      options.curator && (options.wants("W1") || options.wants("W2") || options.wants("W3") || options.wants("W5"));
+  bool curator_wanted = false;
+  for (const char* w : {"W1", "W2", "W3", "W5", "W6", "W7"}) curator_wanted = curator_wanted || options.wants(w);
+  curator_wanted = curator_wanted && options.curator;
   if (curator_wanted) {
     std::cerr << "bench: compiling and starting the Curator peer\n";
     curator_build.emplace();
-    curator = std::make_unique<CuratorPeer>(*curator_build, options.connect, plan.w2_workers);
+    // As many sessions as the widest workload gives a worker each.
+    unsigned sessions = plan.w2_workers;
+    if (options.wants("W6")) sessions = std::max(sessions, kW6Workers);
+    if (options.wants("W7")) sessions = std::max(sessions, kW7SemaphoreWorkers);
+    curator = std::make_unique<CuratorPeer>(*curator_build, options.connect, sessions);
     ctx.curator = curator.get();
   }
 

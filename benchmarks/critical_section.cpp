@@ -57,6 +57,8 @@ void Judgement::add(const Judgement& later) {
   r.acquisitions += l.acquisitions;
   r.lost_updates += l.lost_updates;
   r.interval_count_mismatch = r.interval_count_mismatch || l.interval_count_mismatch;
+  r.shared_intervals += l.shared_intervals;
+  r.most_shared_at_once = std::max(r.most_shared_at_once, l.most_shared_at_once);
   if (l.longest_idle_ns > r.longest_idle_ns) {
     r.longest_idle_ns = l.longest_idle_ns;
     r.longest_idle_before = l.longest_idle_before;

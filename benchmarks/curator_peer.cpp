@@ -133,7 +133,7 @@ CuratorPeer::~CuratorPeer() {
   if (from_peer_ >= 0) ::close(from_peer_);
   for (unsigned i = 0; i < next_file_; ++i) {
     std::error_code ec;
-    std::filesystem::remove(build_.dir() + "/w2-" + std::to_string(i) + ".intervals", ec);
+    std::filesystem::remove(build_.dir() + "/holds-" + std::to_string(i) + ".intervals", ec);
   }
 }
 
@@ -154,6 +154,10 @@ std::string CuratorPeer::read_line(Clock::time_point deadline) {
     pending_.append(buf, static_cast<std::size_t>(n));
   }
   throw RunError("the Curator peer's reply is too long");
+}
+
+std::string CuratorPeer::interval_file() {
+  return build_.dir() + "/holds-" + std::to_string(next_file_++) + ".intervals";
 }
 
 std::vector<std::string> CuratorPeer::command(const std::string& line, std::chrono::milliseconds timeout) {
@@ -200,13 +204,64 @@ CuratorPeer::W5 CuratorPeer::w5(const std::string& path, std::uint64_t waiters, 
 
 CuratorPeer::W2 CuratorPeer::w2(const std::string& path, unsigned workers, std::chrono::milliseconds duration) {
   W2 result;
-  result.interval_file = build_.dir() + "/w2-" + std::to_string(next_file_++) + ".intervals";
+  result.interval_file = interval_file();
   const auto w = command("w2 " + path + " " + std::to_string(workers) + " " + std::to_string(duration.count()) +
                              " " + result.interval_file,
                          duration + std::chrono::seconds(90));
   result.acquisitions = std::stoull(w.at(0));
   result.counter = std::stoll(w.at(1));
   for (std::size_t i = 2; i < w.size(); ++i) result.waits_ms.push_back(std::stod(w[i]) / 1000.0);
+  return result;
+}
+
+namespace {
+
+// Microseconds from the reply, from `from` on, `count` of them, in ms.
+std::vector<double> waits_ms(const std::vector<std::string>& w, std::size_t from, std::size_t count) {
+  if (from + count > w.size()) throw RunError("the Curator peer's reply is short of waits");
+  std::vector<double> out;
+  for (std::size_t i = from; i < from + count; ++i) out.push_back(std::stod(w[i]) / 1000.0);
+  return out;
+}
+
+}  // namespace
+
+CuratorPeer::W6 CuratorPeer::w6(const std::string& path, unsigned workers, unsigned write_every,
+                                std::chrono::milliseconds duration) {
+  W6 result;
+  result.interval_file = interval_file();
+  const auto w = command("w6 " + path + " " + std::to_string(workers) + " " + std::to_string(write_every) + " " +
+                             std::to_string(duration.count()) + " " + result.interval_file,
+                         duration + std::chrono::seconds(90));
+  result.reads = std::stoull(w.at(0));
+  result.writes = std::stoull(w.at(1));
+  result.counter = std::stoll(w.at(2));
+  result.read_waits_ms = waits_ms(w, 3, result.reads);
+  result.write_waits_ms = waits_ms(w, 3 + result.reads, result.writes);
+  return result;
+}
+
+CuratorPeer::W7 CuratorPeer::w7_semaphore(const std::string& path, unsigned workers, std::int32_t leases, int reads,
+                                          std::chrono::milliseconds duration) {
+  W7 result;
+  result.interval_file = interval_file();
+  const auto w = command("w7-semaphore " + path + " " + std::to_string(workers) + " " + std::to_string(leases) + " " +
+                             std::to_string(reads) + " " + std::to_string(duration.count()) + " " +
+                             result.interval_file,
+                         duration + std::chrono::seconds(90));
+  result.acquisitions = std::stoull(w.at(0));
+  result.waits_ms = waits_ms(w, 1, w.size() - 1);
+  return result;
+}
+
+CuratorPeer::W7 CuratorPeer::w7_mutex(const std::string& path, unsigned workers, std::chrono::milliseconds duration) {
+  W7 result;
+  result.interval_file = interval_file();
+  const auto w = command("w7-mutex " + path + " " + std::to_string(workers) + " " + std::to_string(duration.count()) +
+                             " " + result.interval_file,
+                         duration + std::chrono::seconds(90));
+  result.acquisitions = std::stoull(w.at(0));
+  result.waits_ms = waits_ms(w, 1, w.size() - 1);
   return result;
 }
 

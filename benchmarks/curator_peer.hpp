@@ -1,5 +1,7 @@
-// Apache Curator's InterProcessMutex as a third implementation in the same
-// run (`zkr bench --peers curator`): benchmarks/curator/CuratorBench.java,
+// Apache Curator's recipes as a third implementation in the same run (`zkr
+// bench --peers curator`): InterProcessMutex (W1-W3, W5),
+// InterProcessReadWriteLock (W6), InterProcessSemaphoreV2 and
+// InterProcessSemaphoreMutex (W7). benchmarks/curator/CuratorBench.java,
 // compiled with javac against Debian's Curator 5.4 jars (/usr/share/java, as
 // the interop test finds them) and driven one command per line, so that its
 // slices interleave with the floor's and ours.
@@ -68,11 +70,36 @@ class CuratorPeer {
   };
   W2 w2(const std::string& path, unsigned workers, std::chrono::milliseconds duration);
 
+  // W6: as W2 on a read/write lock, every write_every-th hold of each worker
+  // a write; the holds of kind "read" and "write".
+  struct W6 {
+    std::uint64_t reads = 0, writes = 0;
+    std::int64_t counter = 0;
+    std::vector<double> read_waits_ms, write_waits_ms;
+    std::string interval_file;
+  };
+  W6 w6(const std::string& path, unsigned workers, unsigned write_every, std::chrono::milliseconds duration);
+
+  // W7: workers on their own sessions, each hold recorded (token 0: W7 looks
+  // only at how many held at once).
+  struct W7 {
+    std::uint64_t acquisitions = 0;
+    std::vector<double> waits_ms;
+    std::string interval_file;
+  };
+  // InterProcessSemaphoreV2 of `leases`, each hold `reads` exists() long.
+  W7 w7_semaphore(const std::string& path, unsigned workers, std::int32_t leases, int reads,
+                  std::chrono::milliseconds duration);
+  // InterProcessSemaphoreMutex.
+  W7 w7_mutex(const std::string& path, unsigned workers, std::chrono::milliseconds duration);
+
  private:
   // Sends one command line; returns the reply's words after "done". RunError
   // on "error ...", end of output, or no reply by the deadline.
   std::vector<std::string> command(const std::string& line, std::chrono::milliseconds timeout);
   std::string read_line(std::chrono::steady_clock::time_point deadline);
+  // A new file for the peer to write holds to, removed with the peer.
+  std::string interval_file();
 
   const CuratorBuild& build_;
   pid_t pid_ = -1;

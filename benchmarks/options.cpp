@@ -198,10 +198,13 @@ Options:
   --json              one JSON object per run on stdout; the table goes to stderr
   --out DIR           also write results.jsonl, results.txt and PNG plots there
   --strict            a missed performance target also makes the exit code 1
-  --peers curator     Apache Curator's InterProcessMutex (Java, Debian's 5.4
-                      jars, compiled with javac at the start) runs W1, W2, W3
-                      and W5 too, beside the floor and ours (W1 in interleaved
-                      slices; the others one after the other)
+  --peers curator     Apache Curator's recipes (Java, Debian's 5.4 jars,
+                      compiled with javac at the start) run beside the floor
+                      and ours: InterProcessMutex in W1, W2, W3 and W5,
+                      InterProcessReadWriteLock in W6, InterProcessSemaphoreV2
+                      and InterProcessSemaphoreMutex in W7 (W1 in interleaved
+                      slices; W2, W6 and W7 in interleaved rounds; the others
+                      one after the other)
   --no-lock           W2 and W5 run their critical sections without the lock:
                       the control of the exclusion checks, which must report
                       overlaps and lost updates (and so exit 1)

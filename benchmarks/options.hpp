@@ -29,7 +29,7 @@ struct Options {
   // W2 and W5 take no lock: the control of their exclusion checks, which
   // must then report overlaps and lost updates (exit 1).
   bool no_lock = false;
-  // --peers curator: Curator's InterProcessMutex runs W1, W2, W3 and W5 too.
+  // --peers curator: Curator's recipes run W1, W2, W3, W5, W6 and W7 too.
   bool curator = false;
   bool help = false;
 

@@ -3,15 +3,19 @@
 // of the counter), the others read it. The exclusion checker judges the holds
 // (no reader beside a writer, no writer beside anyone, no lost update) and
 // says how many readers held at once; the writers' waits give the p99 a
-// writer pays for the readers ahead of it.
+// writer pays for the readers ahead of it. With --peers curator, Curator's
+// InterProcessReadWriteLock runs the same mix, in rounds interleaved with
+// ours as in W2, its holds judged by the same checker.
 #include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <latch>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "critical_section.hpp"
+#include "curator_peer.hpp"
 #include "rss.hpp"
 #include "server_cost.hpp"
 #include "workloads.hpp"
@@ -20,9 +24,11 @@
 namespace zkr::bench {
 namespace {
 
-constexpr unsigned kWorkers = 8;
+constexpr unsigned kWorkers = kW6Workers;
 constexpr unsigned kWriteEvery = 5;  // every fifth hold writes
 constexpr std::uint64_t kMaxHoldsPerWorker = 1'000'000;
+// Rounds per implementation when Curator's runs too, in a full run (--quick: one).
+constexpr unsigned kRounds = 3;
 
 struct Shared {
   GuardedCounter counter;
@@ -63,19 +69,23 @@ void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, Shared&
   }
 }
 
-}  // namespace
+// One implementation's W6, summed over the rounds it ran.
+struct Tally {
+  explicit Tally(std::string connect) : cost(std::move(connect)) {}
+  double seconds = 0;
+  std::uint64_t reads = 0, writes = 0, errors = 0;
+  Samples read_waits, write_waits;
+  Judgement judgement;
+  CostMeter cost;
+};
 
-void run_w6_read_write(Context& ctx) {
-  std::vector<std::unique_ptr<Client>> clients;
-  std::vector<std::unique_ptr<InterProcessReadWriteLock>> locks;
-  for (unsigned i = 0; i < kWorkers; ++i) {
-    clients.push_back(ctx.connect());
-    locks.push_back(std::make_unique<InterProcessReadWriteLock>(*clients.back(), ctx.path("w6/lock")));
-  }
+// One round of ours: every worker on its own lock object (and session), all
+// started at once, for `duration`; each round's holds judged on their own.
+void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks, std::chrono::milliseconds duration,
+               Tally& tally) {
   Shared shared;
   std::vector<WorkerResult> results;
   for (unsigned i = 0; i < kWorkers; ++i) results.emplace_back(i);
-  CostMeter cost(ctx.options.connect);
   std::latch go(1);
   Clock::time_point deadline;
   {
@@ -85,59 +95,111 @@ void run_w6_read_write(Context& ctx) {
         go.wait();
         worker(*locks[i], deadline, shared, results[i]);
       });
-    cost.begin();
-    deadline = Clock::now() + ctx.plan.w2_duration;
+    tally.cost.begin();
+    deadline = Clock::now() + duration;
     go.count_down();  // the latch orders the write of deadline before the reads
   }
-  const double seconds = seconds_since(deadline - ctx.plan.w2_duration);
+  tally.seconds += seconds_since(deadline - duration);
   if (!shared.first_error.empty()) throw RunError("W6: " + shared.first_error);
 
-  std::uint64_t reads = 0, writes = 0;
-  Samples read_waits, write_waits;
+  std::uint64_t holds = 0;
   std::vector<const HoldLog*> logs;
   for (const auto& w : results) {
-    reads += w.reads;
-    writes += w.writes;
-    read_waits.merge(w.read_waits);
-    write_waits.merge(w.write_waits);
+    tally.reads += w.reads;
+    tally.writes += w.writes;
+    holds += w.reads + w.writes;
+    tally.read_waits.merge(w.read_waits);
+    tally.write_waits.merge(w.write_waits);
     logs.push_back(&w.holds);
   }
-  cost.end(reads + writes);
-  const Judgement judgement = judge(logs, shared.counter);
-  const auto write_wait = write_waits.percentiles();
+  tally.cost.end(holds);
+  tally.errors += shared.errors.load();
+  tally.judgement.add(judge(logs, shared.counter));
+}
 
+// One round of Curator's, in its JVM: the same mix, holds judged here.
+void curator_round(Context& ctx, CuratorPeer& peer, std::chrono::milliseconds duration, Tally& tally) {
+  tally.cost.begin();
+  const auto start = Clock::now();
+  const auto result = peer.w6(ctx.path("curator-w6/lock"), kWorkers, kWriteEvery, duration);
+  tally.seconds += seconds_since(start);
+  tally.cost.end(result.reads + result.writes);
+  tally.reads += result.reads;
+  tally.writes += result.writes;
+  for (const double ms : result.read_waits_ms) tally.read_waits.add(ms);
+  for (const double ms : result.write_waits_ms) tally.write_waits.add(ms);
+  tally.judgement.add(judge(exclusion::read_interval_file(result.interval_file), result.counter));
+}
+
+// The record and the exclusion check of one implementation; its rate.
+double report(Context& ctx, const std::string& impl, const std::string& lock_name, const Tally& tally,
+              std::optional<double> curator_rate) {
+  const Judgement& judgement = tally.judgement;
+  const auto write_wait = tally.write_waits.percentiles();
+  const std::uint64_t holds = tally.reads + tally.writes;
   Record r;
-  r.impl = "zkr";
+  r.impl = impl;
   r.workload = "W6";
   r.label = std::to_string(kWorkers) + " sessions, one read/write lock, 1 write in " + std::to_string(kWriteEvery);
-  r.params.add("workers", kWorkers).add("write_every", kWriteEvery).add("lock", "InterProcessReadWriteLock");
-  r.ops = reads + writes;
-  r.seconds = seconds;
-  r.latency = read_waits.percentiles();
-  r.requests_per_op = cost.requests_per_op();
-  r.writes_per_op = cost.writes_per_op();
-  r.extra.add("acquisitions_per_sec", r.ops_per_sec())
-      .add("reads", reads)
-      .add("writes", writes)
+  r.params.add("workers", kWorkers).add("write_every", kWriteEvery).add("lock", lock_name);
+  r.ops = holds;
+  r.seconds = tally.seconds;
+  r.latency = tally.read_waits.percentiles();
+  r.requests_per_op = tally.cost.requests_per_op();
+  r.writes_per_op = tally.cost.writes_per_op();
+  const double rate = r.ops_per_sec();
+  r.extra.add("acquisitions_per_sec", rate)
+      .add("reads", tally.reads)
+      .add("writes", tally.writes)
       .add("most_readers_at_once", static_cast<std::uint64_t>(judgement.report.most_shared_at_once))
       .add("writer_wait_p50_ms", write_wait.p50_ms)
       .add("writer_wait_p99_ms", write_wait.p99_ms)
-      .add("timeouts", shared.errors.load())
+      .add("timeouts", tally.errors)
       .add("peak_rss_kib", peak_rss_kib());
+  if (curator_rate && *curator_rate > 0) r.extra.add("x_curator_rate", rate / *curator_rate);
   add_judgement(r.extra, judgement);
   r.note = strprintf("latency = reader wait; writer wait p50 %.2f p99 %.2f ms; up to %zu readers at once",
                      write_wait.p50_ms, write_wait.p99_ms, judgement.report.most_shared_at_once);
+  if (curator_rate && *curator_rate > 0) r.note += strprintf("; %.2fx Curator's rate", rate / *curator_rate);
   ctx.reporter.add(std::move(r));
-  if (!judgement.report.ok()) std::cerr << "bench: W6: " << exclusion::format_report(judgement.report);
-  ctx.reporter.verdict({"W6 read/write exclusion violations == 0", true,
-                        judgement.violations() == 0 && shared.errors.load() == 0, true,
+  const std::string who = impl == "zkr" ? "" : " " + impl;
+  if (!judgement.report.ok()) std::cerr << "bench: W6" << who << ": " << exclusion::format_report(judgement.report);
+  ctx.reporter.verdict({"W6" + who + " read/write exclusion violations == 0", true,
+                        judgement.violations() == 0 && tally.errors == 0, true,
                         strprintf("%zu overlaps, %zu token inversions, %lld lost updates in %llu holds",
                                   judgement.report.overlaps, judgement.report.token_inversions,
                                   static_cast<long long>(judgement.report.lost_updates),
-                                  static_cast<unsigned long long>(reads + writes))});
-  ctx.reporter.verdict({"W6 readers share the lock (more than one held at once)", false,
-                        judgement.report.most_shared_at_once > 1, !ctx.options.quick,
-                        strprintf("up to %zu readers at once", judgement.report.most_shared_at_once)});
+                                  static_cast<unsigned long long>(holds))});
+  return rate;
+}
+
+}  // namespace
+
+void run_w6_read_write(Context& ctx) {
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::unique_ptr<InterProcessReadWriteLock>> locks;
+  for (unsigned i = 0; i < kWorkers; ++i) {
+    clients.push_back(ctx.connect());
+    locks.push_back(std::make_unique<InterProcessReadWriteLock>(*clients.back(), ctx.path("w6/lock")));
+  }
+  // With Curator's beside ours, interleaved rounds, each first in turn, as
+  // W2 does: a shared machine's load drifts, and each gets its share of it.
+  CuratorPeer* curator = ctx.curator;
+  const unsigned rounds = ctx.options.quick || !curator ? 1 : kRounds;
+  const auto duration = ctx.plan.w2_duration / rounds;
+  Tally zkr(ctx.options.connect), curator_tally(ctx.options.connect);
+  for (unsigned round = 0; round < rounds; ++round)
+    for (unsigned slot = 0; slot < 2; ++slot) {
+      if ((round + slot) % 2 == 0) zkr_round(locks, duration, zkr);
+      else if (curator) curator_round(ctx, *curator, duration, curator_tally);
+    }
+
+  std::optional<double> curator_rate;
+  if (curator) curator_rate = report(ctx, "curator", "Curator 5.4 InterProcessReadWriteLock", curator_tally, {});
+  (void)report(ctx, "zkr", "InterProcessReadWriteLock", zkr, curator_rate);
+  const auto most = zkr.judgement.report.most_shared_at_once;
+  ctx.reporter.verdict({"W6 readers share the lock (more than one held at once)", false, most > 1,
+                        !ctx.options.quick, strprintf("up to %zu readers at once", most)});
 }
 
 }  // namespace zkr::bench

@@ -5,16 +5,21 @@
 // 4 reached), and fairness. Then the two semaphore mutexes side by side, 8
 // workers each as in W2: ours of the lock queue (InterProcessSemaphoreMutex)
 // and the Curator-layout one (CuratorSemaphoreMutex), with the requests and
-// writes each acquisition costs the servers.
+// writes each acquisition costs the servers. With --peers curator, Curator's
+// own InterProcessSemaphoreV2 and InterProcessSemaphoreMutex run each part
+// too, in rounds interleaved with ours as in W2.
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <iostream>
 #include <latch>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <thread>
 
 #include "critical_section.hpp"
+#include "curator_peer.hpp"
 #include "rss.hpp"
 #include "server_cost.hpp"
 #include "workloads.hpp"
@@ -24,11 +29,13 @@
 namespace zkr::bench {
 namespace {
 
-constexpr unsigned kSemaphoreWorkers = 16;
+constexpr unsigned kSemaphoreWorkers = kW7SemaphoreWorkers;
 constexpr std::int32_t kLeases = 4;
 constexpr int kReadsPerHold = 40;
 constexpr unsigned kMutexWorkers = 8;
 constexpr std::uint64_t kMaxHoldsPerWorker = 1'000'000;
+// Rounds per implementation when Curator's runs too, in a full run (--quick: one).
+constexpr unsigned kRounds = 3;
 
 struct Hold {
   std::int64_t enter_ns, exit_ns;
@@ -67,13 +74,19 @@ struct Run {
   }
 };
 
-// Runs `hold_once(worker)` on every worker until the deadline; each returns
-// false when it could not get the lock in time.
+// Adds one round's holds by worker to a run.
+void add_per_worker(Run& run, const std::vector<std::uint64_t>& per_worker) {
+  run.per_worker.resize(std::max(run.per_worker.size(), per_worker.size()), 0);
+  for (std::size_t i = 0; i < per_worker.size(); ++i) run.per_worker[i] += per_worker[i];
+}
+
+// One round: `hold_once(worker)` on every worker until `duration` has passed;
+// each returns false when it could not get the lock in time. Adds to `run`.
 template <class HoldOnce>
-void run_workers(Context& ctx, unsigned workers, HoldOnce hold_once, Run& run) {
+void run_workers(unsigned workers, std::chrono::milliseconds duration, HoldOnce hold_once, Run& run) {
   std::vector<std::vector<Hold>> holds(workers);
   std::vector<Samples> waits(workers, Samples(1024));
-  run.per_worker.assign(workers, 0);
+  std::vector<std::uint64_t> per_worker(workers, 0);
   std::atomic<std::uint64_t> errors{0};
   std::mutex error_mutex;
   std::latch go(1);
@@ -84,7 +97,7 @@ void run_workers(Context& ctx, unsigned workers, HoldOnce hold_once, Run& run) {
       threads.emplace_back([&, i] {
         go.wait();
         try {
-          while (run.per_worker[i] < kMaxHoldsPerWorker && Clock::now() < deadline) {
+          while (per_worker[i] < kMaxHoldsPerWorker && Clock::now() < deadline) {
             const auto t0 = Clock::now();
             Hold h{};
             if (!hold_once(i, [&] { waits[i].add(ms_between(t0, Clock::now())); h.enter_ns = monotonic_ns(); },
@@ -93,7 +106,7 @@ void run_workers(Context& ctx, unsigned workers, HoldOnce hold_once, Run& run) {
               break;
             }
             holds[i].push_back(h);
-            ++run.per_worker[i];
+            ++per_worker[i];
           }
         } catch (const std::exception& e) {
           errors.fetch_add(1);
@@ -102,20 +115,23 @@ void run_workers(Context& ctx, unsigned workers, HoldOnce hold_once, Run& run) {
         }
       });
     run.cost.begin();
-    deadline = Clock::now() + ctx.plan.w2_duration;
+    deadline = Clock::now() + duration;
     go.count_down();
   }
-  run.seconds = seconds_since(deadline - ctx.plan.w2_duration);
-  run.cost.end(run.total());
-  run.errors = errors.load();
+  run.seconds += seconds_since(deadline - duration);
+  std::uint64_t total = 0;
+  for (const auto n : per_worker) total += n;
+  run.cost.end(total);
+  add_per_worker(run, per_worker);
+  run.errors += errors.load();
   for (unsigned i = 0; i < workers; ++i) {
     run.holds.insert(run.holds.end(), holds[i].begin(), holds[i].end());
     run.waits.merge(waits[i]);
   }
 }
 
-Record record(const std::string& impl, const std::string& label, const std::string& lock,
-              unsigned workers, const Run& run) {
+Record record(const std::string& impl, const std::string& label, const std::string& lock, unsigned workers,
+              const Run& run, std::optional<double> curator_rate) {
   Record r;
   r.impl = impl;
   r.workload = "W7";
@@ -131,93 +147,196 @@ Record record(const std::string& impl, const std::string& label, const std::stri
       .add("most_holders_at_once", static_cast<std::uint64_t>(most_at_once(run.holds)))
       .add("timeouts", run.errors)
       .add("peak_rss_kib", peak_rss_kib());
+  if (curator_rate && *curator_rate > 0) r.extra.add("x_curator_rate", r.ops_per_sec() / *curator_rate);
   return r;
 }
 
-void semaphore_run(Context& ctx) {
+// "; 1.23x Curator's rate" for a note, when Curator's ran.
+std::string versus_curator(const Record& r, std::optional<double> curator_rate) {
+  if (!curator_rate || *curator_rate <= 0) return "";
+  return strprintf("; %.2fx Curator's rate", r.ops_per_sec() / *curator_rate);
+}
+
+// One round of Curator's, in its JVM (`call` runs it): its holds, read back
+// from the peer's interval file, added to the run.
+template <class Call>
+void curator_round(unsigned workers, Call call, Run& run) {
+  run.cost.begin();
+  const auto start = Clock::now();
+  const CuratorPeer::W7 result = call();
+  run.seconds += seconds_since(start);
+  run.cost.end(result.acquisitions);
+  for (const double ms : result.waits_ms) run.waits.add(ms);
+  std::vector<std::uint64_t> per_worker(workers, 0);
+  for (const auto& h : exclusion::read_interval_file(result.interval_file)) {
+    if (h.thread >= 0 && h.thread < static_cast<std::int64_t>(workers)) ++per_worker[static_cast<std::size_t>(h.thread)];
+    run.holds.push_back({h.enter_ns, h.exit_ns});
+  }
+  add_per_worker(run, per_worker);
+}
+
+using Slot = std::function<void(std::chrono::milliseconds)>;
+
+// Each implementation's rounds, each first in turn, as W2 does: a shared
+// machine's load drifts, and each gets its share of every stretch. One round
+// unless Curator's runs beside ours in a full run.
+void interleave(const Context& ctx, const std::vector<Slot>& slots) {
+  const unsigned rounds = ctx.options.quick || !ctx.curator ? 1 : kRounds;
+  const auto duration = ctx.plan.w2_duration / rounds;
+  for (unsigned round = 0; round < rounds; ++round)
+    for (std::size_t slot = 0; slot < slots.size(); ++slot) slots[(round + slot) % slots.size()](duration);
+}
+
+// Our semaphore's workers, each with its own session, for every round.
+struct SemaphoreWorkers {
+  explicit SemaphoreWorkers(Context& ctx) : resource(ctx.path("w7/semaphore")) {
+    for (unsigned i = 0; i < kSemaphoreWorkers; ++i) {
+      clients.push_back(ctx.connect());
+      semaphores.push_back(
+          std::make_unique<InterProcessSemaphoreV2>(*clients.back(), resource, SemaphoreLimit::fixed(kLeases)));
+    }
+  }
+
+  void round(std::chrono::milliseconds duration, Run& run) {
+    run_workers(
+        kSemaphoreWorkers, duration,
+        [&](unsigned i, auto granted, auto leaving) {
+          auto leases = semaphores[i]->try_acquire(1, std::chrono::seconds(30));
+          if (leases.empty()) return false;
+          granted();
+          // The holder's work: a few reads of the resource, so that holds last
+          // longer than a grant takes and the bound, not the grant rate, limits.
+          for (int read = 0; read < kReadsPerHold; ++read) (void)clients[i]->keeper()->exists(resource);
+          leaving();
+          return true;
+        },
+        run);
+    if (!run.first_error.empty()) throw RunError("W7: " + run.first_error);
+  }
+
+  std::string resource;
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<std::unique_ptr<InterProcessSemaphoreV2>> semaphores;
-  for (unsigned i = 0; i < kSemaphoreWorkers; ++i) {
-    clients.push_back(ctx.connect());
-    semaphores.push_back(std::make_unique<InterProcessSemaphoreV2>(*clients.back(), ctx.path("w7/semaphore"),
-                                                                    SemaphoreLimit::fixed(kLeases)));
-  }
-  const std::string resource = ctx.path("w7/semaphore");
-  Run run(ctx.options.connect);
-  run_workers(
-      ctx, kSemaphoreWorkers,
-      [&](unsigned i, auto granted, auto leaving) {
-        auto leases = semaphores[i]->try_acquire(1, std::chrono::seconds(30));
-        if (leases.empty()) return false;
-        granted();
-        // The holder's work: a few reads of the resource, so that holds last
-        // longer than a grant takes and the bound, not the grant rate, limits.
-        for (int read = 0; read < kReadsPerHold; ++read) (void)clients[i]->keeper()->exists(resource);
-        leaving();
-        return true;
-      },
-      run);
-  if (!run.first_error.empty()) throw RunError("W7: " + run.first_error);
+};
+
+// The record and the bound's check of one semaphore; its rate.
+double report_semaphore(Context& ctx, const std::string& impl, const std::string& lock, const Run& run,
+                        std::optional<double> curator_rate) {
   const auto most = most_at_once(run.holds);
-  Record r = record("zkr", std::to_string(kSemaphoreWorkers) + " sessions, a semaphore of " +
-                                    std::to_string(kLeases) + " leases",
-                    "InterProcessSemaphoreV2", kSemaphoreWorkers, run);
-  r.note = strprintf("latency = wait; up to %zu holders at once; fairness %.2f", most, run.fairness());
+  Record r = record(impl, std::to_string(kSemaphoreWorkers) + " sessions, a semaphore of " + std::to_string(kLeases) +
+                              " leases",
+                    lock, kSemaphoreWorkers, run, curator_rate);
+  r.note = strprintf("latency = wait; up to %zu holders at once; fairness %.2f", most, run.fairness()) +
+           versus_curator(r, curator_rate);
+  const double rate = r.ops_per_sec();
   ctx.reporter.add(std::move(r));
-  ctx.reporter.verdict({"W7 never more holders than leases (4)", true, most <= kLeases && run.errors == 0, true,
+  const std::string who = impl == "zkr" ? "" : " " + impl;
+  ctx.reporter.verdict({"W7" + who + " never more holders than leases (4)", true, most <= kLeases && run.errors == 0,
+                        true,
                         strprintf("up to %zu holders at once, %llu acquire timeouts", most,
                                   static_cast<unsigned long long>(run.errors))});
+  return rate;
+}
+
+void semaphore_part(Context& ctx) {
+  SemaphoreWorkers ours(ctx);
+  Run zkr(ctx.options.connect), curator(ctx.options.connect);
+  std::vector<Slot> slots{[&](std::chrono::milliseconds d) { ours.round(d, zkr); }};
+  if (ctx.curator)
+    slots.push_back([&](std::chrono::milliseconds d) {
+      curator_round(
+          kSemaphoreWorkers,
+          [&] {
+            return ctx.curator->w7_semaphore(ctx.path("curator-w7/semaphore"), kSemaphoreWorkers, kLeases,
+                                             kReadsPerHold, d);
+          },
+          curator);
+    });
+  interleave(ctx, slots);
+  std::optional<double> curator_rate;
+  if (ctx.curator) curator_rate = report_semaphore(ctx, "curator", "Curator 5.4 InterProcessSemaphoreV2", curator, {});
+  (void)report_semaphore(ctx, "zkr", "InterProcessSemaphoreV2", zkr, curator_rate);
+  const auto most = most_at_once(zkr.holds);
   ctx.reporter.verdict({"W7 the bound is reached (4 holders at once)", false, most == kLeases,
                         !ctx.options.quick, strprintf("up to %zu holders at once", most)});
 }
 
+// One of our semaphore mutexes: its workers, each with its own session, for
+// every round.
 template <class Mutex>
-Run mutex_run(Context& ctx, const std::string& path, unsigned workers) {
+struct MutexWorkers {
+  MutexWorkers(Context& ctx, const std::string& path, unsigned workers) {
+    for (unsigned i = 0; i < workers; ++i) {
+      clients.push_back(ctx.connect());
+      mutexes.push_back(std::make_unique<Mutex>(*clients.back(), path));
+    }
+  }
+
+  void round(std::chrono::milliseconds duration, Run& run) {
+    run_workers(
+        static_cast<unsigned>(mutexes.size()), duration,
+        [&](unsigned i, auto granted, auto leaving) {
+          if (!mutexes[i]->try_acquire_for(std::chrono::seconds(30))) return false;
+          granted();
+          std::this_thread::yield();
+          leaving();
+          mutexes[i]->release();
+          return true;
+        },
+        run);
+    if (!run.first_error.empty()) throw RunError("W7: " + run.first_error);
+  }
+
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<std::unique_ptr<Mutex>> mutexes;
-  for (unsigned i = 0; i < workers; ++i) {
-    clients.push_back(ctx.connect());
-    mutexes.push_back(std::make_unique<Mutex>(*clients.back(), path));
-  }
-  Run run(ctx.options.connect);
-  run_workers(
-      ctx, workers,
-      [&](unsigned i, auto granted, auto leaving) {
-        if (!mutexes[i]->try_acquire_for(std::chrono::seconds(30))) return false;
-        granted();
-        std::this_thread::yield();
-        leaving();
-        mutexes[i]->release();
-        return true;
-      },
-      run);
-  if (!run.first_error.empty()) throw RunError("W7: " + run.first_error);
-  return run;
+};
+
+// The record and the exclusion check of one semaphore mutex; its rate.
+double report_mutex(Context& ctx, const std::string& impl, const std::string& lock, unsigned workers,
+                    const Run& run, std::optional<double> curator_rate) {
+  const auto tag = std::to_string(workers);
+  Record r = record(impl, tag + (workers == 1 ? " session, " : " sessions, ") + lock, lock, workers, run,
+                    curator_rate);
+  const auto most = most_at_once(run.holds);
+  r.note = strprintf("latency = wait; %.2f writes, %.2f requests per acquisition; up to %zu holders at once",
+                     run.cost.writes_per_op().value_or(0), run.cost.requests_per_op().value_or(0), most) +
+           versus_curator(r, curator_rate);
+  const double rate = r.ops_per_sec();
+  ctx.reporter.add(std::move(r));
+  ctx.reporter.verdict({"W7 " + lock + " with " + tag + " sessions excludes (one holder at a time)", true,
+                        most <= 1 && run.errors == 0, true, strprintf("up to %zu holders at once", most)});
+  return rate;
+}
+
+// Our two semaphore mutexes, and Curator's InterProcessSemaphoreMutex when
+// its peer runs, with `workers` sessions each.
+void mutex_part(Context& ctx, unsigned workers) {
+  const auto tag = std::to_string(workers);
+  MutexWorkers<InterProcessSemaphoreMutex> queue_workers(ctx, ctx.path("w7/queue-mutex-" + tag), workers);
+  MutexWorkers<CuratorSemaphoreMutex> layout_workers(ctx, ctx.path("w7/curator-layout-mutex-" + tag), workers);
+  Run queue(ctx.options.connect), curator_layout(ctx.options.connect), curator(ctx.options.connect);
+  std::vector<Slot> slots{[&](std::chrono::milliseconds d) { queue_workers.round(d, queue); },
+                          [&](std::chrono::milliseconds d) { layout_workers.round(d, curator_layout); }};
+  if (ctx.curator)
+    slots.push_back([&](std::chrono::milliseconds d) {
+      curator_round(
+          workers, [&] { return ctx.curator->w7_mutex(ctx.path("curator-w7/mutex-" + tag), workers, d); }, curator);
+    });
+  interleave(ctx, slots);
+  std::optional<double> curator_rate;
+  if (ctx.curator)
+    curator_rate = report_mutex(ctx, "curator", "Curator 5.4 InterProcessSemaphoreMutex", workers, curator, {});
+  (void)report_mutex(ctx, "zkr", "InterProcessSemaphoreMutex", workers, queue, curator_rate);
+  (void)report_mutex(ctx, "zkr", "CuratorSemaphoreMutex", workers, curator_layout, curator_rate);
 }
 
 }  // namespace
 
 void run_w7_semaphore(Context& ctx) {
-  semaphore_run(ctx);
-  // The two semaphore mutexes, uncontended (one session, as W1) and
-  // contended (as W2).
-  for (const unsigned workers : {1u, kMutexWorkers}) {
-    const auto tag = std::to_string(workers);
-    const auto queue = mutex_run<InterProcessSemaphoreMutex>(ctx, ctx.path("w7/queue-mutex-" + tag), workers);
-    const auto curator_layout =
-        mutex_run<CuratorSemaphoreMutex>(ctx, ctx.path("w7/curator-layout-mutex-" + tag), workers);
-    for (const auto* run : {&queue, &curator_layout}) {
-      const bool ours = run == &queue;
-      const std::string lock = ours ? "InterProcessSemaphoreMutex" : "CuratorSemaphoreMutex";
-      Record r = record("zkr", tag + (workers == 1 ? " session, " : " sessions, ") + lock, lock, workers, *run);
-      const auto most = most_at_once(run->holds);
-      r.note = strprintf("latency = wait; %.2f writes, %.2f requests per acquisition; up to %zu holders at once",
-                         run->cost.writes_per_op().value_or(0), run->cost.requests_per_op().value_or(0), most);
-      ctx.reporter.add(std::move(r));
-      ctx.reporter.verdict({"W7 " + lock + " with " + tag + " sessions excludes (one holder at a time)", true,
-                            most <= 1 && run->errors == 0, true, strprintf("up to %zu holders at once", most)});
-    }
-  }
+  semaphore_part(ctx);
+  // The semaphore mutexes, uncontended (one session, as W1) and contended
+  // (as W2).
+  for (const unsigned workers : {1u, kMutexWorkers}) mutex_part(ctx, workers);
 }
 
 }  // namespace zkr::bench

@@ -16,4 +16,9 @@ void run_w5_queue_depth(Context& ctx);
 void run_w6_read_write(Context& ctx);
 void run_w7_semaphore(Context& ctx);
 
+// Workers of W6 and of W7's semaphore, each on a session of its own: the
+// Curator peer opens as many.
+inline constexpr unsigned kW6Workers = 8;
+inline constexpr unsigned kW7SemaphoreWorkers = 16;
+
 }  // namespace zkr::bench

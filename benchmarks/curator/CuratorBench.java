@@ -1,7 +1,9 @@
 // The Curator side of `zkr bench --peers curator`: Apache Curator's own
-// InterProcessMutex (Debian's 5.4 jars), driven by benchmarks/curator_peer.cpp,
-// which compiles this file with javac and runs it in slices interleaved with
-// the floor and zkrecipes, so that all three see the same machine.
+// recipes (Debian's 5.4 jars), InterProcessMutex, InterProcessReadWriteLock,
+// InterProcessSemaphoreV2 and InterProcessSemaphoreMutex, driven by
+// benchmarks/curator_peer.cpp, which compiles this file with javac and runs it
+// in slices interleaved with the floor and zkrecipes, so that all three see
+// the same machine.
 //
 //   java -cp <curator jars>:<dir of this class> CuratorBench <connect string> <sessions>
 //
@@ -25,6 +27,20 @@
 //          holder releases and hand-offs are timed, from just before a release
 //          to the next holder's acquire returning, with N waiting behind the
 //          receiver (whoever releases queues again), until <handoffs> or ms
+//   w6 <lock path> <workers> <write every> <ms> <interval file>
+//       -> done <reads> <writes> <counter> <read wait us>... <write wait us>...:
+//          as w2 on an InterProcessReadWriteLock, every <write every>th hold of
+//          each worker on the write lock (the read-modify-write), the others on
+//          the read lock (two reads of the counter); holds of kind "read" and
+//          "write" (the lock nodes share one sequence: the token)
+//   w7-semaphore <path> <workers> <leases> <reads> <ms> <interval file>
+//       -> done <acquisitions> <wait us>...: <workers> threads, each on its own
+//          session, take one lease of an InterProcessSemaphoreV2 of <leases>,
+//          do <reads> exists() of <path> (the holder's work), return it, for ms;
+//          holds of kind "semaphore", token 0 (a lease has none)
+//   w7-mutex <lock path> <workers> <ms> <interval file>
+//       -> done <acquisitions> <wait us>...: the same on an
+//          InterProcessSemaphoreMutex, a yield while held; kind "mutex", token 0
 //   quit -> bye
 // Anything that goes wrong -> error <message>. "ready" once every session is up.
 import java.io.BufferedReader;
@@ -42,6 +58,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorBench {
@@ -55,8 +75,51 @@ public final class CuratorBench {
     }
 
     long sequence() {
-      String path = getLockPath();
-      return Long.parseLong(path.substring(path.length() - 10));
+      return sequenceOf(getLockPath());
+    }
+  }
+
+  // The sequence number ZooKeeper appended to a lock node's name.
+  private static long sequenceOf(String lockPath) {
+    return Long.parseLong(lockPath.substring(lockPath.length() - 10));
+  }
+
+  // InterProcessReadWriteLock unchanged, built from its two sides as its
+  // public constructor builds them; the sides only made to show their lock
+  // paths. Read and write nodes share the directory, so one sequence orders them.
+  private static final class ReadWriteLock extends InterProcessReadWriteLock {
+    final Write write;
+    final Read read;
+
+    private ReadWriteLock(Write write, Read read) {
+      super(write, read);
+      this.write = write;
+      this.read = read;
+    }
+
+    static ReadWriteLock create(CuratorFramework client, String path) {
+      Write write = new Write(client, path);
+      return new ReadWriteLock(write, new Read(client, path, write));
+    }
+  }
+
+  private static final class Write extends InterProcessReadWriteLock.WriteLock {
+    Write(CuratorFramework client, String path) {
+      super(client, path, null);
+    }
+
+    long sequence() {
+      return sequenceOf(getLockPath());
+    }
+  }
+
+  private static final class Read extends InterProcessReadWriteLock.ReadLock {
+    Read(CuratorFramework client, String path, Write write) {
+      super(client, path, null, write);
+    }
+
+    long sequence() {
+      return sequenceOf(getLockPath());
     }
   }
 
@@ -114,6 +177,13 @@ public final class CuratorBench {
           out.println(w3(w[1], Long.parseLong(w[2]), Integer.parseInt(w[3]), Long.parseLong(w[4])));
         } else if (w[0].equals("w2") && w.length == 5) {
           out.println(w2(w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]), w[4]));
+        } else if (w[0].equals("w6") && w.length == 6) {
+          out.println(w6(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Long.parseLong(w[4]), w[5]));
+        } else if (w[0].equals("w7-semaphore") && w.length == 7) {
+          out.println(w7Semaphore(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Integer.parseInt(w[4]),
+              Long.parseLong(w[5]), w[6]));
+        } else if (w[0].equals("w7-mutex") && w.length == 5) {
+          out.println(w7Mutex(w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]), w[4]));
         } else {
           out.println("error unknown command: " + line);
         }
@@ -247,37 +317,34 @@ public final class CuratorBench {
   }
 
   private static final class Worker {
-    final List<long[]> holds = new ArrayList<>();  // enter, exit, token
+    final List<long[]> holds = new ArrayList<>();  // enter, exit, token, index of the kind
     final List<Long> waits = new ArrayList<>();
+    final List<Long> writeWaits = new ArrayList<>();  // w6's writers
     Exception error;
   }
 
-  private String w2(String path, int workers, long ms, String intervalFile) throws Exception {
-    if (workers > sessions.size()) return "error only " + sessions.size() + " sessions";
-    AtomicLong counter = new AtomicLong();
+  // One acquisition of a worker: acquire, record the hold and the wait,
+  // release. False when the acquire timed out.
+  private interface Hold {
+    boolean once(int index, Worker worker) throws Exception;
+  }
+
+  // <workers> threads started together, each holding again and again until
+  // ms have passed; a timed-out acquire ends its thread as an error.
+  private static List<Worker> runWorkers(int workers, long ms, Hold hold) throws InterruptedException {
     List<Worker> results = new ArrayList<>();
     List<Thread> threads = new ArrayList<>();
     CountDownLatch go = new CountDownLatch(1);
     long[] deadline = new long[1];
     for (int i = 0; i < workers; i++) {
       Worker worker = new Worker();
-      Mutex mutex = new Mutex(sessions.get(i), path);
+      int index = i;
       results.add(worker);
       threads.add(new Thread(() -> {
         try {
           go.await();
-          while (worker.holds.size() < 1_000_000) {
-            long t0 = System.nanoTime();
-            if (t0 >= deadline[0]) break;
-            if (!mutex.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) throw new Exception("acquire timed out");
-            long enter = System.nanoTime();
-            worker.waits.add((enter - t0) / 1000);
-            long read = counter.get();  // the unprotected read-modify-write
-            Thread.yield();
-            counter.set(read + 1);
-            long exit = System.nanoTime();
-            worker.holds.add(new long[] {enter, exit, mutex.sequence()});
-            mutex.release();
+          while (worker.holds.size() < 1_000_000 && System.nanoTime() < deadline[0]) {
+            if (!hold.once(index, worker)) throw new Exception("acquire timed out");
           }
         } catch (Exception e) {
           worker.error = e;
@@ -288,18 +355,127 @@ public final class CuratorBench {
     deadline[0] = System.nanoTime() + ms * 1_000_000;
     go.countDown();  // orders the write of deadline before the workers' reads
     for (Thread t : threads) t.join();
+    return results;
+  }
+
+  // Every worker's holds in the checker's format; a worker's error instead
+  // fails the command, since its holds are then incomplete.
+  private static long writeHolds(String intervalFile, List<Worker> results, String... kinds) throws Exception {
     long pid = ProcessHandle.current().pid();
-    long acquisitions = 0;
-    StringBuilder waits = new StringBuilder();
+    long holds = 0;
     try (PrintWriter file = new PrintWriter(Files.newBufferedWriter(Paths.get(intervalFile)))) {
       for (int i = 0; i < results.size(); i++) {
         Worker worker = results.get(i);
-        if (worker.error != null) return "error worker " + i + ": " + worker.error;
-        for (long[] h : worker.holds) file.println(pid + " " + i + " " + h[0] + " " + h[1] + " " + h[2] + " curator");
-        for (long wait : worker.waits) waits.append(' ').append(wait);
-        acquisitions += worker.holds.size();
+        if (worker.error != null) throw new Exception("worker " + i + ": " + worker.error);
+        for (long[] h : worker.holds)
+          file.println(pid + " " + i + " " + h[0] + " " + h[1] + " " + h[2] + " " + kinds[(int) h[3]]);
+        holds += worker.holds.size();
       }
     }
-    return "done " + acquisitions + " " + counter.get() + waits;
+    return holds;
+  }
+
+  private static String waits(List<Worker> results, boolean writers) {
+    StringBuilder text = new StringBuilder();
+    for (Worker worker : results)
+      for (long us : writers ? worker.writeWaits : worker.waits) text.append(' ').append(us);
+    return text.toString();
+  }
+
+  private String w2(String path, int workers, long ms, String intervalFile) throws Exception {
+    if (workers > sessions.size()) return "error only " + sessions.size() + " sessions";
+    AtomicLong counter = new AtomicLong();
+    List<Mutex> mutexes = new ArrayList<>();
+    for (int i = 0; i < workers; i++) mutexes.add(new Mutex(sessions.get(i), path));
+    List<Worker> results = runWorkers(workers, ms, (i, worker) -> {
+      Mutex mutex = mutexes.get(i);
+      long t0 = System.nanoTime();
+      if (!mutex.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) return false;
+      long enter = System.nanoTime();
+      worker.waits.add((enter - t0) / 1000);
+      long read = counter.get();  // the unprotected read-modify-write
+      Thread.yield();
+      counter.set(read + 1);
+      worker.holds.add(new long[] {enter, System.nanoTime(), mutex.sequence(), 0});
+      mutex.release();
+      return true;
+    });
+    long acquisitions = writeHolds(intervalFile, results, "curator");
+    return "done " + acquisitions + " " + counter.get() + waits(results, false);
+  }
+
+  private String w6(String path, int workers, int writeEvery, long ms, String intervalFile) throws Exception {
+    if (workers > sessions.size()) return "error only " + sessions.size() + " sessions";
+    AtomicLong counter = new AtomicLong();
+    List<ReadWriteLock> locks = new ArrayList<>();
+    for (int i = 0; i < workers; i++) locks.add(ReadWriteLock.create(sessions.get(i), path));
+    List<Worker> results = runWorkers(workers, ms, (i, worker) -> {
+      ReadWriteLock lock = locks.get(i);
+      boolean write = worker.holds.size() % writeEvery == writeEvery - 1;
+      InterProcessMutex side = write ? (InterProcessMutex) lock.write : lock.read;
+      long t0 = System.nanoTime();
+      if (!side.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) return false;
+      long enter = System.nanoTime();
+      (write ? worker.writeWaits : worker.waits).add((enter - t0) / 1000);
+      long token = write ? lock.write.sequence() : lock.read.sequence();
+      if (write) {
+        long read = counter.get();  // the read-modify-write only the write lock protects
+        Thread.yield();
+        counter.set(read + 1);
+      } else {
+        counter.get();  // a reader that looks, as long as a write takes
+        Thread.yield();
+        counter.get();
+      }
+      worker.holds.add(new long[] {enter, System.nanoTime(), token, write ? 1 : 0});
+      side.release();
+      return true;
+    });
+    writeHolds(intervalFile, results, "read", "write");
+    long reads = 0;
+    long writes = 0;
+    for (Worker worker : results) {
+      reads += worker.waits.size();
+      writes += worker.writeWaits.size();
+    }
+    return "done " + reads + " " + writes + " " + counter.get() + waits(results, false) + waits(results, true);
+  }
+
+  private String w7Semaphore(String path, int workers, int leases, int reads, long ms, String intervalFile)
+      throws Exception {
+    if (workers > sessions.size()) return "error only " + sessions.size() + " sessions";
+    List<InterProcessSemaphoreV2> semaphores = new ArrayList<>();
+    for (int i = 0; i < workers; i++) semaphores.add(new InterProcessSemaphoreV2(sessions.get(i), path, leases));
+    List<Worker> results = runWorkers(workers, ms, (i, worker) -> {
+      long t0 = System.nanoTime();
+      Lease lease = semaphores.get(i).acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      if (lease == null) return false;
+      long enter = System.nanoTime();
+      worker.waits.add((enter - t0) / 1000);
+      // The holder's work, as ours: holds outlast a grant, so the bound limits.
+      for (int r = 0; r < reads; r++) sessions.get(i).checkExists().forPath(path);
+      worker.holds.add(new long[] {enter, System.nanoTime(), 0, 0});
+      lease.close();
+      return true;
+    });
+    return "done " + writeHolds(intervalFile, results, "semaphore") + waits(results, false);
+  }
+
+  private String w7Mutex(String path, int workers, long ms, String intervalFile) throws Exception {
+    if (workers > sessions.size()) return "error only " + sessions.size() + " sessions";
+    List<InterProcessSemaphoreMutex> mutexes = new ArrayList<>();
+    for (int i = 0; i < workers; i++) mutexes.add(new InterProcessSemaphoreMutex(sessions.get(i), path));
+    List<Worker> results = runWorkers(workers, ms, (i, worker) -> {
+      InterProcessSemaphoreMutex mutex = mutexes.get(i);
+      long t0 = System.nanoTime();
+      if (!mutex.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) return false;
+      long enter = System.nanoTime();
+      worker.waits.add((enter - t0) / 1000);
+      Thread.yield();
+      worker.holds.add(new long[] {enter, System.nanoTime(), 0, 0});
+      mutex.release();
+      return true;
+    });
+    return "done " + writeHolds(intervalFile, results, "mutex") + waits(results, false);
   }
 }

@@ -6,7 +6,9 @@
 # servers' count of requests and writes. The usage errors exit 2. Also checks
 # the plots and files that --out writes. Then two short runs: the --no-lock
 # control, which the exclusion checker must catch (overlaps and lost
-# updates), and W1 at +2 ms round trip with Curator's InterProcessMutex.
+# updates), W1 at +2 ms round trip with Curator's InterProcessMutex, and W6
+# and W7 with Curator's read/write lock, semaphore and semaphore mutex beside
+# ours.
 # Environment: ZK_CONNECT (without it: skipped, exit 77), ZKR_BUILD_DIR.
 set -euo pipefail
 say() { printf 'bench_test: %s\n' "$*" >&2; }
@@ -150,6 +152,29 @@ jq -e -s '[.[] | select((.impl == "zkr" or .impl == "floor") and .workload == "W
 jq -e -s 'any(.[]; .impl == "floor" and .added_rtt_ms == 2 and .p50_ms >= 6)' "$work/rtt.jsonl" >/dev/null ||
   fail "--rtt: the floor's cycle at +2 ms took under three added round trips (is the delay applied?)"
 ((SECONDS - part < 30)) || fail "the --rtt --peers curator run took $((SECONDS - part))s (wanted under 30)"
+# W6 and W7 with Curator's recipes in the same run: Curator's holds judged by
+# the same checker (its read/write lock's every write counted, no violation;
+# its semaphore within its 4 leases, its semaphore mutex one holder at a
+# time), its cost per acquisition, and each of ours as a ratio to it.
+say "${bench[*]} --quick --workloads W6,W7 --rtt 0 --peers curator"
+part=$SECONDS
+rc=0
+timeout 90 "${bench[@]}" --quick --json --workloads W6,W7 --rtt 0 --peers curator --root "$root-curator" \
+  >"$work/curator.jsonl" 2>"$work/curator.txt" || rc=$?
+[[ $rc -eq 0 ]] || { fail "W6,W7 --peers curator exited $rc"; tail -n 20 "$work/curator.txt" >&2; }
+jq -e -s '[.[] | select(.impl == "curator" and .workload == "W6")] | length == 1 and
+    all(.[]; .ops > 0 and .violations == 0 and .counter == .writes and .reads > 0 and
+             (.most_readers_at_once | type == "number") and (.writer_wait_p99_ms | type == "number") and
+             (.writes_per_op | type == "number"))' \
+  "$work/curator.jsonl" >/dev/null || fail "--peers curator: no Curator W6 record judged clean, with its cost"
+jq -e -s '[.[] | select(.impl == "curator" and .workload == "W7")] | length == 3 and
+    (map(.most_holders_at_once) | . == [(.[0] | select(. <= 4)), 1, 1]) and
+    all(.[]; .ops > 0 and (.writes_per_op | type == "number"))' \
+  "$work/curator.jsonl" >/dev/null || fail "--peers curator: Curator's W7 records missing, a bound broken, or no cost"
+jq -e -s '[.[] | select(.impl == "zkr" and (.workload == "W6" or .workload == "W7"))] | length == 6 and
+    all(.[]; .x_curator_rate | type == "number")' \
+  "$work/curator.jsonl" >/dev/null || fail "--peers curator: W6 or W7 of ours without its ratio to Curator's"
+((SECONDS - part < 75)) || fail "the W6,W7 --peers curator run took $((SECONDS - part))s (wanted under 75)"
 took=$((SECONDS - start))
 
 if [[ $failures -ne 0 ]]; then
