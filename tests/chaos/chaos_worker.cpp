@@ -282,6 +282,22 @@ std::string hex_id(std::int64_t id) {
   return text;
 }
 
+// A guarded write's outcome as the checker reads it: "rejected" is a check on
+// a lock node that failed (so the node was gone by the reply); a session the
+// server had ended is "unknown", as a reply that never came: the checker
+// learns of the session's end from the sessions record, not from this.
+std::string write_record(const zkr::GuardedWriteResult& result) {
+  using Outcome = zkr::GuardedWriteResult::Outcome;
+  switch (result.outcome) {
+    case Outcome::applied: return "ok";
+    case Outcome::lock_lost:
+      return result.error == zkr::Errc::session_expired ? "unknown" : "rejected";
+    case Outcome::conflict: return "conflict";  // no op here names a version: never expected
+    case Outcome::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
 class Worker {
  public:
   Worker(const Config& config, zkr::Client& client, EventLog& log, StateSignal& signal)
@@ -657,20 +673,25 @@ class Worker {
                          {"values", zkr::chaos::format_key_ints(values)},
                          {"tokens", zkr::chaos::format_key_ints(tokens)}, {"late", late ? "1" : "0"}},
                sent);
-    zkr::MultiResult result;
-    if (leases.empty() || config_.broken == "unguarded")
-      result = keeper->try_multi(std::move(ops));
-    else
-      result = zkr::guarded_write(*keeper, leases, std::move(ops));
-    // An error the multi's results pin on one operation is a refusal; an
-    // error with no results (the link, the session) leaves the outcome unknown.
-    const std::string outcome = result.ok() ? "ok" : result.results.empty() ? "unknown" : "rejected";
+    std::string outcome;
+    zkr::Errc error = zkr::Errc::ok;
+    if (leases.empty() || config_.broken == "unguarded") {
+      const auto result = keeper->try_multi(std::move(ops));
+      // An error the multi's results pin on one operation is a refusal; an
+      // error with no results (the link, the session) leaves the outcome unknown.
+      outcome = result.ok() ? "ok" : result.results.empty() ? "unknown" : "rejected";
+      error = result.error;
+    } else {
+      const auto result = zkr::guarded_write(*keeper, leases, std::move(ops));
+      outcome = write_record(result);
+      error = result.error;
+    }
     // Whether the lease already said lost when the reply was back: the watch
     // event of the node's deletion comes before the reply of any request the
     // server ordered after it (silent_loss).
     const bool lost_at_reply = any_lost(leases);
     log_.write("write", {{"op", op}, {"n", std::to_string(n)}, {"sent", std::to_string(sent)},
-                         {"result", outcome}, {"err", std::string(zkr::errc_name(result.error))},
+                         {"result", outcome}, {"err", std::string(zkr::errc_name(error))},
                          {"lost", lost_at_reply ? "1" : "0"},
                          {"values", zkr::chaos::format_key_ints(values)},
                          {"tokens", zkr::chaos::format_key_ints(tokens)}, {"late", late ? "1" : "0"}});
