@@ -11,6 +11,8 @@
 #include "support/waits.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/lock_factory.hpp"
+#include "zkr/read_write_lock.hpp"
+#include "zkr/semaphore.hpp"
 
 namespace zkr {
 namespace {
@@ -81,6 +83,34 @@ TEST_F(CleanupIntegrationTest, DistinctKeysLockedOnceLeaveNothingBehind) {
       << root_ << " keeps more than its layout record";
   keeper->remove(root_ + "/" + std::string(kLayoutNodeName));
   EXPECT_TRUE(test::wait_gone(*keeper, root_, kWait)) << root_ << " still there";
+}
+
+// The read/write lock's directory and the semaphore's (its path, locks/ and
+// leases/) go too once released: the lock directories by the library, the
+// containers above them by the server's reaper (every second here).
+TEST_F(CleanupIntegrationTest, ReadWriteLocksAndSemaphoresLeaveNothingBehind) {
+  auto& c = client();
+  auto keeper = c.keeper();
+  keeper->create(root_);  // persistent: what is left under it is the locks'
+  {
+    InterProcessReadWriteLock rw(c, root_ + "/rw");
+    ASSERT_TRUE(rw.read_lock().try_acquire_for(kWait));
+    ASSERT_TRUE(rw.read_lock().release());
+    ASSERT_TRUE(rw.write_lock().try_acquire_for(kWait));
+    ASSERT_TRUE(rw.write_lock().release());
+    InterProcessSemaphoreV2 semaphore(c, root_ + "/sem", SemaphoreLimit::fixed(2));
+    auto leases = semaphore.try_acquire(2, kWait);
+    ASSERT_EQ(leases.size(), 2u);
+    for (auto& lease : leases) EXPECT_TRUE(lease.release());
+    CuratorSemaphoreMutex mutex(c, root_ + "/csm");
+    ASSERT_TRUE(mutex.try_acquire_for(kWait));
+    ASSERT_TRUE(mutex.release());
+    EXPECT_EQ(keeper->children(root_).names.size(), 3u);  // they were made
+  }
+  const auto empty = [](const auto& names) { return names.empty(); };
+  EXPECT_TRUE(test::wait_children(*keeper, root_, empty, kWait))
+      << "left under " << root_ << ": " << testing::PrintToString(keeper->children(root_).names);
+  keeper->remove(root_);
 }
 
 TEST_F(CleanupIntegrationTest, CleanerSweepsItsLeftoversAndNothingElse) {
