@@ -30,12 +30,13 @@ void prepare_root(Client& client, const std::string& root) {
     static Clock::time_point last;
     if (Clock::now() - last < std::chrono::seconds(3)) return;
     last = Clock::now();
-    std::cerr << "bench:   sweeping what an earlier run left: " << p.directories << " directories\n";
+    std::cerr << "bench:   sweeping what an earlier run left: " << p.directories
+              << " directories\n";
   };
   const auto report = clean_lock_root(client, root, options);
   if (report.empty_directories > 0)
-    std::cerr << "bench: removed " << report.empty_directories << " empty lock directories left under "
-              << root << " by an earlier run\n";
+    std::cerr << "bench: removed " << report.empty_directories
+              << " empty lock directories left under " << root << " by an earlier run\n";
   const std::uint64_t left = count_below(*keeper, root);
   if (left > 0)
     throw RunError("--root " + root + " holds " + std::to_string(left) +
@@ -79,15 +80,16 @@ int run_workloads(const Options& options) {
     prepare_root(*client, options.root);
   }
   std::cerr << "bench: ensemble " << options.connect << ", root " << options.root
-            << (options.quick ? ", quick sizes" : "") << (options.no_lock ? ", NO LOCK in W2 and W5" : "")
-            << "\n";
+            << (options.quick ? ", quick sizes" : "")
+            << (options.no_lock ? ", NO LOCK in W2 and W5" : "") << "\n";
   const auto counters_before = read_server_counters(options.connect);
   // Curator: javac once; a JVM of sessions per ensemble address (direct, or
   // through the delay proxies).
   std::optional<CuratorBuild> curator_build;
   std::unique_ptr<CuratorPeer> curator;
   bool curator_wanted = false;
-  for (const char* w : {"W1", "W2", "W3", "W5", "W6", "W7"}) curator_wanted = curator_wanted || options.wants(w);
+  for (const char* w : {"W1", "W2", "W3", "W5", "W6", "W7"})
+    curator_wanted = curator_wanted || options.wants(w);
   curator_wanted = curator_wanted && options.curator;
   if (curator_wanted) {
     std::cerr << "bench: compiling and starting the Curator peer\n";
@@ -108,10 +110,12 @@ int run_workloads(const Options& options) {
     Context at_rtt{options, plan, reporter, delayed.connect_string(), rtt};
     std::unique_ptr<CuratorPeer> delayed_curator;
     if (curator_wanted) {
-      delayed_curator = std::make_unique<CuratorPeer>(*curator_build, delayed.connect_string(), plan.w2_workers);
+      delayed_curator =
+          std::make_unique<CuratorPeer>(*curator_build, delayed.connect_string(), plan.w2_workers);
       at_rtt.curator = delayed_curator.get();
     }
-    std::cerr << "bench: W1 and W2 with " << rtt << " ms of round trip added (" << delayed.connect_string() << ")\n";
+    std::cerr << "bench: W1 and W2 with " << rtt << " ms of round trip added ("
+              << delayed.connect_string() << ")\n";
     if (options.wants("W1")) run_floor_and_w1(at_rtt, true);
     if (options.wants("W2")) run_w2_contended(at_rtt);
   }

@@ -16,11 +16,11 @@
 namespace zkr::bench {
 
 // Exit codes of run().
-inline constexpr int kExitOk = 0;          // ran; no check failed (targets: see --strict)
-inline constexpr int kExitCheckFailed = 1; // a correctness check failed (mutual exclusion,
-                                           // leftover znodes), or with --strict a target missed
-inline constexpr int kExitUsage = 2;       // bad option
-inline constexpr int kExitRunFailed = 3;   // could not run: no ensemble, an error mid-run
+inline constexpr int kExitOk = 0;           // ran; no check failed (targets: see --strict)
+inline constexpr int kExitCheckFailed = 1;  // a correctness check failed (mutual exclusion,
+                                            // leftover znodes), or with --strict a target missed
+inline constexpr int kExitUsage = 2;        // bad option
+inline constexpr int kExitRunFailed = 3;    // could not run: no ensemble, an error mid-run
 
 // args: what follows `zkr bench` on the command line. Prints the table (stdout,
 // or stderr with --json), JSON lines (stdout, with --json), progress (stderr).

@@ -93,7 +93,8 @@ bool wait_for_children(Keeper& keeper, const std::string& dir, std::size_t n,
   return false;
 }
 
-bool wait_gone(Keeper& keeper, const std::string& path, std::chrono::steady_clock::time_point deadline) {
+bool wait_gone(Keeper& keeper, const std::string& path,
+               std::chrono::steady_clock::time_point deadline) {
   for (int rounds = 0; rounds < 1'000'000; ++rounds) {
     const WatchLatch latch;
     if (!keeper.exists(path, latch.watcher())) return true;

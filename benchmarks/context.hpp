@@ -47,7 +47,8 @@ struct Context {
 // at most max_depth levels down.
 std::uint64_t count_below(Keeper& keeper, const std::string& path, unsigned max_depth = 4);
 // The same znodes, by path, parents before their children.
-std::vector<std::string> paths_below(Keeper& keeper, const std::string& path, unsigned max_depth = 4);
+std::vector<std::string> paths_below(Keeper& keeper, const std::string& path,
+                                     unsigned max_depth = 4);
 
 // Waits, on a child watch, until dir has at least n children. False at the
 // deadline.
@@ -55,6 +56,7 @@ bool wait_for_children(Keeper& keeper, const std::string& dir, std::size_t n,
                        std::chrono::steady_clock::time_point deadline);
 
 // Waits, on an exists watch, until path is absent. False at the deadline.
-bool wait_gone(Keeper& keeper, const std::string& path, std::chrono::steady_clock::time_point deadline);
+bool wait_gone(Keeper& keeper, const std::string& path,
+               std::chrono::steady_clock::time_point deadline);
 
 }  // namespace zkr::bench

@@ -31,8 +31,8 @@ void HoldLog::hold(GuardedCounter& counter, std::int64_t token) {
 }
 
 void HoldLog::shared_hold(const GuardedCounter& counter, std::int64_t token) {
-  exclusion::HolderInterval interval{::getpid(), holder_, monotonic_ns(), 0, token,
-                                     std::string(exclusion::kSharedKind)};
+  exclusion::HolderInterval interval{::getpid(), holder_, monotonic_ns(),
+                                     0,          token,   std::string(exclusion::kSharedKind)};
   // As long as an increment, without the write: a reader that looks.
   (void)counter.value();
   std::this_thread::yield();
@@ -69,16 +69,19 @@ void Judgement::add(const Judgement& later) {
 
 Judgement judge(const std::vector<const HoldLog*>& logs, const GuardedCounter& counter) {
   std::vector<exclusion::HolderInterval> all;
-  for (const auto* log : logs) all.insert(all.end(), log->intervals().begin(), log->intervals().end());
+  for (const auto* log : logs)
+    all.insert(all.end(), log->intervals().begin(), log->intervals().end());
   return judge(std::move(all), counter.value());
 }
 
 Judgement judge(std::vector<exclusion::HolderInterval> all, std::int64_t counter) {
-  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.enter_ns < b.enter_ns; });
+  std::sort(all.begin(), all.end(),
+            [](const auto& a, const auto& b) { return a.enter_ns < b.enter_ns; });
   Judgement j;
   j.handoffs = Samples(all.size());
   for (std::size_t i = 1; i < all.size(); ++i)
-    j.handoffs.add(static_cast<double>(std::max<std::int64_t>(0, all[i].enter_ns - all[i - 1].exit_ns)) / 1e6);
+    j.handoffs.add(
+        static_cast<double>(std::max<std::int64_t>(0, all[i].enter_ns - all[i - 1].exit_ns)) / 1e6);
   // Shared (read) holds make no increment.
   const auto acquisitions = static_cast<std::int64_t>(std::count_if(
       all.begin(), all.end(), [](const auto& h) { return h.kind != exclusion::kSharedKind; }));

@@ -44,7 +44,8 @@ std::int64_t monotonic_ns();
 // One thread's holds.
 class HoldLog {
  public:
-  explicit HoldLog(std::int64_t holder, std::string kind = "mutex") : holder_(holder), kind_(std::move(kind)) {}
+  explicit HoldLog(std::int64_t holder, std::string kind = "mutex")
+      : holder_(holder), kind_(std::move(kind)) {}
   // Called just after the acquire returned and before the release: records
   // the grant time, increments the counter, records the release time.
   void hold(GuardedCounter& counter, std::int64_t token);
@@ -64,7 +65,8 @@ class HoldLog {
 struct Judgement {
   exclusion::ExclusionReport report;
   Samples handoffs;
-  std::uint64_t violations() const;  // overlaps + token inversions + |lost updates| + missing records
+  std::uint64_t violations()
+      const;  // overlaps + token inversions + |lost updates| + missing records
   // Adds a later round's judgement, made on holds of their own: counts add
   // up and hand-offs pool (the gap between two rounds is no hand-off).
   void add(const Judgement& later);

@@ -13,7 +13,8 @@
 #include "context.hpp"
 
 #ifndef ZKR_CURATOR_BENCH_JAVA
-#error "ZKR_CURATOR_BENCH_JAVA must name benchmarks/curator/CuratorBench.java (benchmarks/CMakeLists.txt)"
+#error \
+    "ZKR_CURATOR_BENCH_JAVA must name benchmarks/curator/CuratorBench.java (benchmarks/CMakeLists.txt)"
 #endif
 
 namespace zkr::bench {
@@ -90,20 +91,24 @@ CuratorBuild::CuratorBuild() {
   const std::string javac = find_program("javac");
   java_ = find_program("java");
   if (javac.empty() || java_.empty())
-    throw RunError("--peers curator needs javac and java in PATH (scripts/setup installs default-jdk-headless)");
+    throw RunError(
+        "--peers curator needs javac and java in PATH (scripts/setup installs "
+        "default-jdk-headless)");
   for (const char* jar : kJars) {
     const auto path = std::filesystem::path(kJarDir) / jar;
     if (!std::filesystem::exists(path))
-      throw RunError("--peers curator needs " + path.string() + " (scripts/setup installs the Curator jars)");
+      throw RunError("--peers curator needs " + path.string() +
+                     " (scripts/setup installs the Curator jars)");
     classpath_ += path.string() + ":";
   }
   std::string dir = (std::filesystem::temp_directory_path() / "zkr-bench-curator-XXXXXX").string();
   if (!::mkdtemp(dir.data())) throw RunError("cannot make a temporary directory for javac");
   dir_ = dir;
-  const pid_t pid = spawn({javac, "-nowarn", "-d", dir_, "-cp", classpath_, ZKR_CURATOR_BENCH_JAVA}, nullptr, nullptr);
+  const pid_t pid = spawn({javac, "-nowarn", "-d", dir_, "-cp", classpath_, ZKR_CURATOR_BENCH_JAVA},
+                          nullptr, nullptr);
   int status = 0;
-  if (pid < 0 || !wait_exit(pid, Clock::now() + std::chrono::seconds(180), status) || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0)
+  if (pid < 0 || !wait_exit(pid, Clock::now() + std::chrono::seconds(180), status) ||
+      !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw RunError(std::string("javac failed on ") + ZKR_CURATOR_BENCH_JAVA);
   classpath_ += dir_;
 }
@@ -144,7 +149,8 @@ std::string CuratorPeer::read_line(Clock::time_point deadline) {
       pending_.erase(0, nl + 1);
       return line;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) throw RunError("the Curator peer did not answer in time");
     pollfd p{from_peer_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
@@ -160,7 +166,8 @@ std::string CuratorPeer::interval_file() {
   return build_.dir() + "/holds-" + std::to_string(next_file_++) + ".intervals";
 }
 
-std::vector<std::string> CuratorPeer::command(const std::string& line, std::chrono::milliseconds timeout) {
+std::vector<std::string> CuratorPeer::command(const std::string& line,
+                                              std::chrono::milliseconds timeout) {
   const std::string text = line + "\n";
   if (::write(to_peer_, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     throw RunError("cannot write to the Curator peer");
@@ -172,28 +179,31 @@ std::vector<std::string> CuratorPeer::command(const std::string& line, std::chro
 }
 
 CuratorPeer::W1 CuratorPeer::w1(const std::string& path, std::chrono::milliseconds duration) {
-  const auto w = command("w1 " + path + " " + std::to_string(duration.count()), duration + std::chrono::seconds(60));
+  const auto w = command("w1 " + path + " " + std::to_string(duration.count()),
+                         duration + std::chrono::seconds(60));
   W1 result;
   result.cycles = std::stoull(w.at(0));
-  for (std::size_t i = 1; i < w.size(); ++i) result.latencies_ms.push_back(std::stod(w[i]) / 1000.0);
+  for (std::size_t i = 1; i < w.size(); ++i)
+    result.latencies_ms.push_back(std::stod(w[i]) / 1000.0);
   return result;
 }
 
 CuratorPeer::W1 CuratorPeer::w3(const std::string& root, std::uint64_t keys, unsigned threads,
                                 std::chrono::milliseconds duration) {
-  const auto w = command("w3 " + root + " " + std::to_string(keys) + " " + std::to_string(threads) + " " +
-                             std::to_string(duration.count()),
+  const auto w = command("w3 " + root + " " + std::to_string(keys) + " " + std::to_string(threads) +
+                             " " + std::to_string(duration.count()),
                          duration + std::chrono::seconds(90));
   W1 result;
   result.cycles = std::stoull(w.at(0));
-  for (std::size_t i = 1; i < w.size(); ++i) result.latencies_ms.push_back(std::stod(w[i]) / 1000.0);
+  for (std::size_t i = 1; i < w.size(); ++i)
+    result.latencies_ms.push_back(std::stod(w[i]) / 1000.0);
   return result;
 }
 
-CuratorPeer::W5 CuratorPeer::w5(const std::string& path, std::uint64_t waiters, std::uint64_t handoffs,
-                                std::chrono::milliseconds duration) {
-  const auto w = command("w5 " + path + " " + std::to_string(waiters) + " " + std::to_string(handoffs) + " " +
-                             std::to_string(duration.count()),
+CuratorPeer::W5 CuratorPeer::w5(const std::string& path, std::uint64_t waiters,
+                                std::uint64_t handoffs, std::chrono::milliseconds duration) {
+  const auto w = command("w5 " + path + " " + std::to_string(waiters) + " " +
+                             std::to_string(handoffs) + " " + std::to_string(duration.count()),
                          duration + std::chrono::seconds(300));
   W5 result;
   result.handoffs = std::stoull(w.at(0));
@@ -202,11 +212,12 @@ CuratorPeer::W5 CuratorPeer::w5(const std::string& path, std::uint64_t waiters, 
   return result;
 }
 
-CuratorPeer::W2 CuratorPeer::w2(const std::string& path, unsigned workers, std::chrono::milliseconds duration) {
+CuratorPeer::W2 CuratorPeer::w2(const std::string& path, unsigned workers,
+                                std::chrono::milliseconds duration) {
   W2 result;
   result.interval_file = interval_file();
-  const auto w = command("w2 " + path + " " + std::to_string(workers) + " " + std::to_string(duration.count()) +
-                             " " + result.interval_file,
+  const auto w = command("w2 " + path + " " + std::to_string(workers) + " " +
+                             std::to_string(duration.count()) + " " + result.interval_file,
                          duration + std::chrono::seconds(90));
   result.acquisitions = std::stoull(w.at(0));
   result.counter = std::stoll(w.at(1));
@@ -217,7 +228,8 @@ CuratorPeer::W2 CuratorPeer::w2(const std::string& path, unsigned workers, std::
 namespace {
 
 // Microseconds from the reply, from `from` on, `count` of them, in ms.
-std::vector<double> waits_ms(const std::vector<std::string>& w, std::size_t from, std::size_t count) {
+std::vector<double> waits_ms(const std::vector<std::string>& w, std::size_t from,
+                             std::size_t count) {
   if (from + count > w.size()) throw RunError("the Curator peer's reply is short of waits");
   std::vector<double> out;
   for (std::size_t i = from; i < from + count; ++i) out.push_back(std::stod(w[i]) / 1000.0);
@@ -230,9 +242,10 @@ CuratorPeer::W6 CuratorPeer::w6(const std::string& path, unsigned workers, unsig
                                 std::chrono::milliseconds duration) {
   W6 result;
   result.interval_file = interval_file();
-  const auto w = command("w6 " + path + " " + std::to_string(workers) + " " + std::to_string(write_every) + " " +
-                             std::to_string(duration.count()) + " " + result.interval_file,
-                         duration + std::chrono::seconds(90));
+  const auto w =
+      command("w6 " + path + " " + std::to_string(workers) + " " + std::to_string(write_every) +
+                  " " + std::to_string(duration.count()) + " " + result.interval_file,
+              duration + std::chrono::seconds(90));
   result.reads = std::stoull(w.at(0));
   result.writes = std::stoull(w.at(1));
   result.counter = std::stoll(w.at(2));
@@ -241,24 +254,26 @@ CuratorPeer::W6 CuratorPeer::w6(const std::string& path, unsigned workers, unsig
   return result;
 }
 
-CuratorPeer::W7 CuratorPeer::w7_semaphore(const std::string& path, unsigned workers, std::int32_t leases, int reads,
+CuratorPeer::W7 CuratorPeer::w7_semaphore(const std::string& path, unsigned workers,
+                                          std::int32_t leases, int reads,
                                           std::chrono::milliseconds duration) {
   W7 result;
   result.interval_file = interval_file();
-  const auto w = command("w7-semaphore " + path + " " + std::to_string(workers) + " " + std::to_string(leases) + " " +
-                             std::to_string(reads) + " " + std::to_string(duration.count()) + " " +
-                             result.interval_file,
+  const auto w = command("w7-semaphore " + path + " " + std::to_string(workers) + " " +
+                             std::to_string(leases) + " " + std::to_string(reads) + " " +
+                             std::to_string(duration.count()) + " " + result.interval_file,
                          duration + std::chrono::seconds(90));
   result.acquisitions = std::stoull(w.at(0));
   result.waits_ms = waits_ms(w, 1, w.size() - 1);
   return result;
 }
 
-CuratorPeer::W7 CuratorPeer::w7_mutex(const std::string& path, unsigned workers, std::chrono::milliseconds duration) {
+CuratorPeer::W7 CuratorPeer::w7_mutex(const std::string& path, unsigned workers,
+                                      std::chrono::milliseconds duration) {
   W7 result;
   result.interval_file = interval_file();
-  const auto w = command("w7-mutex " + path + " " + std::to_string(workers) + " " + std::to_string(duration.count()) +
-                             " " + result.interval_file,
+  const auto w = command("w7-mutex " + path + " " + std::to_string(workers) + " " +
+                             std::to_string(duration.count()) + " " + result.interval_file,
                          duration + std::chrono::seconds(90));
   result.acquisitions = std::stoull(w.at(0));
   result.waits_ms = waits_ms(w, 1, w.size() - 1);

@@ -11,10 +11,10 @@
 //   auto w1 = peer.w1("/zkr-bench/curator-w1/lock", 1000ms);
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace zkr::bench {
@@ -53,14 +53,16 @@ class CuratorPeer {
 
   // W3: keys distinct locks under root, once each, by threads over the
   // peer's sessions; at most duration.
-  W1 w3(const std::string& root, std::uint64_t keys, unsigned threads, std::chrono::milliseconds duration);
+  W1 w3(const std::string& root, std::uint64_t keys, unsigned threads,
+        std::chrono::milliseconds duration);
 
   struct W5 {
     std::uint64_t handoffs = 0;
     double seconds = 0;  // from the first release to the last measured grant
     std::vector<double> handoffs_ms;
   };
-  W5 w5(const std::string& path, std::uint64_t waiters, std::uint64_t handoffs, std::chrono::milliseconds duration);
+  W5 w5(const std::string& path, std::uint64_t waiters, std::uint64_t handoffs,
+        std::chrono::milliseconds duration);
 
   struct W2 {
     std::uint64_t acquisitions = 0;
@@ -78,7 +80,8 @@ class CuratorPeer {
     std::vector<double> read_waits_ms, write_waits_ms;
     std::string interval_file;
   };
-  W6 w6(const std::string& path, unsigned workers, unsigned write_every, std::chrono::milliseconds duration);
+  W6 w6(const std::string& path, unsigned workers, unsigned write_every,
+        std::chrono::milliseconds duration);
 
   // W7: workers on their own sessions, each hold recorded (token 0: W7 looks
   // only at how many held at once).

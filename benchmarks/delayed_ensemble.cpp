@@ -12,7 +12,8 @@ DelayedEnsemble::DelayedEnsemble(const std::string& connect, double rtt_ms) {
   for (const auto port : local_ports(connect)) {
     proxies_.push_back(std::make_unique<chaos::TcpProxy>(port));
     proxies_.back()->set_mode(chaos::ProxyMode::delay, each_way);
-    connect_ += (connect_.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(proxies_.back()->port());
+    connect_ += (connect_.empty() ? "" : ",") + std::string("127.0.0.1:") +
+                std::to_string(proxies_.back()->port());
   }
   if (proxies_.empty())
     throw RunError("--rtt needs the servers on 127.0.0.1 (the delay proxies run here): " + connect);

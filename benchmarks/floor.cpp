@@ -59,7 +59,8 @@ struct Session {
   Session& operator=(const Session&) = delete;
 
   void create_if_missing(const std::string& path, int flags) {
-    const int rc = zoo_create(zh, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, flags, nullptr, 0);
+    const int rc =
+        zoo_create(zh, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, flags, nullptr, 0);
     if (rc != ZOK && rc != ZNODEEXISTS) throw std::runtime_error(error_text("creating", path, rc));
   }
 };
@@ -96,7 +97,8 @@ void on_watch(zhandle_t*, int type, int, const char*, void* context) {
 struct Floor::Impl {
   explicit Impl(const std::string& connect) : session(connect) {}
   ~Impl() {
-    (void)zoo_delete(session.zh, parent.c_str(), -1);  // best effort: the sweep of a later run takes it
+    (void)zoo_delete(session.zh, parent.c_str(),
+                     -1);  // best effort: the sweep of a later run takes it
   }
   Session session;
   zhandle_t* zh = session.zh;
@@ -123,8 +125,8 @@ std::uint64_t Floor::cycle_for(std::chrono::milliseconds duration, std::uint64_t
   for (; cycles < max_cycles; ++cycles) {
     const auto t0 = Clock::now();
     if (t0 >= deadline) break;
-    int rc = zoo_create(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
-                        created.data(), static_cast<int>(created.size()));
+    int rc = zoo_create(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE,
+                        ZOO_EPHEMERAL_SEQUENTIAL, created.data(), static_cast<int>(created.size()));
     if (rc != ZOK) throw std::runtime_error(error_text("creating", prefix, rc));
     String_vector children{};
     rc = zoo_get_children(zh, parent.c_str(), 0, &children);
@@ -145,13 +147,15 @@ struct FloorLock::Impl {
   std::string ours;  // our node's path while queued or held
 };
 
-FloorLock::FloorLock(const std::string& connect, std::string dir) : impl_(std::make_unique<Impl>(connect)) {
+FloorLock::FloorLock(const std::string& connect, std::string dir)
+    : impl_(std::make_unique<Impl>(connect)) {
   impl_->dir = std::move(dir);
 }
 
 FloorLock::~FloorLock() = default;  // closing the session deletes a node left
 
-void FloorLock::create_dir(const std::string& connect, const std::string& root, const std::string& dir) {
+void FloorLock::create_dir(const std::string& connect, const std::string& root,
+                           const std::string& dir) {
   Session session(connect);
   session.create_if_missing(root, ZOO_CONTAINER);
   session.create_if_missing(dir, ZOO_PERSISTENT);
@@ -164,8 +168,9 @@ bool FloorLock::try_acquire_for(std::chrono::milliseconds timeout) {
   const std::string prefix = dir + "/lock-";
   std::vector<char> created(prefix.size() + 32);
   Stat stat{};
-  int rc = zoo_create2(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
-                       created.data(), static_cast<int>(created.size()), &stat);
+  int rc =
+      zoo_create2(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                  created.data(), static_cast<int>(created.size()), &stat);
   if (rc != ZOK) throw std::runtime_error(error_text("creating", prefix, rc));
   impl_->ours = created.data();
   token_ = stat.czxid;
@@ -178,7 +183,8 @@ bool FloorLock::try_acquire_for(std::chrono::milliseconds timeout) {
     deallocate_String_vector(&children);
     std::sort(names.begin(), names.end());  // one prefix: the sequence orders them
     const auto at = std::lower_bound(names.begin(), names.end(), name);
-    if (at == names.end() || *at != name) throw std::runtime_error("floor: our node " + name + " is gone");
+    if (at == names.end() || *at != name)
+      throw std::runtime_error("floor: our node " + name + " is gone");
     if (at == names.begin()) return true;
     const std::string predecessor = dir + "/" + *std::prev(at);
     const std::uint64_t seen = impl_->watches.now();

@@ -26,7 +26,8 @@ class Floor {
 
   // Runs cycles for `duration` or max_cycles, whichever comes first, adding
   // each cycle's time to samples; returns how many. Throws std::runtime_error.
-  std::uint64_t cycle_for(std::chrono::milliseconds duration, std::uint64_t max_cycles, Samples& samples);
+  std::uint64_t cycle_for(std::chrono::milliseconds duration, std::uint64_t max_cycles,
+                          Samples& samples);
 
  private:
   struct Impl;
@@ -55,7 +56,8 @@ class FloorLock {
   std::int64_t token() const noexcept { return token_; }
 
   // Creates dir (persistent) through a session of its own, if missing.
-  static void create_dir(const std::string& connect, const std::string& root, const std::string& dir);
+  static void create_dir(const std::string& connect, const std::string& root,
+                         const std::string& dir);
 
  private:
   struct Impl;

@@ -35,8 +35,7 @@ std::string format_number(double value) {
   // values below 2^53 are written as integers instead.
   if (value == std::floor(value) && std::fabs(value) < 9.0e15)
     std::snprintf(buf, sizeof buf, "%.0f", value);
-  else
-    std::snprintf(buf, sizeof buf, "%.6g", value);
+  else std::snprintf(buf, sizeof buf, "%.6g", value);
   return buf;
 }
 

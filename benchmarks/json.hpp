@@ -13,8 +13,12 @@ namespace zkr::bench {
 class JsonObject {
  public:
   JsonObject& add(std::string_view key, std::string_view value);
-  JsonObject& add(std::string_view key, const char* value) { return add(key, std::string_view(value)); }
-  JsonObject& add(std::string_view key, const std::string& value) { return add(key, std::string_view(value)); }
+  JsonObject& add(std::string_view key, const char* value) {
+    return add(key, std::string_view(value));
+  }
+  JsonObject& add(std::string_view key, const std::string& value) {
+    return add(key, std::string_view(value));
+  }
   JsonObject& add(std::string_view key, bool value);
   JsonObject& add(std::string_view key, std::int64_t value);
   JsonObject& add(std::string_view key, std::uint64_t value);
@@ -28,7 +32,9 @@ class JsonObject {
   JsonObject& append(const JsonObject& other);
 
   bool empty() const noexcept { return fields_.empty(); }
-  const std::vector<std::pair<std::string, std::string>>& fields() const noexcept { return fields_; }
+  const std::vector<std::pair<std::string, std::string>>& fields() const noexcept {
+    return fields_;
+  }
   std::string str() const;  // {"a":1,"b":"x"}
 
  private:

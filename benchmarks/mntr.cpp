@@ -44,7 +44,8 @@ std::vector<std::uint16_t> local_ports(const std::string& connect) {
   return ports;
 }
 
-std::optional<std::string> four_letter_word(std::uint16_t port, const std::string& word, int timeout_ms) {
+std::optional<std::string> four_letter_word(std::uint16_t port, const std::string& word,
+                                            int timeout_ms) {
   Fd sock{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   if (sock.fd < 0) return std::nullopt;
   sockaddr_in addr{};
@@ -53,13 +54,15 @@ std::optional<std::string> four_letter_word(std::uint16_t port, const std::strin
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   // Loopback connects at once or is refused; the reply is what may hang (a
   // frozen server accepts but never answers), so only reads are bounded.
-  if (::connect(sock.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return std::nullopt;
+  if (::connect(sock.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+    return std::nullopt;
   if (::send(sock.fd, word.data(), word.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(word.size()))
     return std::nullopt;
   std::string reply;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (int reads = 0; reads < 10000; ++reads) {  // bounded: a reply is a few KiB
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return std::nullopt;
     pollfd p{sock.fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
@@ -82,7 +85,8 @@ std::optional<std::map<std::string, std::string>> mntr(std::uint16_t port, int t
     const auto tab = line.find('\t');
     if (tab != std::string::npos) values[line.substr(0, tab)] = line.substr(tab + 1);
   }
-  if (values.empty()) return std::nullopt;  // e.g. "mntr is not executed because it is not in the whitelist."
+  if (values.empty())
+    return std::nullopt;  // e.g. "mntr is not executed because it is not in the whitelist."
   return values;
 }
 
@@ -97,7 +101,8 @@ std::optional<std::int64_t> leader_znode_count(const std::string& connect) {
     const auto& text = count->second;
     if (std::from_chars(text.data(), text.data() + text.size(), n).ec != std::errc()) continue;
     const auto state = values->find("zk_server_state");
-    if (state != values->end() && (state->second == "leader" || state->second == "standalone")) return n;
+    if (state != values->end() && (state->second == "leader" || state->second == "standalone"))
+      return n;
     if (!any) any = n;
   }
   return any;  // no leader answered: the first server that did

@@ -15,7 +15,8 @@ std::vector<std::uint16_t> local_ports(const std::string& connect);
 
 // The reply to a four-letter word (mntr, srvr...), whole; nullopt if the
 // server did not answer within timeout_ms.
-std::optional<std::string> four_letter_word(std::uint16_t port, const std::string& word, int timeout_ms = 2000);
+std::optional<std::string> four_letter_word(std::uint16_t port, const std::string& word,
+                                            int timeout_ms = 2000);
 
 // mntr's "key value" lines of one server; nullopt if it did not answer within
 // timeout_ms (down, frozen, or mntr not whitelisted).

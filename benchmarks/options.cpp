@@ -47,7 +47,8 @@ std::vector<double> parse_rtts(const std::string& text) {
     double ms = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), ms);
     if (ec != std::errc() || ptr != item.data() + item.size() || ms < 0 || ms > 1000)
-      throw UsageError("--rtt needs milliseconds from 0 to 1000, comma-separated (got '" + item + "')");
+      throw UsageError("--rtt needs milliseconds from 0 to 1000, comma-separated (got '" + item +
+                       "')");
     if (std::find(rtts.begin(), rtts.end(), ms) == rtts.end()) rtts.push_back(ms);
     start = comma + 1;
   }
@@ -101,15 +102,16 @@ Options parse_options(const std::vector<std::string>& args) {
     } else if (arg == "--root") {
       options.root = value();
       if (options.root.size() < 2 || options.root[0] != '/' || options.root.back() == '/')
-        throw UsageError("--root needs an absolute znode path other than / (got '" +
-                         options.root + "')");
+        throw UsageError("--root needs an absolute znode path other than / (got '" + options.root +
+                         "')");
     } else if (arg == "--max-keys") {
       options.max_keys = parse_count(arg, value());
     } else if (arg == "--rtt") {
       options.rtts_ms = parse_rtts(value());
     } else if (arg == "--peers") {
       const std::string peers = value();
-      if (peers != "curator") throw UsageError("--peers knows only 'curator' (got '" + peers + "')");
+      if (peers != "curator")
+        throw UsageError("--peers knows only 'curator' (got '" + peers + "')");
       options.curator = true;
     } else if (arg == "--no-lock") {
       no_value();
@@ -130,23 +132,48 @@ Plan make_plan(const Options& options) {
   using std::chrono::milliseconds;
   Plan plan;
   if (options.quick) {
-    plan = Plan{milliseconds(1000), milliseconds(2000), 8,
-                {100, 300, 1000}, 8, 4, milliseconds(5000),
-                {0, 100, 1000}, milliseconds(200), milliseconds(500), milliseconds(3000), 30, 100,
-                {0, 2, 10}, 30, milliseconds(3000)};
+    plan = Plan{milliseconds(1000),
+                milliseconds(2000),
+                8,
+                {100, 300, 1000},
+                8,
+                4,
+                milliseconds(5000),
+                {0, 100, 1000},
+                milliseconds(200),
+                milliseconds(500),
+                milliseconds(3000),
+                30,
+                100,
+                {0, 2, 10},
+                30,
+                milliseconds(3000)};
   } else {
-    plan = Plan{milliseconds(10000), milliseconds(15000), 8,
-                {1000, 10000, 100000}, 16, 8, milliseconds(5000),
-                {0, 1000, 10000, 100000, 1000000}, milliseconds(2000), milliseconds(4000),
-                milliseconds(30000), 300, 2000,
-                {0, 10, 100, 1000}, 1000, milliseconds(15000)};
+    plan = Plan{milliseconds(10000),
+                milliseconds(15000),
+                8,
+                {1000, 10000, 100000},
+                16,
+                8,
+                milliseconds(5000),
+                {0, 1000, 10000, 100000, 1000000},
+                milliseconds(2000),
+                milliseconds(4000),
+                milliseconds(30000),
+                300,
+                2000,
+                {0, 10, 100, 1000},
+                1000,
+                milliseconds(15000)};
   }
   // W1 and W2 at added round trips: 0, 1 and 5 ms in a full run; in a quick
   // one only when asked.
-  plan.rtts_ms = options.rtts_ms.value_or(options.quick ? std::vector<double>{0} : std::vector<double>{0, 1, 5});
+  plan.rtts_ms = options.rtts_ms.value_or(options.quick ? std::vector<double>{0}
+                                                        : std::vector<double>{0, 1, 5});
   std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });
   if (plan.w4_keys.empty() || plan.w4_keys.back() < options.max_keys)
-    if (options.max_keys < (options.quick ? 1000u : 1000000u)) plan.w4_keys.push_back(options.max_keys);
+    if (options.max_keys < (options.quick ? 1000u : 1000000u))
+      plan.w4_keys.push_back(options.max_keys);
   return plan;
 }
 

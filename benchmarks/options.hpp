@@ -24,7 +24,7 @@ struct Options {
   bool strict = false;                 // a missed target also exits 1
   std::optional<std::string> out_dir;  // JSON lines, table and plots go there
   std::string root = "/zkr-bench";
-  std::uint64_t max_keys = 1'000'000;  // cap on W4's N
+  std::uint64_t max_keys = 1'000'000;          // cap on W4's N
   std::optional<std::vector<double>> rtts_ms;  // --rtt: added round trips for W1, W2
   // W2 and W5 take no lock: the control of their exclusion checks, which
   // must then report overlaps and lost updates (exit 1).
@@ -38,14 +38,14 @@ struct Options {
 
 // Durations and sizes of every workload, from --quick and --max-keys.
 struct Plan {
-  std::chrono::milliseconds w1_duration;       // the floor's and W1's each
+  std::chrono::milliseconds w1_duration;  // the floor's and W1's each
   std::chrono::milliseconds w2_duration;
   unsigned w2_workers;
-  std::vector<std::uint64_t> w3_keys;          // K, in sequence
-  unsigned w3_threads;                         // threads, spread over the sessions
+  std::vector<std::uint64_t> w3_keys;  // K, in sequence
+  unsigned w3_threads;                 // threads, spread over the sessions
   unsigned w3_sessions;
-  std::chrono::milliseconds w3_settle;         // wait before the last znode count
-  std::vector<std::uint64_t> w4_keys;          // N
+  std::chrono::milliseconds w3_settle;  // wait before the last znode count
+  std::vector<std::uint64_t> w4_keys;   // N
   // Cycles at each N: after a warm-up, at least w4_duration and w4_min_cycles
   // pairs (under N, then the control), at most w4_max_duration or w4_cycles.
   std::chrono::milliseconds w4_warmup;
@@ -53,10 +53,10 @@ struct Plan {
   std::chrono::milliseconds w4_max_duration;
   std::uint64_t w4_min_cycles;
   std::uint64_t w4_cycles;
-  std::vector<std::uint64_t> w5_waiters;       // N
-  std::uint64_t w5_handoffs;                   // measured at each N, at most
-  std::chrono::milliseconds w5_duration;       // at each N, at most
-  std::vector<double> rtts_ms = {0};           // W1 and W2 at each added round trip (0: direct)
+  std::vector<std::uint64_t> w5_waiters;  // N
+  std::uint64_t w5_handoffs;              // measured at each N, at most
+  std::chrono::milliseconds w5_duration;  // at each N, at most
+  std::vector<double> rtts_ms = {0};      // W1 and W2 at each added round trip (0: direct)
 };
 
 Plan make_plan(const Options& options);

@@ -50,11 +50,18 @@ std::string layout_of(const Record& r) {
 
 std::string value(double v) { return v < 0 ? "NaN" : format_number(v); }
 
-std::string common_header(const std::string& png, const std::string& title, const std::string& xlabel) {
+std::string common_header(const std::string& png, const std::string& title,
+                          const std::string& xlabel) {
   return "set terminal pngcairo size 900,540 font 'sans,11'\n"
-         "set output '" + png + "'\n"
-         "set title '" + title + "'\n"
-         "set xlabel '" + xlabel + "'\n"
+         "set output '" +
+         png +
+         "'\n"
+         "set title '" +
+         title +
+         "'\n"
+         "set xlabel '" +
+         xlabel +
+         "'\n"
          "set ylabel 'latency (ms, log scale)'\n"
          "set logscale y\n"
          "set grid ytics\n"
@@ -76,22 +83,24 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
   std::map<std::uint64_t, std::map<std::string, Point>> w4;  // N -> layout -> point
   std::map<std::uint64_t, Point> w5;
   std::map<double, std::map<std::string, double>> rtt;  // added RTT -> "impl W" -> ops/s
-  double floor_p50 = -1;  // drawn as a reference line
+  double floor_p50 = -1;                                // drawn as a reference line
   for (const auto& r : records) {
-    if (r.impl == "floor" && r.workload == "W1" && r.added_rtt_ms == 0 && r.latency) floor_p50 = r.latency->p50_ms;
+    if (r.impl == "floor" && r.workload == "W1" && r.added_rtt_ms == 0 && r.latency)
+      floor_p50 = r.latency->p50_ms;
     if ((r.workload == "W1" || r.workload == "W2") && r.latency)
       rtt[r.added_rtt_ms][r.impl + " " + r.workload] = r.ops_per_sec();
     if (r.impl != "zkr" || !r.latency) continue;
     if (r.workload == "W4") w4[n_of(r, "n")][layout_of(r)] = {r.latency->p50_ms, r.latency->p99_ms};
     if (r.workload == "W5") w5[n_of(r, "waiters")] = {r.latency->p50_ms, r.latency->p99_ms};
   }
-  const auto draw = [&](const std::string& stem, const std::string& data, const std::string& script) {
+  const auto draw = [&](const std::string& stem, const std::string& data,
+                        const std::string& script) {
     std::ofstream(dir + "/" + stem + ".dat") << data;
     std::ofstream(dir + "/" + stem + ".gp") << script;
-    if (run_gnuplot(dir, stem + ".gp"))
-      made.push_back(dir + "/" + stem + ".png");
+    if (run_gnuplot(dir, stem + ".gp")) made.push_back(dir + "/" + stem + ".png");
     else
-      std::cerr << "bench: gnuplot could not draw " << dir << "/" << stem << ".png (is gnuplot installed?)\n";
+      std::cerr << "bench: gnuplot could not draw " << dir << "/" << stem
+                << ".png (is gnuplot installed?)\n";
   };
   if (!w4.empty()) {
     std::string data = "# N  label  flat_p50 flat_p99 hashed_p50 hashed_p99 (ms)\n";
@@ -101,17 +110,23 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
         return it == by_layout.end() ? Point{} : it->second;
       };
       const Point flat = get("flat"), hashed = get("hashed");
-      data += std::to_string(n) + " " + n_label(n) + " " + value(flat.p50) + " " + value(flat.p99) + " " +
-              value(hashed.p50) + " " + value(hashed.p99) + "\n";
+      data += std::to_string(n) + " " + n_label(n) + " " + value(flat.p50) + " " + value(flat.p99) +
+              " " + value(hashed.p50) + " " + value(hashed.p99) + "\n";
     }
     const std::string dat = "w4.dat";
     draw("w4", data,
          common_header("w4.png", "W4: lock cycle latency vs other lock keys under the root",
                        "other lock keys already present (N)") +
-             "plot '" + dat + "' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'flat p50', \\\n"
-             "     '" + dat + "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'flat p99', \\\n"
-             "     '" + dat + "' using 0:5 with linespoints lw 2 pt 5 title 'hashed p50', \\\n"
-             "     '" + dat + "' using 0:6 with linespoints lw 1 pt 4 dt 2 title 'hashed p99'" +
+             "plot '" + dat +
+             "' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'flat p50', \\\n"
+             "     '" +
+             dat +
+             "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'flat p99', \\\n"
+             "     '" +
+             dat +
+             "' using 0:5 with linespoints lw 2 pt 5 title 'hashed p50', \\\n"
+             "     '" +
+             dat + "' using 0:6 with linespoints lw 1 pt 4 dt 2 title 'hashed p99'" +
              floor_line(floor_p50));
   }
   if (!w5.empty()) {
@@ -122,13 +137,17 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
     draw("w5", data,
          common_header("w5.png", "W5: hand-off latency vs waiters queued behind the receiver",
                        "waiters (N)") +
-             "plot '" + dat + "' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'p50', \\\n"
-             "     '" + dat + "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'p99'" +
+             "plot '" + dat +
+             "' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'p50', \\\n"
+             "     '" +
+             dat + "' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'p99'" +
              floor_line(floor_p50));
   }
   if (rtt.size() > 1) {
-    const std::vector<std::string> series = {"floor W1", "zkr W1", "floor W2", "zkr W2", "curator W1", "curator W2"};
-    std::string data = "# added_rtt_ms  floor_W1 zkr_W1 floor_W2 zkr_W2 curator_W1 curator_W2 (operations/s)\n";
+    const std::vector<std::string> series = {"floor W1", "zkr W1",     "floor W2",
+                                             "zkr W2",   "curator W1", "curator W2"};
+    std::string data =
+        "# added_rtt_ms  floor_W1 zkr_W1 floor_W2 zkr_W2 curator_W1 curator_W2 (operations/s)\n";
     for (const auto& [ms, rates] : rtt) {
       data += format_number(ms);
       for (const auto& name : series) {
@@ -145,12 +164,29 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
          "set xlabel 'added round trip (ms)'\n"
          "set ylabel 'cycles or acquisitions per second (log scale)'\n"
          "set logscale y\nset grid ytics\nset key top right\nset datafile missing 'NaN'\n"
-         "plot '" + dat + "' using 1:2 with linespoints lw 1 pt 6 dt 2 lc rgb 'gray40' title 'floor W1 (cycles/s)', \\\n"
-         "     '" + dat + "' using 1:3 with linespoints lw 2 pt 7 lc rgb 'blue' title 'zkr W1 (cycles/s)', \\\n"
-         "     '" + dat + "' using 1:4 with linespoints lw 1 pt 4 dt 2 lc rgb 'gray20' title 'floor W2 (acquisitions/s)', \\\n"
-         "     '" + dat + "' using 1:5 with linespoints lw 2 pt 5 lc rgb 'red' title 'zkr W2 (acquisitions/s)', \\\n"
-         "     '" + dat + "' using 1:6 with linespoints lw 1 pt 9 lc rgb 'dark-green' title 'Curator W1 (cycles/s)', \\\n"
-         "     '" + dat + "' using 1:7 with linespoints lw 1 pt 11 lc rgb 'orange' title 'Curator W2 (acquisitions/s)'\n");
+         "plot '" +
+             dat +
+             "' using 1:2 with linespoints lw 1 pt 6 dt 2 lc rgb 'gray40' title 'floor W1 "
+             "(cycles/s)', \\\n"
+             "     '" +
+             dat +
+             "' using 1:3 with linespoints lw 2 pt 7 lc rgb 'blue' title 'zkr W1 (cycles/s)', \\\n"
+             "     '" +
+             dat +
+             "' using 1:4 with linespoints lw 1 pt 4 dt 2 lc rgb 'gray20' title 'floor W2 "
+             "(acquisitions/s)', \\\n"
+             "     '" +
+             dat +
+             "' using 1:5 with linespoints lw 2 pt 5 lc rgb 'red' title 'zkr W2 (acquisitions/s)', "
+             "\\\n"
+             "     '" +
+             dat +
+             "' using 1:6 with linespoints lw 1 pt 9 lc rgb 'dark-green' title 'Curator W1 "
+             "(cycles/s)', \\\n"
+             "     '" +
+             dat +
+             "' using 1:7 with linespoints lw 1 pt 11 lc rgb 'orange' title 'Curator W2 "
+             "(acquisitions/s)'\n");
   }
   return made;
 }

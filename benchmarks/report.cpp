@@ -49,7 +49,8 @@ void Reporter::set_floor(double ops_per_sec, double p50_ms) {
 std::optional<Reporter::FloorFigures> Reporter::floor_for(const Record& r) const {
   if (r.impl == "floor" || !r.latency) return std::nullopt;
   for (const auto& f : records_)
-    if (f.impl == "floor" && f.workload == r.workload && f.added_rtt_ms == r.added_rtt_ms && f.latency)
+    if (f.impl == "floor" && f.workload == r.workload && f.added_rtt_ms == r.added_rtt_ms &&
+        f.latency)
       return FloorFigures{f.ops_per_sec(), f.latency->p50_ms};
   if (!floor_rate_ || *floor_rate_ <= 0) return std::nullopt;
   return FloorFigures{*floor_rate_, floor_p50_.value_or(0)};
@@ -61,7 +62,9 @@ std::string Reporter::json_of(const Record& r) const {
   if (r.workload == "W1" || r.workload == "W2") o.add("added_rtt_ms", r.added_rtt_ms);
   o.add("ops", r.ops).add("seconds", r.seconds).add("ops_per_sec", r.ops_per_sec());
   if (r.latency) {
-    o.add("p50_ms", r.latency->p50_ms).add("p99_ms", r.latency->p99_ms).add("max_ms", r.latency->max_ms);
+    o.add("p50_ms", r.latency->p50_ms)
+        .add("p99_ms", r.latency->p99_ms)
+        .add("max_ms", r.latency->max_ms);
   } else {
     o.add_null("p50_ms").add_null("p99_ms").add_null("max_ms");
   }
@@ -111,9 +114,20 @@ std::string Reporter::table() const {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + '\n';
   };
-  row({{"impl", -7}, {"workload", -8}, {"params", -22}, {"ops", 8}, {"s", 7}, {"ops/s", 9},
-       {"p50 ms", 8}, {"p99 ms", 8}, {"max ms", 8}, {"x floor/s", 9}, {"x floor p50", 11},
-       {"req/op", 6}, {"wr/op", 5}, {"notes", -5}});
+  row({{"impl", -7},
+       {"workload", -8},
+       {"params", -22},
+       {"ops", 8},
+       {"s", 7},
+       {"ops/s", 9},
+       {"p50 ms", 8},
+       {"p99 ms", 8},
+       {"max ms", 8},
+       {"x floor/s", 9},
+       {"x floor p50", 11},
+       {"req/op", 6},
+       {"wr/op", 5},
+       {"notes", -5}});
   for (const auto& r : records_) {
     const auto floor = floor_for(r);
     row({{r.impl, -7},

@@ -15,10 +15,10 @@
 namespace zkr::bench {
 
 struct Record {
-  std::string impl = "zkr";   // "zkr" or "floor"
-  std::string workload;       // "W1" .. "W5", or "W4-list", "W4-clean"
-  std::string label;          // the params, short, for the table: "flat N=1000"
-  double added_rtt_ms = 0;    // round-trip latency added by a delay proxy (W1, W2)
+  std::string impl = "zkr";  // "zkr" or "floor"
+  std::string workload;      // "W1" .. "W5", or "W4-list", "W4-clean"
+  std::string label;         // the params, short, for the table: "flat N=1000"
+  double added_rtt_ms = 0;   // round-trip latency added by a delay proxy (W1, W2)
   JsonObject params;
   std::uint64_t ops = 0;
   double seconds = 0;
@@ -26,8 +26,8 @@ struct Record {
   // Counted by the servers (server_cost.hpp), where measured: requests and
   // quorum writes per operation.
   std::optional<double> requests_per_op, writes_per_op;
-  JsonObject extra;           // the workload's own fields
-  std::string note;           // a few words for the table
+  JsonObject extra;  // the workload's own fields
+  std::string note;  // a few words for the table
 
   double ops_per_sec() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0; }
 };
@@ -35,10 +35,10 @@ struct Record {
 // A target of the issue (performance, memory) or a check (correctness).
 struct Verdict {
   std::string name;
-  bool check = false;   // true: correctness check; false: performance target
+  bool check = false;  // true: correctness check; false: performance target
   bool met = false;
   bool meaningful = true;  // false at --quick sizes: shown, never fails the run
-  std::string detail;   // the numbers
+  std::string detail;      // the numbers
 };
 
 // printf into a std::string, for verdict details and notes.

@@ -36,8 +36,8 @@ void settle(std::future<Result<Created>>& reply, const std::string& path) {
 
 // Session s creates indices s, s + S, s + 2S, ...: each keeps `window`
 // creates in flight and settles the oldest before sending the next.
-void seed_one_session(Keeper& keeper, std::uint64_t first, std::uint64_t stride, std::uint64_t count,
-                      const std::function<std::string(std::uint64_t)>& path_of,
+void seed_one_session(Keeper& keeper, std::uint64_t first, std::uint64_t stride,
+                      std::uint64_t count, const std::function<std::string(std::uint64_t)>& path_of,
                       const SeedOptions& options, Shared& shared) {
   try {
     std::deque<std::pair<std::string, std::future<Result<Created>>>> in_flight;
@@ -71,7 +71,8 @@ void seed_one_session(Keeper& keeper, std::uint64_t first, std::uint64_t stride,
 }  // namespace
 
 void create_nodes(const std::vector<Client*>& sessions, std::uint64_t count,
-                  const std::function<std::string(std::uint64_t)>& path_of, const SeedOptions& options) {
+                  const std::function<std::string(std::uint64_t)>& path_of,
+                  const SeedOptions& options) {
   if (count == 0 || sessions.empty()) return;
   Shared shared;
   shared.running = static_cast<unsigned>(sessions.size());
@@ -86,7 +87,8 @@ void create_nodes(const std::vector<Client*>& sessions, std::uint64_t count,
     Progress progress(options.progress_label, count);
     std::unique_lock lock(shared.mutex);
     // Bounded: each session settles every reply within kReplyTimeout or fails.
-    while (!shared.finished.wait_for(lock, std::chrono::seconds(1), [&] { return shared.running == 0; }))
+    while (!shared.finished.wait_for(lock, std::chrono::seconds(1),
+                                     [&] { return shared.running == 0; }))
       if (!options.progress_label.empty()) progress.update(shared.done.load());
   }  // joins
   if (shared.first_error) std::rethrow_exception(shared.first_error);

@@ -21,6 +21,7 @@ struct SeedOptions {
 // that already exists counts as created. path_of is called from several
 // threads at once. Throws KeeperError for any other error (naming the path).
 void create_nodes(const std::vector<Client*>& sessions, std::uint64_t count,
-                  const std::function<std::string(std::uint64_t)>& path_of, const SeedOptions& options);
+                  const std::function<std::string(std::uint64_t)>& path_of,
+                  const SeedOptions& options);
 
 }  // namespace zkr::bench

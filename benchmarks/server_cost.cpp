@@ -9,12 +9,14 @@
 namespace zkr::bench {
 namespace {
 
-std::optional<std::int64_t> number(const std::map<std::string, std::string>& values, const std::string& key) {
+std::optional<std::int64_t> number(const std::map<std::string, std::string>& values,
+                                   const std::string& key) {
   const auto it = values.find(key);
   if (it == values.end()) return std::nullopt;
   std::int64_t n = 0;
   const auto& text = it->second;
-  if (std::from_chars(text.data(), text.data() + text.size(), n).ec != std::errc()) return std::nullopt;
+  if (std::from_chars(text.data(), text.data() + text.size(), n).ec != std::errc())
+    return std::nullopt;
   return n;
 }
 
@@ -49,7 +51,8 @@ std::optional<ServerCounters> read_server_counters(const std::string& connect) {
     if (!packets) return std::nullopt;
     counters.packets_received += *packets;
     const auto state = values->find("zk_server_state");
-    if (state == values->end() || (state->second != "leader" && state->second != "standalone")) continue;
+    if (state == values->end() || (state->second != "leader" && state->second != "standalone"))
+      continue;
     const auto srvr = four_letter_word(port, "srvr");
     const auto zxid = srvr ? zxid_of(*srvr) : std::nullopt;
     if (!zxid) return std::nullopt;

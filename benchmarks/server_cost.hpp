@@ -24,7 +24,7 @@ namespace zkr::bench {
 struct ServerCounters {
   std::int64_t packets_received = 0;  // summed over the servers
   std::int64_t leader_zxid = 0;
-  std::int64_t leader_fsyncs = 0;     // zk_cnt_fsynctime: 0 growth means forceSync=no
+  std::int64_t leader_fsyncs = 0;  // zk_cnt_fsynctime: 0 growth means forceSync=no
 };
 std::optional<ServerCounters> read_server_counters(const std::string& connect);
 

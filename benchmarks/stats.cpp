@@ -19,7 +19,8 @@ Percentiles Samples::percentiles() const {
   p.p50_ms = rank(0.50);
   p.p99_ms = rank(0.99);
   p.max_ms = sorted.back();
-  p.mean_ms = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
+  p.mean_ms =
+      std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
   return p;
 }
 

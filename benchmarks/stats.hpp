@@ -12,7 +12,9 @@ using Clock = std::chrono::steady_clock;
 inline double ms_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
-inline double seconds_since(Clock::time_point from) { return ms_between(from, Clock::now()) / 1000.0; }
+inline double seconds_since(Clock::time_point from) {
+  return ms_between(from, Clock::now()) / 1000.0;
+}
 
 struct Percentiles {
   std::size_t count = 0;

@@ -17,7 +17,8 @@ namespace {
 constexpr std::uint64_t kMaxCycles = 10'000'000;  // the duration ends it long before
 constexpr auto kSlice = std::chrono::milliseconds(1000);
 
-std::uint64_t zkr_cycles_for(InterProcessMutex& mutex, std::chrono::milliseconds duration, Samples& samples) {
+std::uint64_t zkr_cycles_for(InterProcessMutex& mutex, std::chrono::milliseconds duration,
+                             Samples& samples) {
   const auto deadline = Clock::now() + duration;
   std::uint64_t n = 0;
   for (; n < kMaxCycles; ++n) {
@@ -49,8 +50,8 @@ struct Tally {
     cycles += done;
   }
 
-  Record record(const std::string& impl, const std::string& label, double rtt, const std::string& key,
-                const std::string& value, const std::string& note) const {
+  Record record(const std::string& impl, const std::string& label, double rtt,
+                const std::string& key, const std::string& value, const std::string& note) const {
     Record r;
     r.impl = impl;
     r.workload = "W1";
@@ -79,7 +80,8 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
     client = ctx.connect();
     mutex = std::make_unique<InterProcessMutex>(*client, ctx.path("w1/lock"));
   }
-  Tally floor_tally(ctx.options.connect), zkr_tally(ctx.options.connect), curator_tally(ctx.options.connect);
+  Tally floor_tally(ctx.options.connect), zkr_tally(ctx.options.connect),
+      curator_tally(ctx.options.connect);
   CuratorPeer* curator = with_w1 ? ctx.curator : nullptr;
   const std::string curator_path = ctx.path("curator-w1/lock");
   // Unrecorded: the JVM's first second is its JIT compiler's.
@@ -107,8 +109,8 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
   ctx.reporter.add(std::move(f));
   if (!with_w1) return;
 
-  Record r = zkr_tally.record("zkr", "one session, one key" + at_rtt, rtt, "lock", "InterProcessMutex",
-                              "acquire+release");
+  Record r = zkr_tally.record("zkr", "one session, one key" + at_rtt, rtt, "lock",
+                              "InterProcessMutex", "acquire+release");
   r.extra.add("peak_rss_kib", peak_rss_kib());
   const double rate = r.ops_per_sec();
   const auto writes = r.writes_per_op;
@@ -121,21 +123,23 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
     ctx.reporter.add(std::move(c));
   }
   if (curator_rate && rtt == 0)
-    ctx.reporter.verdict({"W1 uncontended cycles >= 1.3x Curator's InterProcessMutex", false,
-                          *curator_rate > 0 && rate >= 1.3 * *curator_rate, !ctx.options.quick,
-                          strprintf("%.1f cycles/s = %.2fx Curator's %.1f/s (wanted >= 1.3x)", rate,
-                                    *curator_rate > 0 ? rate / *curator_rate : 0.0, *curator_rate)});
+    ctx.reporter.verdict(
+        {"W1 uncontended cycles >= 1.3x Curator's InterProcessMutex", false,
+         *curator_rate > 0 && rate >= 1.3 * *curator_rate, !ctx.options.quick,
+         strprintf("%.1f cycles/s = %.2fx Curator's %.1f/s (wanted >= 1.3x)", rate,
+                   *curator_rate > 0 ? rate / *curator_rate : 0.0, *curator_rate)});
   if (rtt == 1)
-    ctx.reporter.verdict({"W1 at 1 ms added round trip >= 2.5x the floor's rate", false,
-                          floor_rate > 0 && rate >= 2.5 * floor_rate, !ctx.options.quick,
-                          strprintf("%.1f cycles/s = %.2fx the floor's %.1f/s at +1 ms RTT (wanted >= 2.5x)", rate,
-                                    floor_rate > 0 ? rate / floor_rate : 0.0, floor_rate)});
+    ctx.reporter.verdict(
+        {"W1 at 1 ms added round trip >= 2.5x the floor's rate", false,
+         floor_rate > 0 && rate >= 2.5 * floor_rate, !ctx.options.quick,
+         strprintf("%.1f cycles/s = %.2fx the floor's %.1f/s at +1 ms RTT (wanted >= 2.5x)", rate,
+                   floor_rate > 0 ? rate / floor_rate : 0.0, floor_rate)});
   if (rtt > 0) return;
   if (writes)
     ctx.reporter.verdict({"W1 writes per cycle <= 2.0 (the lock node's create and delete)", false,
                           *writes <= 2.05, !ctx.options.quick,
-                          strprintf("%.2f writes per cycle (leader zxid); the floor's %.2f", *writes,
-                                    floor_tally.cost.writes_per_op().value_or(0))});
+                          strprintf("%.2f writes per cycle (leader zxid); the floor's %.2f",
+                                    *writes, floor_tally.cost.writes_per_op().value_or(0))});
   ctx.reporter.verdict({"W1 uncontended cycles >= 1.3x floor rate", false,
                         floor_rate > 0 && rate >= 1.3 * floor_rate, !ctx.options.quick,
                         strprintf("%.1f cycles/s = %.2fx the floor's %.1f/s (wanted >= 1.3x)", rate,

@@ -7,10 +7,10 @@
 // With --no-lock the same run takes no lock: the control, which must fail.
 #include <algorithm>
 #include <atomic>
+#include <iostream>
 #include <latch>
 #include <mutex>
 #include <optional>
-#include <iostream>
 #include <thread>
 
 #include "critical_section.hpp"
@@ -82,8 +82,8 @@ struct Outcome {
   std::uint64_t errors = 0;  // acquire timeouts and errors
 };
 
-Summary report(Context& ctx, const std::string& impl, const std::string& lock_name, const std::string& kind,
-               const Outcome& outcome, const CostMeter& cost) {
+Summary report(Context& ctx, const std::string& impl, const std::string& lock_name,
+               const std::string& kind, const Outcome& outcome, const CostMeter& cost) {
   const auto workers = static_cast<unsigned>(outcome.per_worker.size());
   std::uint64_t total = 0, most = 0, least = UINT64_MAX;
   for (const auto n : outcome.per_worker) {
@@ -116,22 +116,25 @@ Summary report(Context& ctx, const std::string& impl, const std::string& lock_na
       .add("timeouts", outcome.errors)
       .add("peak_rss_kib", peak_rss_kib());
   add_judgement(r.extra, judgement);
-  r.note = strprintf("latency = wait; hand-off p50 %.2f p99 %.2f ms; fairness %.2f, violations %llu",
-                     handoff.p50_ms, handoff.p99_ms, fairness, static_cast<unsigned long long>(violations));
+  r.note = strprintf(
+      "latency = wait; hand-off p50 %.2f p99 %.2f ms; fairness %.2f, violations %llu",
+      handoff.p50_ms, handoff.p99_ms, fairness, static_cast<unsigned long long>(violations));
   const Summary summary{r.ops_per_sec(), handoff, r.writes_per_op};
   ctx.reporter.add(std::move(r));
   if (!judgement.report.ok())
     std::cerr << "bench: W2 " << impl << ": " << exclusion::format_report(judgement.report);
-  const std::string at_rtt = ctx.added_rtt_ms > 0 ? strprintf(" at +%g ms RTT", ctx.added_rtt_ms) : "";
-  ctx.reporter.verdict({"W2 " + impl + at_rtt + " mutual-exclusion violations == 0", true,
-                        violations == 0 && outcome.errors == 0, true,
-                        strprintf("%llu overlaps, %llu token inversions, %lld lost updates, "
-                                  "%llu acquire timeouts in %llu acquisitions",
-                                  static_cast<unsigned long long>(judgement.report.overlaps),
-                                  static_cast<unsigned long long>(judgement.report.token_inversions),
-                                  static_cast<long long>(judgement.report.lost_updates),
-                                  static_cast<unsigned long long>(outcome.errors),
-                                  static_cast<unsigned long long>(total))});
+  const std::string at_rtt =
+      ctx.added_rtt_ms > 0 ? strprintf(" at +%g ms RTT", ctx.added_rtt_ms) : "";
+  ctx.reporter.verdict(
+      {"W2 " + impl + at_rtt + " mutual-exclusion violations == 0", true,
+       violations == 0 && outcome.errors == 0, true,
+       strprintf("%llu overlaps, %llu token inversions, %lld lost updates, "
+                 "%llu acquire timeouts in %llu acquisitions",
+                 static_cast<unsigned long long>(judgement.report.overlaps),
+                 static_cast<unsigned long long>(judgement.report.token_inversions),
+                 static_cast<long long>(judgement.report.lost_updates),
+                 static_cast<unsigned long long>(outcome.errors),
+                 static_cast<unsigned long long>(total))});
   return summary;
 }
 
@@ -142,8 +145,8 @@ struct Tally {
   CostMeter cost;
 };
 
-void add_round(Tally& tally, double seconds, std::uint64_t errors, const std::vector<std::uint64_t>& per_worker,
-               const Judgement& judgement) {
+void add_round(Tally& tally, double seconds, std::uint64_t errors,
+               const std::vector<std::uint64_t>& per_worker, const Judgement& judgement) {
   Outcome& o = tally.outcome;
   o.seconds += seconds;
   o.errors += errors;
@@ -156,7 +159,8 @@ void add_round(Tally& tally, double seconds, std::uint64_t errors, const std::ve
 // session), all started at once, for `duration`.
 template <class Lock>
 void run_round(const std::string& impl, const std::string& kind,
-               std::vector<std::unique_ptr<Lock>>& locks, std::chrono::milliseconds duration, Tally& tally) {
+               std::vector<std::unique_ptr<Lock>>& locks, std::chrono::milliseconds duration,
+               Tally& tally) {
   const auto workers = static_cast<unsigned>(locks.size());
   Shared shared;
   std::vector<WorkerResult> results;
@@ -192,8 +196,8 @@ void run_round(const std::string& impl, const std::string& kind,
 
 // One round of Curator's, in its JVM: the same critical section, holds
 // judged here.
-void curator_round(Context& ctx, CuratorPeer& peer, unsigned workers, std::chrono::milliseconds duration,
-                   Tally& tally) {
+void curator_round(Context& ctx, CuratorPeer& peer, unsigned workers,
+                   std::chrono::milliseconds duration, Tally& tally) {
   tally.cost.begin();
   const auto start = Clock::now();
   const auto result = peer.w2(ctx.path("curator-w2/lock"), workers, duration);
@@ -203,7 +207,8 @@ void curator_round(Context& ctx, CuratorPeer& peer, unsigned workers, std::chron
   auto holds = exclusion::read_interval_file(result.interval_file);
   std::vector<std::uint64_t> per_worker(workers, 0);
   for (const auto& h : holds)
-    if (h.thread >= 0 && h.thread < static_cast<std::int64_t>(workers)) ++per_worker[static_cast<std::size_t>(h.thread)];
+    if (h.thread >= 0 && h.thread < static_cast<std::int64_t>(workers))
+      ++per_worker[static_cast<std::size_t>(h.thread)];
   add_round(tally, seconds, 0, per_worker, judge(std::move(holds), result.counter));
 }
 
@@ -212,16 +217,17 @@ void w2_targets(Context& ctx, const Summary& floor, const Summary& zkr) {
   const bool meaningful = !ctx.options.quick;
   const double ratio = floor.rate > 0 ? zkr.rate / floor.rate : 0;
   ctx.reporter.verdict({"W2 acquisitions/s >= 1.3x the floor's", false, ratio >= 1.3, meaningful,
-                        strprintf("%.1f/s = %.2fx the floor's %.1f/s (wanted >= 1.3x)", zkr.rate, ratio,
-                                  floor.rate)});
-  ctx.reporter.verdict({"W2 hand-off p50 and p99 not above the floor's", false,
-                        zkr.handoff.p50_ms <= floor.handoff.p50_ms && zkr.handoff.p99_ms <= floor.handoff.p99_ms,
-                        meaningful,
-                        strprintf("p50 %.2f ms, p99 %.2f ms; the floor's %.2f ms, %.2f ms", zkr.handoff.p50_ms,
-                                  zkr.handoff.p99_ms, floor.handoff.p50_ms, floor.handoff.p99_ms)});
+                        strprintf("%.1f/s = %.2fx the floor's %.1f/s (wanted >= 1.3x)", zkr.rate,
+                                  ratio, floor.rate)});
+  ctx.reporter.verdict(
+      {"W2 hand-off p50 and p99 not above the floor's", false,
+       zkr.handoff.p50_ms <= floor.handoff.p50_ms && zkr.handoff.p99_ms <= floor.handoff.p99_ms,
+       meaningful,
+       strprintf("p50 %.2f ms, p99 %.2f ms; the floor's %.2f ms, %.2f ms", zkr.handoff.p50_ms,
+                 zkr.handoff.p99_ms, floor.handoff.p50_ms, floor.handoff.p99_ms)});
   if (zkr.writes_per_op)
-    ctx.reporter.verdict({"W2 writes per acquisition <= 2.0 (the lock node's create and delete)", false,
-                          *zkr.writes_per_op <= 2.05, meaningful,
+    ctx.reporter.verdict({"W2 writes per acquisition <= 2.0 (the lock node's create and delete)",
+                          false, *zkr.writes_per_op <= 2.05, meaningful,
                           strprintf("%.2f writes per acquisition (leader zxid); the floor's %.2f",
                                     *zkr.writes_per_op, floor.writes_per_op.value_or(0))});
 }
@@ -245,7 +251,8 @@ void run_w2_contended(Context& ctx) {
   for (unsigned i = 0; i < workers; ++i) clients.push_back(ctx.connect());
   std::vector<std::unique_ptr<HolderLock>> locks;
   for (unsigned i = 0; i < workers; ++i)
-    locks.push_back(std::make_unique<HolderLock>(*clients[i], ctx.path("w2/lock"), ctx.options.no_lock));
+    locks.push_back(
+        std::make_unique<HolderLock>(*clients[i], ctx.path("w2/lock"), ctx.options.no_lock));
 
   // Interleaved rounds, each implementation first in one of them: the load
   // of a shared machine drifts over a minute, and every implementation gets
@@ -268,25 +275,29 @@ void run_w2_contended(Context& ctx) {
     }
   }
   floor_locks.clear();  // closes the sessions
-  if (with_floor) (void)ctx.connect()->keeper()->try_remove(floor_dir);  // best effort: a later sweep takes it
+  if (with_floor)
+    (void)ctx.connect()->keeper()->try_remove(floor_dir);  // best effort: a later sweep takes it
 
   std::optional<Summary> floor_summary, curator_summary;
   if (with_floor)
-    floor_summary = report(ctx, "floor", "bare C client: create, list, watch the next lower, delete", "floor",
-                           floor.outcome, floor.cost);
+    floor_summary =
+        report(ctx, "floor", "bare C client: create, list, watch the next lower, delete", "floor",
+               floor.outcome, floor.cost);
   if (with_curator)
-    curator_summary = report(ctx, "curator", "Curator 5.4 InterProcessMutex", "curator", curator.outcome, curator.cost);
+    curator_summary = report(ctx, "curator", "Curator 5.4 InterProcessMutex", "curator",
+                             curator.outcome, curator.cost);
   const Summary zkr_summary =
-      report(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex", zkr_kind,
-             zkr.outcome, zkr.cost);
+      report(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex",
+             zkr_kind, zkr.outcome, zkr.cost);
   if (floor_summary && ctx.added_rtt_ms == 0) w2_targets(ctx, *floor_summary, zkr_summary);
   if (curator_summary && ctx.added_rtt_ms == 0)
-    ctx.reporter.verdict({"W2 acquisitions/s >= 1.5x Curator's InterProcessMutex", false,
-                          curator_summary->rate > 0 && zkr_summary.rate >= 1.5 * curator_summary->rate,
-                          !ctx.options.quick,
-                          strprintf("%.1f/s = %.2fx Curator's %.1f/s (wanted >= 1.5x)", zkr_summary.rate,
-                                    curator_summary->rate > 0 ? zkr_summary.rate / curator_summary->rate : 0.0,
-                                    curator_summary->rate)});
+    ctx.reporter.verdict(
+        {"W2 acquisitions/s >= 1.5x Curator's InterProcessMutex", false,
+         curator_summary->rate > 0 && zkr_summary.rate >= 1.5 * curator_summary->rate,
+         !ctx.options.quick,
+         strprintf("%.1f/s = %.2fx Curator's %.1f/s (wanted >= 1.5x)", zkr_summary.rate,
+                   curator_summary->rate > 0 ? zkr_summary.rate / curator_summary->rate : 0.0,
+                   curator_summary->rate)});
 }
 
 }  // namespace zkr::bench

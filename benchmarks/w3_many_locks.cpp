@@ -69,7 +69,8 @@ std::string count_text(const std::optional<std::int64_t>& n) {
 }
 
 void add_count(JsonObject& o, const char* key, const std::optional<std::int64_t>& n) {
-  if (n) o.add(key, *n); else o.add_null(key);
+  if (n) o.add(key, *n);
+  else o.add_null(key);
 }
 
 // Curator's InterProcessMutex on the same K keys (under a root of its own),
@@ -81,7 +82,8 @@ void run_curator(Context& ctx, CuratorPeer& peer, std::uint64_t keys, unsigned t
   CostMeter cost(ctx.options.connect);
   cost.begin();
   const auto start = Clock::now();
-  const auto result = peer.w3(root, keys, threads, std::chrono::duration_cast<std::chrono::milliseconds>(limit));
+  const auto result =
+      peer.w3(root, keys, threads, std::chrono::duration_cast<std::chrono::milliseconds>(limit));
   const double seconds = seconds_since(start);
   cost.end(result.cycles);
   std::this_thread::sleep_for(ctx.plan.w3_settle);  // a measurement, as ours
@@ -100,8 +102,8 @@ void run_curator(Context& ctx, CuratorPeer& peer, std::uint64_t keys, unsigned t
   r.requests_per_op = cost.requests_per_op();
   r.writes_per_op = cost.writes_per_op();
   r.extra.add("cycles_per_sec", r.ops_per_sec()).add("leftover_znodes", leftover);
-  r.note = "left " + std::to_string(leftover) + " after " + std::to_string(ctx.plan.w3_settle.count() / 1000) +
-           " s (containers the server reaps)";
+  r.note = "left " + std::to_string(leftover) + " after " +
+           std::to_string(ctx.plan.w3_settle.count() / 1000) + " s (containers the server reaps)";
   ctx.reporter.add(std::move(r));
   if (result.cycles < keys) throw RunError("W3 curator K=" + std::to_string(keys) + ": timed out");
 }
@@ -141,7 +143,8 @@ void run_w3_many_locks(Context& ctx) {
       // (each stops at the deadline on its own).
       Progress progress("W3 K=" + std::to_string(keys), keys);
       std::unique_lock lock(shared.mutex);
-      while (!shared.finished.wait_for(lock, std::chrono::seconds(1), [&] { return shared.running == 0; }))
+      while (!shared.finished.wait_for(lock, std::chrono::seconds(1),
+                                       [&] { return shared.running == 0; }))
         progress.update(shared.done.load());
     }  // joins
     const double seconds = seconds_since(start);
@@ -166,7 +169,10 @@ void run_w3_many_locks(Context& ctx) {
     Record r;
     r.workload = "W3";
     r.label = "K=" + std::to_string(keys);
-    r.params.add("keys", keys).add("threads", threads).add("sessions", ctx.plan.w3_sessions).add("layout", "flat");
+    r.params.add("keys", keys)
+        .add("threads", threads)
+        .add("sessions", ctx.plan.w3_sessions)
+        .add("layout", "flat");
     r.ops = keys;
     r.seconds = seconds;
     r.latency = all.percentiles();
@@ -183,8 +189,8 @@ void run_w3_many_locks(Context& ctx) {
         .add("rss_kib", rss_after);
     r.note = "znodes " + count_text(before) + " -> " + count_text(right_after) + " -> " +
              count_text(settled) + " after " + std::to_string(ctx.plan.w3_settle.count() / 1000) +
-             " s; left " + std::to_string(leftover) + "; peak RSS " + std::to_string(peak_after / 1024) +
-             " MiB";
+             " s; left " + std::to_string(leftover) + "; peak RSS " +
+             std::to_string(peak_after / 1024) + " MiB";
     ctx.reporter.add(std::move(r));
     if (ctx.curator) run_curator(ctx, *ctx.curator, keys, threads, deadline - start);
     if (!first_peak) {
@@ -195,10 +201,11 @@ void run_w3_many_locks(Context& ctx) {
       ctx.reporter.verdict(
           {"W3 peak RSS after the largest K within 1.2x of after the smallest", false, ratio <= 1.2,
            !ctx.options.quick,
-           strprintf("peak RSS %.1f MiB after K=%llu, %.1f MiB after K=%llu: %.2fx (wanted <= 1.2x)",
-                     static_cast<double>(peak_after) / 1024, static_cast<unsigned long long>(keys),
-                     static_cast<double>(*first_peak) / 1024,
-                     static_cast<unsigned long long>(first_keys), ratio)});
+           strprintf(
+               "peak RSS %.1f MiB after K=%llu, %.1f MiB after K=%llu: %.2fx (wanted <= 1.2x)",
+               static_cast<double>(peak_after) / 1024, static_cast<unsigned long long>(keys),
+               static_cast<double>(*first_peak) / 1024, static_cast<unsigned long long>(first_keys),
+               ratio)});
     }
   }
   ctx.reporter.verdict({"W3 zero znodes of the library left", true, leftover_total == 0, true,

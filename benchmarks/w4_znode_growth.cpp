@@ -46,16 +46,21 @@ void seed(Context& ctx, const std::vector<Client*>& sessions, const LockFactory&
     std::set<std::string> paths;
     for (std::uint64_t i = 0; i < n; ++i) paths.insert(factory.bucket_for(other_key(i)));
     const std::vector<std::string> bucket_paths(paths.begin(), paths.end());
-    create_nodes(sessions, bucket_paths.size(), [&](std::uint64_t i) { return bucket_paths[i]; }, {});
+    create_nodes(sessions, bucket_paths.size(), [&](std::uint64_t i) { return bucket_paths[i]; },
+                 {});
     buckets = bucket_paths.size();
   }
-  create_nodes(sessions, n, [&](std::uint64_t i) { return factory.path_for(other_key(i)); },
-               {.window = 1000, .mode = CreateMode::container,
-                .progress_label = "W4 " + layout.name + ": creating " + std::to_string(n) + " keys"});
+  create_nodes(
+      sessions, n, [&](std::uint64_t i) { return factory.path_for(other_key(i)); },
+      {.window = 1000,
+       .mode = CreateMode::container,
+       .progress_label = "W4 " + layout.name + ": creating " + std::to_string(n) + " keys"});
   Record r;
   r.workload = "W4-seed";
   r.label = layout.name + " N=" + std::to_string(n);
-  r.params.add("layout", layout.name).add("n", n).add("sessions", static_cast<unsigned>(sessions.size()))
+  r.params.add("layout", layout.name)
+      .add("n", n)
+      .add("sessions", static_cast<unsigned>(sessions.size()))
       .add("window", 1000);
   r.ops = n + buckets;
   r.seconds = seconds_since(start);
@@ -65,8 +70,8 @@ void seed(Context& ctx, const std::vector<Client*>& sessions, const LockFactory&
 }
 
 struct CycleResult {
-  Percentiles under_n;    // on the root with N other keys
-  Percentiles control;    // on an empty root, in the same seconds
+  Percentiles under_n;  // on the root with N other keys
+  Percentiles control;  // on an empty root, in the same seconds
 };
 
 // Cycles on fresh keys, alternately under the root with N keys and under an
@@ -110,14 +115,16 @@ CycleResult cycles(Context& ctx, const LockFactory& factory, const LockFactory& 
   r.workload = "W4";
   r.label = layout.name + " N=" + std::to_string(n);
   r.params.add("layout", layout.name).add("n", n);
-  if (layout.layout.kind == LockLayout::Kind::hashed) r.params.add("buckets", layout.layout.buckets);
+  if (layout.layout.kind == LockLayout::Kind::hashed)
+    r.params.add("buckets", layout.layout.buckets);
   r.ops = samples.size();
   r.seconds = seconds;
   r.latency = samples.percentiles();
   const CycleResult result{*r.latency, control_samples.percentiles()};
   r.extra.add("control_p50_ms", result.control.p50_ms)
       .add("control_p99_ms", result.control.p99_ms)
-      .add("p50_over_control", result.control.p50_ms > 0 ? result.under_n.p50_ms / result.control.p50_ms : 0.0);
+      .add("p50_over_control",
+           result.control.p50_ms > 0 ? result.under_n.p50_ms / result.control.p50_ms : 0.0);
   r.note = strprintf("new key each; empty-root control p50 %.2f ms", result.control.p50_ms);
   ctx.reporter.add(std::move(r));
   return result;
@@ -125,7 +132,8 @@ CycleResult cycles(Context& ctx, const LockFactory& factory, const LockFactory& 
 
 // Lists the root (hashed: the root, then every bucket); returns the names
 // seen and says how it went.
-void list_root(Context& ctx, Client& client, const Layout& layout, const std::string& root, std::uint64_t n) {
+void list_root(Context& ctx, Client& client, const Layout& layout, const std::string& root,
+               std::uint64_t n) {
   auto keeper = client.keeper();
   Record r;
   r.workload = "W4-list";
@@ -167,7 +175,8 @@ void list_root(Context& ctx, Client& client, const Layout& layout, const std::st
       guard = std::string("refused: ") + e.what();
     }
     const double guard_ms = ms_between(t0, Clock::now());
-    r.extra.add("default_limit", kDefaultListingLimit).add("default_limit_outcome", guard)
+    r.extra.add("default_limit", kDefaultListingLimit)
+        .add("default_limit_outcome", guard)
         .add("default_limit_ms", guard_ms);
     r.note += strprintf("; with the default limit (%llu): %s in %.1f ms",
                         static_cast<unsigned long long>(kDefaultListingLimit),
@@ -176,15 +185,19 @@ void list_root(Context& ctx, Client& client, const Layout& layout, const std::st
   ctx.reporter.add(std::move(r));
 }
 
-void clean_root(Context& ctx, Client& client, const Layout& layout, const std::string& root, std::uint64_t n) {
+void clean_root(Context& ctx, Client& client, const Layout& layout, const std::string& root,
+                std::uint64_t n) {
   Record r;
   r.workload = "W4-clean";
   r.label = layout.name + " N=" + std::to_string(n);
-  r.params.add("layout", layout.name).add("n", n).add("page_size", static_cast<std::uint64_t>(kCleanPage));
+  r.params.add("layout", layout.name)
+      .add("n", n)
+      .add("page_size", static_cast<std::uint64_t>(kCleanPage));
   CleanOptions options;
   options.remove_root = true;
   options.page_size = kCleanPage;
-  Progress progress("W4 " + layout.name + ": cleaning N=" + std::to_string(n) + ", nodes looked at", n);
+  Progress progress("W4 " + layout.name + ": cleaning N=" + std::to_string(n) + ", nodes looked at",
+                    n);
   options.on_progress = [&](const WalkProgress& p) { progress.update(p.nodes); };
   const auto start = Clock::now();
   try {
@@ -215,9 +228,11 @@ void clean_root(Context& ctx, Client& client, const Layout& layout, const std::s
       .add("left_below_root", left)
       .add("removes_per_sec", r.ops_per_sec());
   if (left > 0)
-    throw RunError("W4: " + std::to_string(left) + " znodes left under " + root + " " +
-                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(ctx.plan.w3_settle).count()) +
-                   " s after cleaning (the first: " + first_left + ")");
+    throw RunError(
+        "W4: " + std::to_string(left) + " znodes left under " + root + " " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::seconds>(ctx.plan.w3_settle).count()) +
+        " s after cleaning (the first: " + first_left + ")");
   ctx.reporter.add(std::move(r));
 }
 
@@ -232,8 +247,9 @@ void run_w4_znode_growth(Context& ctx) {
     sessions.push_back(seeders.back().get());
   }
   const std::uint64_t max_n = ctx.plan.w4_keys.empty() ? 0 : ctx.plan.w4_keys.back();
-  const std::vector<Layout> layouts = {{"flat", LockLayout::flat()},
-                                       {"hashed", LockLayout::hashed_for(std::max<std::uint64_t>(max_n, 1))}};
+  const std::vector<Layout> layouts = {
+      {"flat", LockLayout::flat()},
+      {"hashed", LockLayout::hashed_for(std::max<std::uint64_t>(max_n, 1))}};
   for (const auto& layout : layouts) {
     const std::string root = ctx.path("w4-" + layout.name);
     const LockFactory factory(*client, root, layout.layout);
@@ -247,7 +263,8 @@ void run_w4_znode_growth(Context& ctx) {
       clean_root(ctx, *client, layout, root, n);
     }
     if (layout.layout.kind == LockLayout::Kind::hashed)
-      ctx.reporter.verdict(w4_flatness_verdict(layout.name, points, !ctx.options.quick && max_n >= 1'000'000));
+      ctx.reporter.verdict(
+          w4_flatness_verdict(layout.name, points, !ctx.options.quick && max_n >= 1'000'000));
   }
 }
 

@@ -27,7 +27,8 @@ constexpr auto kAcquireTimeout = std::chrono::seconds(120);
 constexpr std::uint64_t kMaxRoundsPerContender = 1'000'000;
 
 std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
 }
 
 struct Shared {
@@ -41,11 +42,12 @@ struct Shared {
   GuardedCounter counter;
   std::atomic<std::uint64_t> timeouts{0};
   std::mutex mutex;
-  std::string first_error;  // guarded by mutex
+  std::string first_error;       // guarded by mutex
   Clock::time_point stopped_at;  // written by the thread that sets stop
 };
 
-void contender(Client& client, const std::string& path, Shared& shared, Samples& out, HoldLog& holds) {
+void contender(Client& client, const std::string& path, Shared& shared, Samples& out,
+               HoldLog& holds) {
   try {
     HolderLock mutex(client, path, shared.no_lock);
     for (std::uint64_t round = 0; round < kMaxRoundsPerContender; ++round) {
@@ -89,19 +91,23 @@ void run_w5_queue_depth(Context& ctx) {
     Shared shared;
     shared.no_lock = ctx.options.no_lock;
     HolderLock holder(*holder_client, path, shared.no_lock);
-    if (!holder.try_acquire_for(std::chrono::seconds(30))) throw RunError("W5: " + path + " is held by someone else");
+    if (!holder.try_acquire_for(std::chrono::seconds(30)))
+      throw RunError("W5: " + path + " is held by someone else");
 
     shared.target = ctx.plan.w5_handoffs;
     std::vector<Samples> samples(contenders);
     std::vector<HoldLog> holds;
-    for (std::uint64_t c = 0; c < contenders; ++c) holds.emplace_back(static_cast<std::int64_t>(c), holder.kind());
+    for (std::uint64_t c = 0; c < contenders; ++c)
+      holds.emplace_back(static_cast<std::int64_t>(c), holder.kind());
     std::vector<std::jthread> threads;
     for (std::uint64_t c = 0; c < contenders; ++c)
-      threads.emplace_back([&, c] { contender(*clients[c % sessions], path, shared, samples[c], holds[c]); });
+      threads.emplace_back(
+          [&, c] { contender(*clients[c % sessions], path, shared, samples[c], holds[c]); });
     // Everyone queued behind the holder: its node and contenders' nodes.
     // Without a lock nobody queues, and nobody waits for the holder.
-    const bool queued = shared.no_lock || wait_for_children(*holder_client->keeper(), path, contenders + 1,
-                                                            Clock::now() + std::chrono::seconds(120));
+    const bool queued =
+        shared.no_lock || wait_for_children(*holder_client->keeper(), path, contenders + 1,
+                                            Clock::now() + std::chrono::seconds(120));
     CostMeter cost(ctx.options.connect);
     cost.begin();
     const auto start = Clock::now();
@@ -109,14 +115,17 @@ void run_w5_queue_depth(Context& ctx) {
     shared.measuring = true;
     shared.last_release_ns = now_ns();
     holder.release();
-    if (!queued) std::fprintf(stderr, "bench:   W5 N=%llu: not every contender queued within 120 s\n",
-                              static_cast<unsigned long long>(n));
-    if (n >= 100) std::fprintf(stderr, "bench:   W5 N=%llu: queue of %llu formed; measuring\n",
-                               static_cast<unsigned long long>(n), static_cast<unsigned long long>(contenders));
+    if (!queued)
+      std::fprintf(stderr, "bench:   W5 N=%llu: not every contender queued within 120 s\n",
+                   static_cast<unsigned long long>(n));
+    if (n >= 100)
+      std::fprintf(stderr, "bench:   W5 N=%llu: queue of %llu formed; measuring\n",
+                   static_cast<unsigned long long>(n), static_cast<unsigned long long>(contenders));
     threads.clear();  // joins: each contender ends after the stop, or after its acquire timeout
     // Per hand-off, counting the queue's last turns after the stop (N + 2 of them).
     cost.end(shared.handoffs.load() + contenders);
-    if (!shared.first_error.empty()) throw RunError("W5 N=" + std::to_string(n) + ": " + shared.first_error);
+    if (!shared.first_error.empty())
+      throw RunError("W5 N=" + std::to_string(n) + ": " + shared.first_error);
 
     Samples all;
     for (const auto& s : samples) all.merge(s);
@@ -128,7 +137,9 @@ void run_w5_queue_depth(Context& ctx) {
     Record r;
     r.workload = "W5";
     r.label = "N=" + std::to_string(n) + " waiters" + (shared.no_lock ? ", NO LOCK" : "");
-    r.params.add("waiters", n).add("contenders", contenders).add("sessions", sessions)
+    r.params.add("waiters", n)
+        .add("contenders", contenders)
+        .add("sessions", sessions)
         .add("lock", shared.no_lock ? "none (--no-lock control)" : "InterProcessMutex");
     r.ops = all.size();
     r.seconds = shared.stop ? ms_between(start, shared.stopped_at) / 1000.0 : seconds_since(start);
@@ -150,8 +161,8 @@ void run_w5_queue_depth(Context& ctx) {
     if (ctx.curator && !ctx.options.no_lock) {
       CostMeter curator_cost(ctx.options.connect);
       curator_cost.begin();
-      const auto c = ctx.curator->w5(ctx.path("curator-w5/lock-" + std::to_string(n)), n, ctx.plan.w5_handoffs,
-                                     ctx.plan.w5_duration);
+      const auto c = ctx.curator->w5(ctx.path("curator-w5/lock-" + std::to_string(n)), n,
+                                     ctx.plan.w5_handoffs, ctx.plan.w5_duration);
       curator_cost.end(c.handoffs + contenders);  // as ours: the last turns counted
       Samples handoffs(c.handoffs_ms.size());
       for (const double ms : c.handoffs_ms) handoffs.add(ms);
@@ -159,7 +170,9 @@ void run_w5_queue_depth(Context& ctx) {
       cr.impl = "curator";
       cr.workload = "W5";
       cr.label = "N=" + std::to_string(n) + " waiters";
-      cr.params.add("waiters", n).add("contenders", contenders).add("lock", "Curator 5.4 InterProcessMutex");
+      cr.params.add("waiters", n)
+          .add("contenders", contenders)
+          .add("lock", "Curator 5.4 InterProcessMutex");
       cr.ops = handoffs.size();
       cr.seconds = c.seconds;
       cr.latency = handoffs.percentiles();
@@ -172,13 +185,15 @@ void run_w5_queue_depth(Context& ctx) {
   }
   if (p50_at_10 && p50_at_max && max_n > 10) {
     const double ratio = *p50_at_max / *p50_at_10;
-    ctx.reporter.verdict({"W5 hand-off at the largest N within 2x of at 10 waiters", false, ratio <= 2.0,
-                          !ctx.options.quick && max_n >= 1000,
-                          strprintf("p50 %.2f ms at %llu waiters, %.2f ms at 10: %.2fx (wanted <= 2x)",
-                                    *p50_at_max, static_cast<unsigned long long>(max_n), *p50_at_10, ratio)});
+    ctx.reporter.verdict(
+        {"W5 hand-off at the largest N within 2x of at 10 waiters", false, ratio <= 2.0,
+         !ctx.options.quick && max_n >= 1000,
+         strprintf("p50 %.2f ms at %llu waiters, %.2f ms at 10: %.2fx (wanted <= 2x)", *p50_at_max,
+                   static_cast<unsigned long long>(max_n), *p50_at_10, ratio)});
   }
   ctx.reporter.verdict({"W5 mutual-exclusion violations == 0", true, violations == 0, true,
-                        strprintf("%llu violations or acquire timeouts", static_cast<unsigned long long>(violations))});
+                        strprintf("%llu violations or acquire timeouts",
+                                  static_cast<unsigned long long>(violations))});
 }
 
 }  // namespace zkr::bench

@@ -44,7 +44,8 @@ struct WorkerResult {
   HoldLog holds;
 };
 
-void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, Shared& shared, WorkerResult& out) {
+void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, Shared& shared,
+            WorkerResult& out) {
   try {
     for (std::uint64_t i = 0; i < kMaxHoldsPerWorker; ++i) {
       const auto t0 = Clock::now();
@@ -81,8 +82,8 @@ struct Tally {
 
 // One round of ours: every worker on its own lock object (and session), all
 // started at once, for `duration`; each round's holds judged on their own.
-void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks, std::chrono::milliseconds duration,
-               Tally& tally) {
+void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks,
+               std::chrono::milliseconds duration, Tally& tally) {
   Shared shared;
   std::vector<WorkerResult> results;
   for (unsigned i = 0; i < kWorkers; ++i) results.emplace_back(i);
@@ -118,7 +119,8 @@ void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks, s
 }
 
 // One round of Curator's, in its JVM: the same mix, holds judged here.
-void curator_round(Context& ctx, CuratorPeer& peer, std::chrono::milliseconds duration, Tally& tally) {
+void curator_round(Context& ctx, CuratorPeer& peer, std::chrono::milliseconds duration,
+                   Tally& tally) {
   tally.cost.begin();
   const auto start = Clock::now();
   const auto result = peer.w6(ctx.path("curator-w6/lock"), kWorkers, kWriteEvery, duration);
@@ -132,15 +134,16 @@ void curator_round(Context& ctx, CuratorPeer& peer, std::chrono::milliseconds du
 }
 
 // The record and the exclusion check of one implementation; its rate.
-double report(Context& ctx, const std::string& impl, const std::string& lock_name, const Tally& tally,
-              std::optional<double> curator_rate) {
+double report(Context& ctx, const std::string& impl, const std::string& lock_name,
+              const Tally& tally, std::optional<double> curator_rate) {
   const Judgement& judgement = tally.judgement;
   const auto write_wait = tally.write_waits.percentiles();
   const std::uint64_t holds = tally.reads + tally.writes;
   Record r;
   r.impl = impl;
   r.workload = "W6";
-  r.label = std::to_string(kWorkers) + " sessions, one read/write lock, 1 write in " + std::to_string(kWriteEvery);
+  r.label = std::to_string(kWorkers) + " sessions, one read/write lock, 1 write in " +
+            std::to_string(kWriteEvery);
   r.params.add("workers", kWorkers).add("write_every", kWriteEvery).add("lock", lock_name);
   r.ops = holds;
   r.seconds = tally.seconds;
@@ -158,18 +161,22 @@ double report(Context& ctx, const std::string& impl, const std::string& lock_nam
       .add("peak_rss_kib", peak_rss_kib());
   if (curator_rate && *curator_rate > 0) r.extra.add("x_curator_rate", rate / *curator_rate);
   add_judgement(r.extra, judgement);
-  r.note = strprintf("latency = reader wait; writer wait p50 %.2f p99 %.2f ms; up to %zu readers at once",
-                     write_wait.p50_ms, write_wait.p99_ms, judgement.report.most_shared_at_once);
-  if (curator_rate && *curator_rate > 0) r.note += strprintf("; %.2fx Curator's rate", rate / *curator_rate);
+  r.note = strprintf(
+      "latency = reader wait; writer wait p50 %.2f p99 %.2f ms; up to %zu readers at once",
+      write_wait.p50_ms, write_wait.p99_ms, judgement.report.most_shared_at_once);
+  if (curator_rate && *curator_rate > 0)
+    r.note += strprintf("; %.2fx Curator's rate", rate / *curator_rate);
   ctx.reporter.add(std::move(r));
   const std::string who = impl == "zkr" ? "" : " " + impl;
-  if (!judgement.report.ok()) std::cerr << "bench: W6" << who << ": " << exclusion::format_report(judgement.report);
-  ctx.reporter.verdict({"W6" + who + " read/write exclusion violations == 0", true,
-                        judgement.violations() == 0 && tally.errors == 0, true,
-                        strprintf("%zu overlaps, %zu token inversions, %lld lost updates in %llu holds",
-                                  judgement.report.overlaps, judgement.report.token_inversions,
-                                  static_cast<long long>(judgement.report.lost_updates),
-                                  static_cast<unsigned long long>(holds))});
+  if (!judgement.report.ok())
+    std::cerr << "bench: W6" << who << ": " << exclusion::format_report(judgement.report);
+  ctx.reporter.verdict(
+      {"W6" + who + " read/write exclusion violations == 0", true,
+       judgement.violations() == 0 && tally.errors == 0, true,
+       strprintf("%zu overlaps, %zu token inversions, %lld lost updates in %llu holds",
+                 judgement.report.overlaps, judgement.report.token_inversions,
+                 static_cast<long long>(judgement.report.lost_updates),
+                 static_cast<unsigned long long>(holds))});
   return rate;
 }
 
@@ -180,7 +187,8 @@ void run_w6_read_write(Context& ctx) {
   std::vector<std::unique_ptr<InterProcessReadWriteLock>> locks;
   for (unsigned i = 0; i < kWorkers; ++i) {
     clients.push_back(ctx.connect());
-    locks.push_back(std::make_unique<InterProcessReadWriteLock>(*clients.back(), ctx.path("w6/lock")));
+    locks.push_back(
+        std::make_unique<InterProcessReadWriteLock>(*clients.back(), ctx.path("w6/lock")));
   }
   // With Curator's beside ours, interleaved rounds, each first in turn, as
   // W2 does: a shared machine's load drifts, and each gets its share of it.
@@ -195,7 +203,9 @@ void run_w6_read_write(Context& ctx) {
     }
 
   std::optional<double> curator_rate;
-  if (curator) curator_rate = report(ctx, "curator", "Curator 5.4 InterProcessReadWriteLock", curator_tally, {});
+  if (curator)
+    curator_rate =
+        report(ctx, "curator", "Curator 5.4 InterProcessReadWriteLock", curator_tally, {});
   (void)report(ctx, "zkr", "InterProcessReadWriteLock", zkr, curator_rate);
   const auto most = zkr.judgement.report.most_shared_at_once;
   ctx.reporter.verdict({"W6 readers share the lock (more than one held at once)", false, most > 1,

@@ -43,7 +43,8 @@ struct Hold {
 
 // The most intervals that overlap at one time.
 std::size_t most_at_once(std::vector<Hold> holds) {
-  std::sort(holds.begin(), holds.end(), [](const Hold& a, const Hold& b) { return a.enter_ns < b.enter_ns; });
+  std::sort(holds.begin(), holds.end(),
+            [](const Hold& a, const Hold& b) { return a.enter_ns < b.enter_ns; });
   std::priority_queue<std::int64_t, std::vector<std::int64_t>, std::greater<>> exits;
   std::size_t most = 0;
   for (const auto& h : holds) {
@@ -83,7 +84,8 @@ void add_per_worker(Run& run, const std::vector<std::uint64_t>& per_worker) {
 // One round: `hold_once(worker)` on every worker until `duration` has passed;
 // each returns false when it could not get the lock in time. Adds to `run`.
 template <class HoldOnce>
-void run_workers(unsigned workers, std::chrono::milliseconds duration, HoldOnce hold_once, Run& run) {
+void run_workers(unsigned workers, std::chrono::milliseconds duration, HoldOnce hold_once,
+                 Run& run) {
   std::vector<std::vector<Hold>> holds(workers);
   std::vector<Samples> waits(workers, Samples(1024));
   std::vector<std::uint64_t> per_worker(workers, 0);
@@ -100,8 +102,13 @@ void run_workers(unsigned workers, std::chrono::milliseconds duration, HoldOnce 
           while (per_worker[i] < kMaxHoldsPerWorker && Clock::now() < deadline) {
             const auto t0 = Clock::now();
             Hold h{};
-            if (!hold_once(i, [&] { waits[i].add(ms_between(t0, Clock::now())); h.enter_ns = monotonic_ns(); },
-                           [&] { h.exit_ns = monotonic_ns(); })) {
+            if (!hold_once(
+                    i,
+                    [&] {
+                      waits[i].add(ms_between(t0, Clock::now()));
+                      h.enter_ns = monotonic_ns();
+                    },
+                    [&] { h.exit_ns = monotonic_ns(); })) {
               errors.fetch_add(1);
               break;
             }
@@ -130,8 +137,8 @@ void run_workers(unsigned workers, std::chrono::milliseconds duration, HoldOnce 
   }
 }
 
-Record record(const std::string& impl, const std::string& label, const std::string& lock, unsigned workers,
-              const Run& run, std::optional<double> curator_rate) {
+Record record(const std::string& impl, const std::string& label, const std::string& lock,
+              unsigned workers, const Run& run, std::optional<double> curator_rate) {
   Record r;
   r.impl = impl;
   r.workload = "W7";
@@ -147,7 +154,8 @@ Record record(const std::string& impl, const std::string& label, const std::stri
       .add("most_holders_at_once", static_cast<std::uint64_t>(most_at_once(run.holds)))
       .add("timeouts", run.errors)
       .add("peak_rss_kib", peak_rss_kib());
-  if (curator_rate && *curator_rate > 0) r.extra.add("x_curator_rate", r.ops_per_sec() / *curator_rate);
+  if (curator_rate && *curator_rate > 0)
+    r.extra.add("x_curator_rate", r.ops_per_sec() / *curator_rate);
   return r;
 }
 
@@ -169,7 +177,8 @@ void curator_round(unsigned workers, Call call, Run& run) {
   for (const double ms : result.waits_ms) run.waits.add(ms);
   std::vector<std::uint64_t> per_worker(workers, 0);
   for (const auto& h : exclusion::read_interval_file(result.interval_file)) {
-    if (h.thread >= 0 && h.thread < static_cast<std::int64_t>(workers)) ++per_worker[static_cast<std::size_t>(h.thread)];
+    if (h.thread >= 0 && h.thread < static_cast<std::int64_t>(workers))
+      ++per_worker[static_cast<std::size_t>(h.thread)];
     run.holds.push_back({h.enter_ns, h.exit_ns});
   }
   add_per_worker(run, per_worker);
@@ -184,7 +193,8 @@ void interleave(const Context& ctx, const std::vector<Slot>& slots) {
   const unsigned rounds = ctx.options.quick || !ctx.curator ? 1 : kRounds;
   const auto duration = ctx.plan.w2_duration / rounds;
   for (unsigned round = 0; round < rounds; ++round)
-    for (std::size_t slot = 0; slot < slots.size(); ++slot) slots[(round + slot) % slots.size()](duration);
+    for (std::size_t slot = 0; slot < slots.size(); ++slot)
+      slots[(round + slot) % slots.size()](duration);
 }
 
 // Our semaphore's workers, each with its own session, for every round.
@@ -192,8 +202,8 @@ struct SemaphoreWorkers {
   explicit SemaphoreWorkers(Context& ctx) : resource(ctx.path("w7/semaphore")) {
     for (unsigned i = 0; i < kSemaphoreWorkers; ++i) {
       clients.push_back(ctx.connect());
-      semaphores.push_back(
-          std::make_unique<InterProcessSemaphoreV2>(*clients.back(), resource, SemaphoreLimit::fixed(kLeases)));
+      semaphores.push_back(std::make_unique<InterProcessSemaphoreV2>(
+          *clients.back(), resource, SemaphoreLimit::fixed(kLeases)));
     }
   }
 
@@ -206,7 +216,8 @@ struct SemaphoreWorkers {
           granted();
           // The holder's work: a few reads of the resource, so that holds last
           // longer than a grant takes and the bound, not the grant rate, limits.
-          for (int read = 0; read < kReadsPerHold; ++read) (void)clients[i]->keeper()->exists(resource);
+          for (int read = 0; read < kReadsPerHold; ++read)
+            (void)clients[i]->keeper()->exists(resource);
           leaving();
           return true;
         },
@@ -220,19 +231,21 @@ struct SemaphoreWorkers {
 };
 
 // The record and the bound's check of one semaphore; its rate.
-double report_semaphore(Context& ctx, const std::string& impl, const std::string& lock, const Run& run,
-                        std::optional<double> curator_rate) {
+double report_semaphore(Context& ctx, const std::string& impl, const std::string& lock,
+                        const Run& run, std::optional<double> curator_rate) {
   const auto most = most_at_once(run.holds);
-  Record r = record(impl, std::to_string(kSemaphoreWorkers) + " sessions, a semaphore of " + std::to_string(kLeases) +
-                              " leases",
+  Record r = record(impl,
+                    std::to_string(kSemaphoreWorkers) + " sessions, a semaphore of " +
+                        std::to_string(kLeases) + " leases",
                     lock, kSemaphoreWorkers, run, curator_rate);
-  r.note = strprintf("latency = wait; up to %zu holders at once; fairness %.2f", most, run.fairness()) +
-           versus_curator(r, curator_rate);
+  r.note =
+      strprintf("latency = wait; up to %zu holders at once; fairness %.2f", most, run.fairness()) +
+      versus_curator(r, curator_rate);
   const double rate = r.ops_per_sec();
   ctx.reporter.add(std::move(r));
   const std::string who = impl == "zkr" ? "" : " " + impl;
-  ctx.reporter.verdict({"W7" + who + " never more holders than leases (4)", true, most <= kLeases && run.errors == 0,
-                        true,
+  ctx.reporter.verdict({"W7" + who + " never more holders than leases (4)", true,
+                        most <= kLeases && run.errors == 0, true,
                         strprintf("up to %zu holders at once, %llu acquire timeouts", most,
                                   static_cast<unsigned long long>(run.errors))});
   return rate;
@@ -247,14 +260,16 @@ void semaphore_part(Context& ctx) {
       curator_round(
           kSemaphoreWorkers,
           [&] {
-            return ctx.curator->w7_semaphore(ctx.path("curator-w7/semaphore"), kSemaphoreWorkers, kLeases,
-                                             kReadsPerHold, d);
+            return ctx.curator->w7_semaphore(ctx.path("curator-w7/semaphore"), kSemaphoreWorkers,
+                                             kLeases, kReadsPerHold, d);
           },
           curator);
     });
   interleave(ctx, slots);
   std::optional<double> curator_rate;
-  if (ctx.curator) curator_rate = report_semaphore(ctx, "curator", "Curator 5.4 InterProcessSemaphoreV2", curator, {});
+  if (ctx.curator)
+    curator_rate =
+        report_semaphore(ctx, "curator", "Curator 5.4 InterProcessSemaphoreV2", curator, {});
   (void)report_semaphore(ctx, "zkr", "InterProcessSemaphoreV2", zkr, curator_rate);
   const auto most = most_at_once(zkr.holds);
   ctx.reporter.verdict({"W7 the bound is reached (4 holders at once)", false, most == kLeases,
@@ -292,19 +307,22 @@ struct MutexWorkers {
 };
 
 // The record and the exclusion check of one semaphore mutex; its rate.
-double report_mutex(Context& ctx, const std::string& impl, const std::string& lock, unsigned workers,
-                    const Run& run, std::optional<double> curator_rate) {
+double report_mutex(Context& ctx, const std::string& impl, const std::string& lock,
+                    unsigned workers, const Run& run, std::optional<double> curator_rate) {
   const auto tag = std::to_string(workers);
-  Record r = record(impl, tag + (workers == 1 ? " session, " : " sessions, ") + lock, lock, workers, run,
-                    curator_rate);
+  Record r = record(impl, tag + (workers == 1 ? " session, " : " sessions, ") + lock, lock, workers,
+                    run, curator_rate);
   const auto most = most_at_once(run.holds);
-  r.note = strprintf("latency = wait; %.2f writes, %.2f requests per acquisition; up to %zu holders at once",
-                     run.cost.writes_per_op().value_or(0), run.cost.requests_per_op().value_or(0), most) +
-           versus_curator(r, curator_rate);
+  r.note =
+      strprintf(
+          "latency = wait; %.2f writes, %.2f requests per acquisition; up to %zu holders at once",
+          run.cost.writes_per_op().value_or(0), run.cost.requests_per_op().value_or(0), most) +
+      versus_curator(r, curator_rate);
   const double rate = r.ops_per_sec();
   ctx.reporter.add(std::move(r));
-  ctx.reporter.verdict({"W7 " + lock + " with " + tag + " sessions excludes (one holder at a time)", true,
-                        most <= 1 && run.errors == 0, true, strprintf("up to %zu holders at once", most)});
+  ctx.reporter.verdict({"W7 " + lock + " with " + tag + " sessions excludes (one holder at a time)",
+                        true, most <= 1 && run.errors == 0, true,
+                        strprintf("up to %zu holders at once", most)});
   return rate;
 }
 
@@ -312,20 +330,26 @@ double report_mutex(Context& ctx, const std::string& impl, const std::string& lo
 // its peer runs, with `workers` sessions each.
 void mutex_part(Context& ctx, unsigned workers) {
   const auto tag = std::to_string(workers);
-  MutexWorkers<InterProcessSemaphoreMutex> queue_workers(ctx, ctx.path("w7/queue-mutex-" + tag), workers);
-  MutexWorkers<CuratorSemaphoreMutex> layout_workers(ctx, ctx.path("w7/curator-layout-mutex-" + tag), workers);
+  MutexWorkers<InterProcessSemaphoreMutex> queue_workers(ctx, ctx.path("w7/queue-mutex-" + tag),
+                                                         workers);
+  MutexWorkers<CuratorSemaphoreMutex> layout_workers(
+      ctx, ctx.path("w7/curator-layout-mutex-" + tag), workers);
   Run queue(ctx.options.connect), curator_layout(ctx.options.connect), curator(ctx.options.connect);
-  std::vector<Slot> slots{[&](std::chrono::milliseconds d) { queue_workers.round(d, queue); },
-                          [&](std::chrono::milliseconds d) { layout_workers.round(d, curator_layout); }};
+  std::vector<Slot> slots{
+      [&](std::chrono::milliseconds d) { queue_workers.round(d, queue); },
+      [&](std::chrono::milliseconds d) { layout_workers.round(d, curator_layout); }};
   if (ctx.curator)
     slots.push_back([&](std::chrono::milliseconds d) {
       curator_round(
-          workers, [&] { return ctx.curator->w7_mutex(ctx.path("curator-w7/mutex-" + tag), workers, d); }, curator);
+          workers,
+          [&] { return ctx.curator->w7_mutex(ctx.path("curator-w7/mutex-" + tag), workers, d); },
+          curator);
     });
   interleave(ctx, slots);
   std::optional<double> curator_rate;
   if (ctx.curator)
-    curator_rate = report_mutex(ctx, "curator", "Curator 5.4 InterProcessSemaphoreMutex", workers, curator, {});
+    curator_rate = report_mutex(ctx, "curator", "Curator 5.4 InterProcessSemaphoreMutex", workers,
+                                curator, {});
   (void)report_mutex(ctx, "zkr", "InterProcessSemaphoreMutex", workers, queue, curator_rate);
   (void)report_mutex(ctx, "zkr", "CuratorSemaphoreMutex", workers, curator_layout, curator_rate);
 }

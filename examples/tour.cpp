@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     auto keeper = client.keeper();
-    std::printf("connected, session 0x%llx\n", static_cast<unsigned long long>(keeper->session_id()));
+    std::printf("connected, session 0x%llx\n",
+                static_cast<unsigned long long>(keeper->session_id()));
 
     const std::string root = "/zkr-tour";
     keeper->create(root, "hello");
@@ -61,11 +62,11 @@ int main(int argc, char** argv) {
       keeper->create(root + "/item-", std::to_string(i), zkr::CreateMode::persistent_sequential);
     step("three sequential children: " + std::to_string(keeper->children(root).names.size()));
 
-    const auto multi = keeper->try_multi({zkr::op::Check{root, 1},
-                                          zkr::op::Create{root + "/atomic", "yes"},
-                                          zkr::op::Check{root, 99}});
-    step(std::string("a multi with a failing check: ") +
-         std::string(zkr::errc_name(multi.error)) + ", and /atomic " +
+    const auto multi =
+        keeper->try_multi({zkr::op::Check{root, 1}, zkr::op::Create{root + "/atomic", "yes"},
+                           zkr::op::Check{root, 99}});
+    step(std::string("a multi with a failing check: ") + std::string(zkr::errc_name(multi.error)) +
+         ", and /atomic " +
          (keeper->exists(root + "/atomic") ? "exists (WRONG)" : "was rolled back"));
 
     {

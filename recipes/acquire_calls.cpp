@@ -4,8 +4,8 @@
 
 #include <stdexcept>
 
-#include "zkr/path.hpp"
 #include "client_internals.hpp"
+#include "zkr/path.hpp"
 
 namespace zkr::detail {
 

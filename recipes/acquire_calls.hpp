@@ -43,7 +43,8 @@ bool connected_by(Client& client, const Deadline& deadline, const std::string& d
 
 // The reply, or operation_timeout (naming path) if it has not come by `until`.
 template <class T>
-Result<T> await_until(std::future<Result<T>> reply, const std::string& path, Clock::time_point until) {
+Result<T> await_until(std::future<Result<T>> reply, const std::string& path,
+                      Clock::time_point until) {
   if (reply.wait_until(until) != std::future_status::ready)
     return Result<T>(Errc::operation_timeout, path);
   return reply.get();

@@ -23,9 +23,9 @@ std::string_view to_string(LockNodeKind kind) noexcept {
 std::size_t LockInfo::holders() const noexcept {
   if (queue.empty()) return 0;
   if (queue.front().kind == LockNodeKind::lease)
-    return static_cast<std::size_t>(std::count_if(queue.begin(), queue.end(), [](const LockNodeInfo& n) {
-      return n.kind == LockNodeKind::lease;
-    }));
+    return static_cast<std::size_t>(
+        std::count_if(queue.begin(), queue.end(),
+                      [](const LockNodeInfo& n) { return n.kind == LockNodeKind::lease; }));
   if (queue.front().kind != LockNodeKind::read) return 1;
   std::size_t readers = 0;
   while (readers < queue.size() && queue[readers].kind == LockNodeKind::read) ++readers;
@@ -35,8 +35,8 @@ std::size_t LockInfo::holders() const noexcept {
 namespace {
 
 using detail::ChildEntry;
-using detail::LockTree;
 using detail::DirectoryRemoval;
+using detail::LockTree;
 
 std::string too_large_message(const std::string& path, std::uint64_t children,
                               std::uint64_t limit) {
@@ -69,7 +69,8 @@ LockInfo lock_info(const std::string& dir, std::vector<ChildEntry> lock_nodes) {
   for (const auto& name : names)
     if (!detail::is_queue_node(name) && detail::is_lease_node(name)) leases.push_back(name);
   const auto after = [](const std::string& n) { return n.substr(n.rfind(detail::kLeaseName)); };
-  std::sort(leases.begin(), leases.end(), [&](const auto& a, const auto& b) { return after(a) < after(b); });
+  std::sort(leases.begin(), leases.end(),
+            [&](const auto& a, const auto& b) { return after(a) < after(b); });
   sorted.insert(sorted.end(), leases.begin(), leases.end());
   for (const auto& name : sorted) {
     const auto& node = *std::find_if(lock_nodes.begin(), lock_nodes.end(),

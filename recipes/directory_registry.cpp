@@ -1,8 +1,8 @@
 #include "directory_registry.hpp"
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <random>
-#include <spdlog/spdlog.h>
 
 #include "lock_directory.hpp"
 #include "zkr/error.hpp"
@@ -22,8 +22,8 @@ constexpr std::chrono::milliseconds kInUsePause{200};
 
 std::chrono::milliseconds jittered(std::chrono::milliseconds pause) {
   thread_local std::minstd_rand random{std::random_device{}()};
-  return std::chrono::milliseconds(
-      std::uniform_int_distribution<std::int64_t>(pause.count() / 2, pause.count() * 3 / 2)(random));
+  return std::chrono::milliseconds(std::uniform_int_distribution<std::int64_t>(
+      pause.count() / 2, pause.count() * 3 / 2)(random));
 }
 
 // "At once" means within this long: directories whose lock objects close
@@ -126,8 +126,8 @@ void DirectoryRegistry::watch_release(std::string path, std::uint64_t epoch,
                                       std::future<Result<Empty>> reply) noexcept {
   try {
     const auto session = session_();
-    const auto patience = session.keeper ? session.keeper->default_timeout()
-                                         : std::chrono::milliseconds(10000);
+    const auto patience =
+        session.keeper ? session.keeper->default_timeout() : std::chrono::milliseconds(10000);
     {
       std::lock_guard lock(mutex_);
       // Closing: the session's end deletes the node.

@@ -31,8 +31,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -129,8 +129,8 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
     bool known = false;     // a reply proved it exists
     bool removing = false;  // a removal of ours is under way
     bool removable = true;  // LockOptions::remove_directory_on_release, and not found foreign
-    std::uint64_t generation = 0;  // +1 on each proof; a removal forgets only what it saw
-    int in_use_retries = 0;        // removals that found it in use since its last use
+    std::uint64_t generation = 0;            // +1 on each proof; a removal forgets only what it saw
+    int in_use_retries = 0;                  // removals that found it in use since its last use
     std::optional<Timetable::iterator> due;  // its removal, in timetable_
   };
   struct PendingRelease {
@@ -143,7 +143,7 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
   void leave(const std::string& dir, bool removable, std::chrono::milliseconds grace);
   void schedule(const std::string& dir, Entry& entry, Clock::time_point at);  // under mutex_
   void unschedule(Entry& entry);                                              // under mutex_
-  void forget_if_idle(const std::string& dir);        // under mutex_
+  void forget_if_idle(const std::string& dir);                                // under mutex_
   void run();
   void settle(PendingRelease& pending, bool ready);
   std::vector<std::string> take_due(Clock::time_point now, std::size_t max);  // under mutex_
@@ -155,15 +155,15 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
   const std::shared_ptr<spdlog::logger> log_;
 
   std::mutex mutex_;
-  std::condition_variable wake_;  // new work, or close
-  std::condition_variable idle_;  // for wait_idle
+  std::condition_variable wake_;                    // new work, or close
+  std::condition_variable idle_;                    // for wait_idle
   std::unordered_map<std::string, Entry> entries_;  // guarded by mutex_
-  Timetable timetable_;  // guarded by mutex_: one element per Entry::due
+  Timetable timetable_;                             // guarded by mutex_: one element per Entry::due
 
-  std::deque<PendingRelease> releases_;             // guarded by mutex_
-  bool busy_ = false;                               // guarded by mutex_: the thread works
-  bool closed_ = false;                             // guarded by mutex_
-  std::thread thread_;                              // last: starts once the rest exists
+  std::deque<PendingRelease> releases_;  // guarded by mutex_
+  bool busy_ = false;                    // guarded by mutex_: the thread works
+  bool closed_ = false;                  // guarded by mutex_
+  std::thread thread_;                   // last: starts once the rest exists
 };
 
 }  // namespace zkr::detail

@@ -14,7 +14,8 @@ void LeaseState::mark_lost(LostReason why) {
   }
   // Stop callbacks are user code too: they run where on_lost callbacks do.
   callbacks_->post([stop = stop_] { stop.request_stop(); });
-  for (auto& callback : to_run) callbacks_->post([callback = std::move(callback), why] { callback(why); });
+  for (auto& callback : to_run)
+    callbacks_->post([callback = std::move(callback), why] { callback(why); });
 }
 
 void LeaseState::mark_released() {
@@ -76,19 +77,26 @@ std::shared_future<Result<NodeData>> LeaseState::watch_own_node(
 std::shared_future<Result<NodeData>> LeaseState::arm(const std::shared_ptr<Keeper>& keeper) {
   std::weak_ptr<LeaseState> weak = weak_from_this();
   std::weak_ptr<Keeper> weak_keeper = keeper;
-  auto reply = keeper->async_get(node_path, [weak, weak_keeper](const WatchEvent& event) {
-    auto self = weak.lock();
-    if (!self) return;
-    switch (event.type) {
-      case EventType::deleted: self->mark_lost(LostReason::node_deleted); break;
-      case EventType::session_ended: self->mark_lost(LostReason::session_lost); break;
-      default:
-        // Changed (someone wrote into our node): the watch is spent, so arm
-        // it again, or the next delete would go unheard.
-        if (auto k = weak_keeper.lock()) self->arm(k);
-        else self->mark_lost(LostReason::session_lost);
-    }
-  }).share();
+  auto reply = keeper
+                   ->async_get(node_path,
+                               [weak, weak_keeper](const WatchEvent& event) {
+                                 auto self = weak.lock();
+                                 if (!self) return;
+                                 switch (event.type) {
+                                   case EventType::deleted:
+                                     self->mark_lost(LostReason::node_deleted);
+                                     break;
+                                   case EventType::session_ended:
+                                     self->mark_lost(LostReason::session_lost);
+                                     break;
+                                   default:
+                                     // Changed (someone wrote into our node): the watch is spent, so arm
+                                     // it again, or the next delete would go unheard.
+                                     if (auto k = weak_keeper.lock()) self->arm(k);
+                                     else self->mark_lost(LostReason::session_lost);
+                                 }
+                               })
+                   .share();
   {
     std::lock_guard lock(mutex_);
     pending_ = reply;

@@ -79,9 +79,9 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
 
   const std::shared_ptr<CallbackThread> callbacks_;
   std::mutex mutex_;
-  LostReason reason_ = LostReason::none;                    // guarded by mutex_
-  bool released_ = false;                                   // guarded by mutex_
-  bool revocation_requested_ = false;                       // guarded by mutex_
+  LostReason reason_ = LostReason::none;                           // guarded by mutex_
+  bool released_ = false;                                          // guarded by mutex_
+  bool revocation_requested_ = false;                              // guarded by mutex_
   std::vector<std::function<void(LostReason)>> callbacks_to_run_;  // guarded by mutex_
   std::vector<std::function<void()>> revocation_callbacks_;        // guarded by mutex_
   std::optional<std::shared_future<Result<NodeData>>> pending_;    // guarded by mutex_

@@ -2,8 +2,8 @@
 #include "zkr/lock.hpp"
 
 #include <spdlog/spdlog.h>
-#include <stdexcept>
 #include <deque>
+#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 
@@ -11,9 +11,9 @@
 #include "zkr/path.hpp"
 
 #include "acquire_calls.hpp"
+#include "client_internals.hpp"
 #include "lease_state.hpp"
 #include "lock_internals.hpp"
-#include "client_internals.hpp"
 
 namespace zkr {
 
@@ -63,7 +63,7 @@ void LockLease::on_lost(std::function<void(LostReason)> callback) const {
 }
 
 GuardedWriteResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
-                          OptionalTimeout timeout) {
+                                 OptionalTimeout timeout) {
   return guarded_write(keeper, std::vector<LockLease>{lease}, std::move(ops), timeout);
 }
 
@@ -141,8 +141,8 @@ struct InterProcessMutex::Impl {
 };
 
 InterProcessMutex::InterProcessMutex(Client& client, std::string path, LockOptions options)
-    : impl_(std::make_unique<Impl>(client, checked_lock_path(std::move(path)),
-                                   std::move(options))) {}
+    : impl_(
+          std::make_unique<Impl>(client, checked_lock_path(std::move(path)), std::move(options))) {}
 
 InterProcessMutex::~InterProcessMutex() {
   std::unordered_map<std::thread::id, Impl::Hold> left;
@@ -151,7 +151,8 @@ InterProcessMutex::~InterProcessMutex() {
     left.swap(impl_->holds);
   }
   for (auto& [thread, hold] : left) {
-    impl_->log->warn("InterProcessMutex {} destroyed while held; releasing", impl_->internals.dir());
+    impl_->log->warn("InterProcessMutex {} destroyed while held; releasing",
+                     impl_->internals.dir());
     impl_->give_back(hold.state);
   }
 }
@@ -247,8 +248,8 @@ struct InterProcessSemaphoreMutex::Impl {
 
 InterProcessSemaphoreMutex::InterProcessSemaphoreMutex(Client& client, std::string path,
                                                        LockOptions options)
-    : impl_(std::make_unique<Impl>(client, checked_lock_path(std::move(path)),
-                                   std::move(options))) {}
+    : impl_(
+          std::make_unique<Impl>(client, checked_lock_path(std::move(path)), std::move(options))) {}
 
 InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
   if (is_acquired_in_this_process())

@@ -31,7 +31,7 @@ bool reserved(const std::string& path) {
 }  // namespace
 
 std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
-                                                       const std::vector<std::string>& paths) {
+                                                      const std::vector<std::string>& paths) {
   const auto n = paths.size();
   std::vector<DirectoryRemoval> outcome(n, DirectoryRemoval::not_ours);
   std::vector<bool> candidate(n, false);
@@ -48,7 +48,8 @@ std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
     throw_unless(read.error(), {Errc::no_node, Errc::no_auth}, paths[i]);
     if (read.error() == Errc::no_auth) outcome[i] = DirectoryRemoval::not_ours;
     else if (!read.ok()) outcome[i] = DirectoryRemoval::gone;
-    else if (!is_marked(read.value()) || read.value().stat.is_ephemeral()) outcome[i] = DirectoryRemoval::not_ours;
+    else if (!is_marked(read.value()) || read.value().stat.is_ephemeral())
+      outcome[i] = DirectoryRemoval::not_ours;
     else if (read.value().stat.num_children > 0) outcome[i] = DirectoryRemoval::in_use;
     else candidate[i] = true;
   }
@@ -86,11 +87,11 @@ std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
     if (proofs[i])
       multis[i] = keeper.async_multi(
           {op::Remove{probes[i], kAnyVersion}, op::Remove{paths[i], proofs[i]->version}});
-    else if (has_probe[i])
-      unpins[i] = keeper.async_remove(probes[i]);
+    else if (has_probe[i]) unpins[i] = keeper.async_remove(probes[i]);
   }
   for (std::size_t i = 0; i < n; ++i) {
-    if (unpins[i]) throw_unless(await(*unpins[i], keeper, probes[i]).error(), {Errc::no_node}, probes[i]);
+    if (unpins[i])
+      throw_unless(await(*unpins[i], keeper, probes[i]).error(), {Errc::no_node}, probes[i]);
     if (!multis[i]) continue;
     const auto result = await(*multis[i], keeper, paths[i]);
     if (result.ok()) {

@@ -56,7 +56,7 @@ enum class DirectoryRemoval {
 // probe left by a lost reply is an ephemeral node and goes with the session,
 // or with a later sweep).
 std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
-                                                       const std::vector<std::string>& paths);
+                                                      const std::vector<std::string>& paths);
 
 // For each path: does it hold our mark (and is it a plain node, not under
 // /zookeeper)? One pipelined round trip; what a dry run asks.

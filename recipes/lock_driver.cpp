@@ -132,8 +132,9 @@ std::string ForeignLockNodes::description() const {
   };
   switch (protocol) {
     case ForeignProtocol::curator_semaphore:
-      text = "a semaphore, InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator "
-             "layout (children ";
+      text =
+          "a semaphore, InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator "
+          "layout (children ";
       for (std::size_t i = 0; i < nodes.size(); ++i) text += (i ? ", " : "") + nodes[i] + "/";
       return text + ")";
     case ForeignProtocol::read_write_lock:

@@ -59,7 +59,9 @@ inline bool is_queue_node(std::string_view name) { return queue_kind(name).has_v
 inline constexpr std::string_view kLeaseName = "lease-";
 bool is_lease_node(std::string_view name);
 // What lock scans show and guarded_write will not create: a queue node or a lease.
-inline bool is_lock_node(std::string_view name) { return is_queue_node(name) || is_lease_node(name); }
+inline bool is_lock_node(std::string_view name) {
+  return is_queue_node(name) || is_lease_node(name);
+}
 
 // The nodes of one queue family among children, in Curator's order: by the
 // text after the last marker (the same as by number, until a parent's counter

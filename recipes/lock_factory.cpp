@@ -82,7 +82,7 @@ LayoutMismatch::LayoutMismatch(std::string root, std::string recorded, std::stri
 // with its own, or seen it differ.
 struct LockFactory::LayoutCheck {
   std::mutex mutex;
-  bool agreed = false;                   // guarded by mutex
+  bool agreed = false;                    // guarded by mutex
   std::optional<LayoutMismatch> differs;  // guarded by mutex: final once set
 };
 
@@ -94,7 +94,8 @@ LockLayout LockLayout::hashed(std::uint32_t buckets) {
 LockLayout LockLayout::hashed_for(std::uint64_t expected_keys, std::uint32_t max_children) {
   if (max_children < 4) throw std::invalid_argument("max_children must be at least 4");
   const std::uint64_t per_bucket = max_children / 4;
-  const std::uint64_t needed = std::max<std::uint64_t>(1, (expected_keys + per_bucket - 1) / per_bucket);
+  const std::uint64_t needed =
+      std::max<std::uint64_t>(1, (expected_keys + per_bucket - 1) / per_bucket);
   if (needed > (1u << 24)) throw std::invalid_argument("too many keys for one lock root");
   return hashed(static_cast<std::uint32_t>(std::bit_ceil(needed)));
 }
@@ -150,19 +151,19 @@ LockFactory::LockFactory(Client& client, std::string root, LockLayout layout, Lo
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("LockFactory root: ") + e.what());
   }
-  if (root_ == "/") throw std::invalid_argument("a lock root cannot be \"/\": give locks a directory");
+  if (root_ == "/")
+    throw std::invalid_argument("a lock root cannot be \"/\": give locks a directory");
   if (layout_.kind == LockLayout::Kind::hashed && layout_.buckets == 0)
     throw std::invalid_argument("a hashed lock layout needs at least one bucket");
   // Every key must make a valid lock path, the longest one included: refuse
   // a root too long for that now, rather than some keys later.
-  const std::size_t bucket = layout_.kind == LockLayout::Kind::flat
-                                 ? 0
-                                 : node_name(bucket_for("")).size() + 1;
+  const std::size_t bucket =
+      layout_.kind == LockLayout::Kind::flat ? 0 : node_name(bucket_for("")).size() + 1;
   const std::size_t longest = root_.size() + bucket + 1 + kMaxEncodedKey;
   if (longest > kMaxLockPathLength)
     throw std::invalid_argument(
-        "LockFactory root \"" + root_.substr(0, 80) + (root_.size() > 80 ? "..." : "") +
-        "\" is " + std::to_string(root_.size()) + " characters long: with its layout, the lock " +
+        "LockFactory root \"" + root_.substr(0, 80) + (root_.size() > 80 ? "..." : "") + "\" is " +
+        std::to_string(root_.size()) + " characters long: with its layout, the lock " +
         "path of a long key would have " + std::to_string(longest) + ", more than the " +
         std::to_string(kMaxLockPathLength) + " a lock path may have");
 }
@@ -188,7 +189,8 @@ std::string LockFactory::path_for(std::string_view key) const {
 // root's missing ancestors and the root (containers, as a lock creates them,
 // with the lock's ACL, so that contenders of every identity can read the
 // record) and the record, then read again if another process won the race.
-void LockFactory::compare_or_record_layout(Keeper& keeper, std::chrono::milliseconds timeout) const {
+void LockFactory::compare_or_record_layout(Keeper& keeper,
+                                           std::chrono::milliseconds timeout) const {
   const std::string node = join_path(root_, kLayoutNodeName);
   const std::string ours = layout_record(layout_);
   const CreateOptions create{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}};
@@ -268,7 +270,8 @@ std::unique_ptr<InterProcessMutex> LockFactory::mutex(std::string_view key) cons
   return std::make_unique<InterProcessMutex>(client_, path_for(key), options_);
 }
 
-std::unique_ptr<InterProcessSemaphoreMutex> LockFactory::semaphore_mutex(std::string_view key) const {
+std::unique_ptr<InterProcessSemaphoreMutex> LockFactory::semaphore_mutex(
+    std::string_view key) const {
   check_layout_if_unchecked();
   return std::make_unique<InterProcessSemaphoreMutex>(client_, path_for(key), options_);
 }

@@ -4,15 +4,15 @@
 
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <spdlog/spdlog.h>
 
+#include "client_internals.hpp"
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
 #include "zkr/path.hpp"
-#include "client_internals.hpp"
 
 namespace zkr::detail {
 namespace {
@@ -106,8 +106,7 @@ class Attempt {
                 case Turn::vanished: start_over(); break;  // back to Stage::queue
               }
               break;
-            case Stage::grant:
-              return grant();
+            case Stage::grant: return grant();
           }
         }
       } catch (const SessionGone&) {
@@ -237,8 +236,8 @@ class Attempt {
         dir_created = keeper_->async_create(lock_.dir_, std::string(kLockDirectoryMark),
                                             CreateMode::container, lock_.create_options_);
       create_sent_ = true;
-      auto created = keeper_->async_create(prefix_path(), lock_.holder_, CreateMode::ephemeral_sequential,
-                                           lock_.create_options_);
+      auto created = keeper_->async_create(prefix_path(), lock_.holder_,
+                                           CreateMode::ephemeral_sequential, lock_.create_options_);
       auto listed = keeper_->async_children(lock_.dir_);
       std::optional<KeeperError> ancestor_error;
       for (auto& [path, reply] : ancestors) {
@@ -325,7 +324,8 @@ class Attempt {
     const bool write_held = held_write_ && held_write_->epoch == epoch_ && held_write_->lease &&
                             held_write_->lease->reason() == LostReason::none;
     const std::string_view exclusive = write_held ? std::string_view(held_write_->name) : "";
-    auto where = queue_position(sorted_queue_nodes(children, family), node_, lock_.kind_, exclusive);
+    auto where =
+        queue_position(sorted_queue_nodes(children, family), node_, lock_.kind_, exclusive);
     if (!where.found) {
       client_.logger().warn("lock {}: our node {} vanished; queueing again", lock_.dir_, node_);
       node_.clear();
@@ -364,7 +364,8 @@ class Attempt {
       // in the session for ever.
       auto watched = await(keeper_->async_get(before,
                                               [weak](const WatchEvent& event) {
-                                                if (auto signal = weak.lock()) signal->on_event(event);
+                                                if (auto signal = weak.lock())
+                                                  signal->on_event(event);
                                               }),
                            before);
       bool gone = watched.error() == Errc::no_node;
@@ -419,7 +420,8 @@ class Attempt {
       // watch is one message, and a lost one must not mean waiting forever.
       const auto safety = Clock::now() + keeper_->default_timeout();
       const auto until = deadline_ ? std::min(*deadline_, safety) : safety;
-      if (!signal_->wait_until(until)) return passed(deadline_) ? Change::deadline : Change::look_again;
+      if (!signal_->wait_until(until))
+        return passed(deadline_) ? Change::deadline : Change::look_again;
       for (const auto state : signal_->take_states()) {
         // States reach listeners late: a `lost` may belong to the session
         // before ours. The Client moves to a new epoch before it announces
@@ -481,16 +483,15 @@ class Attempt {
   // next create gets a new name, and a node with the old one is deleted
   // wherever a listing shows it, so that it can never queue as a second
   // node of ours.
-  void forget_guid() {
-    forgotten_guids_.push_back(std::exchange(guid_, new_guid()));
-  }
+  void forget_guid() { forgotten_guids_.push_back(std::exchange(guid_, new_guid())); }
 
   void remove_ghosts(const std::vector<std::string>& children) {
     for (const auto& guid : forgotten_guids_)
       if (auto ghost = find_protected_node(children, guid, lock_.kind_)) {
         client_.logger().warn("lock {}: deleting {}, created late by a create we gave up on",
                               lock_.dir_, *ghost);
-        detail::ClientInternals::remove_in_background(client_, join_path(lock_.dir_, *ghost), epoch_);
+        detail::ClientInternals::remove_in_background(client_, join_path(lock_.dir_, *ghost),
+                                                      epoch_);
       }
   }
 
@@ -504,7 +505,8 @@ class Attempt {
         const std::string path = join_path(lock_.dir_, node_);
         if (!remove_now(path)) detail::ClientInternals::remove_in_background(client_, path, epoch_);
       } else if (create_sent_) {
-        detail::ClientInternals::remove_in_background(client_, prefix_path(), epoch_, /*by_name_prefix=*/true);
+        detail::ClientInternals::remove_in_background(client_, prefix_path(), epoch_,
+                                                      /*by_name_prefix=*/true);
       }
     } catch (const std::exception& e) {
       client_.logger().error("lock {}: abandoning our node failed: {}", lock_.dir_, e.what());
@@ -537,8 +539,8 @@ class Attempt {
   std::int64_t session_id_ = 0;
   std::string guid_ = new_guid();
   std::vector<std::string> forgotten_guids_;  // see forget_guid()
-  bool create_sent_ = false;  // a create may have been applied
-  std::string node_;          // our node's name, once known
+  bool create_sent_ = false;                  // a create may have been applied
+  std::string node_;                          // our node's name, once known
   std::int64_t czxid_ = 0;
   // Where the attempt stands; each stage ends on a reply (or a watch event
   // and the reply that follows it), never on a flag set elsewhere:
@@ -550,8 +552,8 @@ class Attempt {
   // A retry after a link error resumes the stage it was in.
   enum class Stage { queue, wait, grant };
   Stage stage_ = Stage::queue;
-  std::vector<std::string> lower_;   // nodes before ours that keep us waiting, may still exist
-  bool ahead_of_writers_ = false;     // see QueuePosition
+  std::vector<std::string> lower_;     // nodes before ours that keep us waiting, may still exist
+  bool ahead_of_writers_ = false;      // see QueuePosition
   std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
   // From our first create to the release (the lease takes it) or abandon().
   std::unique_ptr<DirectoryRegistry::Use> use_;
@@ -592,8 +594,8 @@ void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noex
     if (deleted) return;
     auto keeper = client.keeper();
     if (keeper && client.is_connected()) {
-      detail::ClientInternals::directory_registry(client)->watch_release(lease->node_path, lease->epoch,
-                                                 keeper->async_remove(lease->node_path));
+      detail::ClientInternals::directory_registry(client)->watch_release(
+          lease->node_path, lease->epoch, keeper->async_remove(lease->node_path));
       return;
     }
     detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch);
@@ -629,10 +631,10 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
   std::uint64_t ended_epoch = 0;
   for (int sessions = 0;; ++sessions) {
     auto signal = std::make_shared<WaitSignal>();
-    const auto listener = client_.add_listener([weak = std::weak_ptr<WaitSignal>(signal)](
-                                                   ConnectionState state) {
-      if (auto s = weak.lock()) s->on_state(state);
-    });
+    const auto listener =
+        client_.add_listener([weak = std::weak_ptr<WaitSignal>(signal)](ConnectionState state) {
+          if (auto s = weak.lock()) s->on_state(state);
+        });
     try {
       Attempt attempt(*this, signal, deadline, ended_epoch, held_write);
       auto lease = attempt.run();
@@ -682,8 +684,7 @@ std::string checked_holder_id(const std::string& holder_id) {
   if (holder_id.empty()) return default_holder_id();
   if (holder_id.size() > kMaxHolderIdLength)
     throw std::invalid_argument("LockOptions::holder_id is " + std::to_string(holder_id.size()) +
-                                " bytes long; " + std::to_string(kMaxHolderIdLength) +
-                                " at most");
+                                " bytes long; " + std::to_string(kMaxHolderIdLength) + " at most");
   for (std::size_t i = 0; i < holder_id.size(); ++i) {
     const auto c = static_cast<unsigned char>(holder_id[i]);
     if (c < 0x20 || c == 0x7f)

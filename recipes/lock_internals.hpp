@@ -49,8 +49,8 @@
 #include "directory_registry.hpp"
 #include "lease_state.hpp"
 #include "lock_driver.hpp"
-#include "zkr/keeper.hpp"
 #include "zkr/client.hpp"
+#include "zkr/keeper.hpp"
 #include "zkr/lock.hpp"
 
 namespace zkr::detail {
@@ -101,8 +101,8 @@ class LockInternals {
   const std::string dir_;
   const LockOptions options_;
   const QueueKind kind_;
-  const std::string holder_;             // what our nodes hold: options_.holder_id, checked
-  const CreateOptions create_options_;   // the ACL of everything a lock creates
+  const std::string holder_;            // what our nodes hold: options_.holder_id, checked
+  const CreateOptions create_options_;  // the ACL of everything a lock creates
   const std::shared_ptr<DirectoryRegistry> directories_;  // the Client's
 };
 

@@ -52,49 +52,51 @@ std::vector<ChildEntry> LockTree::look_at(const std::string& dir,
                                           const std::vector<std::string>& names) {
   // Reads are safe to repeat, so a page that meets a lost connection is simply
   // asked again, whole.
-  return client_.with_retry([&](Keeper& keeper) {
-    using Reply = std::variant<std::future<Result<NodeData>>, std::future<Result<Stat>>>;
-    std::vector<Reply> replies;
-    replies.reserve(names.size());
-    for (const auto& name : names) {
-      const auto path = join_path(dir, name);
-      if (is_lock_node(name)) replies.emplace_back(keeper.async_get(path));
-      else replies.emplace_back(keeper.async_exists(path));
-    }
-    std::vector<ChildEntry> page;
-    page.reserve(names.size());
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      const auto path = join_path(dir, names[i]);
-      ChildEntry entry;
-      entry.name = names[i];
-      Errc error = Errc::ok;
-      if (auto* get = std::get_if<0>(&replies[i])) {
-        auto reply = await(*get, keeper, path);
-        error = reply.error();
-        if (reply.ok()) {
-          entry.stat = reply.value().stat;
-          entry.data = std::move(reply).value().data;
-          // Named like one, but with children: a directory (encode_key leaves
-          // a key like "job-lock-0000000042" as it is), not a lock node.
-          entry.lock_node = entry.stat.num_children == 0;
+  return client_.with_retry(
+      [&](Keeper& keeper) {
+        using Reply = std::variant<std::future<Result<NodeData>>, std::future<Result<Stat>>>;
+        std::vector<Reply> replies;
+        replies.reserve(names.size());
+        for (const auto& name : names) {
+          const auto path = join_path(dir, name);
+          if (is_lock_node(name)) replies.emplace_back(keeper.async_get(path));
+          else replies.emplace_back(keeper.async_exists(path));
         }
-      } else {
-        auto reply = await(std::get<1>(replies[i]), keeper, path);
-        error = reply.error();
-        if (reply.ok()) entry.stat = reply.value();
-      }
-      if (error == Errc::no_node) continue;  // gone since the listing
-      if (error == Errc::no_auth) {
-        // Another identity's, and guarded: kept as it is, never looked into.
-        entry.readable = false;
-        page.push_back(std::move(entry));
-        continue;
-      }
-      if (error != Errc::ok) throw KeeperError(error, path, "looking at a child");
-      page.push_back(std::move(entry));
-    }
-    return page;
-  }, kAnySession);
+        std::vector<ChildEntry> page;
+        page.reserve(names.size());
+        for (std::size_t i = 0; i < names.size(); ++i) {
+          const auto path = join_path(dir, names[i]);
+          ChildEntry entry;
+          entry.name = names[i];
+          Errc error = Errc::ok;
+          if (auto* get = std::get_if<0>(&replies[i])) {
+            auto reply = await(*get, keeper, path);
+            error = reply.error();
+            if (reply.ok()) {
+              entry.stat = reply.value().stat;
+              entry.data = std::move(reply).value().data;
+              // Named like one, but with children: a directory (encode_key leaves
+              // a key like "job-lock-0000000042" as it is), not a lock node.
+              entry.lock_node = entry.stat.num_children == 0;
+            }
+          } else {
+            auto reply = await(std::get<1>(replies[i]), keeper, path);
+            error = reply.error();
+            if (reply.ok()) entry.stat = reply.value();
+          }
+          if (error == Errc::no_node) continue;  // gone since the listing
+          if (error == Errc::no_auth) {
+            // Another identity's, and guarded: kept as it is, never looked into.
+            entry.readable = false;
+            page.push_back(std::move(entry));
+            continue;
+          }
+          if (error != Errc::ok) throw KeeperError(error, path, "looking at a child");
+          page.push_back(std::move(entry));
+        }
+        return page;
+      },
+      kAnySession);
 }
 
 std::vector<DirectoryRemoval> LockTree::remove_directories(const std::vector<std::string>& paths) {

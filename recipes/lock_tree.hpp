@@ -22,7 +22,7 @@ namespace zkr::detail {
 struct ChildEntry {
   std::string name;
   Stat stat;
-  std::string data;      // lock nodes only: what the contender wrote
+  std::string data;        // lock nodes only: what the contender wrote
   bool lock_node = false;  // named like a lock node (ours or Curator's)
   bool readable = true;    // false: its ACL refuses us (no_auth); stat and data unknown
 };

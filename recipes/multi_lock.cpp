@@ -34,8 +34,8 @@ OpTarget target_of(const Op& o) {
 }
 
 [[noreturn]] void refuse(const OpTarget& t, const std::string& why) {
-  throw std::invalid_argument("guarded_write: refusing " + std::string(t.kind) + " of " +
-                              *t.path + ": " + why + "; nothing was sent");
+  throw std::invalid_argument("guarded_write: refusing " + std::string(t.kind) + " of " + *t.path +
+                              ": " + why + "; nothing was sent");
 }
 
 // A guarded write is for the caller's own data. Ops on the lock's own nodes
@@ -97,7 +97,8 @@ bool MultiLock::take(std::optional<Clock::time_point> deadline) {
       if (Clock::now() >= *deadline) return false;
       continue;
     }
-    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    const auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     const auto delay = client_.retry_policy().next_delay(round, elapsed);
     if (!delay)
       throw KeeperError(Errc::session_expired, paths_.front(),
@@ -196,7 +197,8 @@ GuardedWriteResult classify(MultiResult multi, std::size_t checks) {
     result.failed_op = failed - checks;
   }
   // A reply that names no op: it may have been applied.
-  else result.outcome = Outcome::unknown;
+  else
+    result.outcome = Outcome::unknown;
   return result;
 }
 

@@ -9,9 +9,9 @@
 #include <unordered_map>
 
 #include "acquire_calls.hpp"
+#include "client_internals.hpp"
 #include "lease_state.hpp"
 #include "lock_internals.hpp"
-#include "client_internals.hpp"
 
 namespace zkr {
 
@@ -76,9 +76,9 @@ struct InterProcessReadWriteLock::Side::Impl {
                              "its own read for ever (upgrade is not supported): release the "
                              "read lock first");
     if (!write && holds.write.state)
-      return std::optional<detail::HeldWriteNode>(detail::HeldWriteNode{
-          std::string(node_name(holds.write.state->node_path)), holds.write.state->epoch,
-          holds.write.state});
+      return std::optional<detail::HeldWriteNode>(
+          detail::HeldWriteNode{std::string(node_name(holds.write.state->node_path)),
+                                holds.write.state->epoch, holds.write.state});
     return std::optional<detail::HeldWriteNode>{};
   }
 
@@ -113,8 +113,8 @@ struct InterProcessReadWriteLock::Side::Impl {
       Hold* hold = nullptr;
       if (it != threads.end()) hold = write ? &it->second.write : &it->second.read;
       if (!hold || !hold->state) {
-        log->error("{} {}: release by a thread that does not hold it; nothing changed",
-                   name(write), dir());
+        log->error("{} {}: release by a thread that does not hold it; nothing changed", name(write),
+                   dir());
         return false;
       }
       if (--hold->count > 0) return true;
@@ -135,7 +135,8 @@ struct InterProcessReadWriteLock::Side::Impl {
   }
 
   // Deletes the node of a hold, if the Client still can.
-  void give_back(detail::LockInternals& internals, const std::shared_ptr<LeaseState>& state) noexcept {
+  void give_back(detail::LockInternals& internals,
+                 const std::shared_ptr<LeaseState>& state) noexcept {
     Visit visit(*lifeline);
     if (visit) internals.release(state);
     else state->mark_released();  // the Client closed its session, and the node went with it
@@ -160,7 +161,8 @@ bool InterProcessReadWriteLock::Side::try_acquire() { return shared_->take(write
 bool InterProcessReadWriteLock::Side::try_acquire_for(std::chrono::milliseconds timeout) {
   return shared_->take(write_, detail::deadline_after(timeout));
 }
-bool InterProcessReadWriteLock::Side::try_acquire_until(std::chrono::steady_clock::time_point deadline) {
+bool InterProcessReadWriteLock::Side::try_acquire_until(
+    std::chrono::steady_clock::time_point deadline) {
   return shared_->take(write_, detail::to_deadline(deadline));
 }
 bool InterProcessReadWriteLock::Side::release() noexcept { return shared_->give(write_); }

@@ -9,12 +9,12 @@
 #include <stdexcept>
 
 #include "acquire_calls.hpp"
+#include "client_internals.hpp"
 #include "lease_state.hpp"
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
 #include "lock_internals.hpp"
 #include "zkr/path.hpp"
-#include "client_internals.hpp"
 
 namespace zkr {
 
@@ -82,8 +82,9 @@ std::int32_t shared_count_value(const Result<NodeData>& node, const std::string&
   for (const char byte : data) value = (value << 8) | static_cast<unsigned char>(byte);
   const auto count = static_cast<std::int32_t>(value);
   if (count < 1)
-    throw KeeperError(Errc::bad_arguments, path,
-                      "the semaphore's SharedCount is " + std::to_string(count) + "; at least 1 lease is needed");
+    throw KeeperError(
+        Errc::bad_arguments, path,
+        "the semaphore's SharedCount is " + std::to_string(count) + "; at least 1 lease is needed");
   return count;
 }
 
@@ -118,8 +119,9 @@ struct SemaphoreCore {
       } catch (const KeeperError& e) {
         locks.release(mutex);
         const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-        const auto delay =
-            is_retryable(e.errc()) ? client.retry_policy().next_delay(retries, elapsed) : std::nullopt;
+        const auto delay = is_retryable(e.errc())
+                               ? client.retry_policy().next_delay(retries, elapsed)
+                               : std::nullopt;
         if (!delay) rethrow_naming(e, dir);
         if (deadline && Clock::now() + *delay >= *deadline) return nullptr;
         client.sleeper().sleep_for(*delay);
@@ -144,9 +146,8 @@ struct SemaphoreCore {
       return std::move(listed).value().names;
     });
     std::erase_if(names, [](const std::string& n) { return !sequence_of(n); });
-    std::sort(names.begin(), names.end(), [](const auto& a, const auto& b) {
-      return *sequence_of(a) < *sequence_of(b);
-    });
+    std::sort(names.begin(), names.end(),
+              [](const auto& a, const auto& b) { return *sequence_of(a) < *sequence_of(b); });
     for (auto& name : names) name = join_path(leases_dir, name);
     return names;
   }
@@ -165,7 +166,8 @@ struct SemaphoreCore {
  private:
   static std::optional<std::string_view> sequence_of(std::string_view name) {
     const auto at = name.rfind(kLeaseName);
-    if (at == std::string_view::npos || name.size() - at - kLeaseName.size() < 10) return std::nullopt;
+    if (at == std::string_view::npos || name.size() - at - kLeaseName.size() < 10)
+      return std::nullopt;
     return name.substr(at + kLeaseName.size());
   }
 
@@ -186,10 +188,11 @@ struct SemaphoreCore {
     auto keeper = client.keeper();
     if (!keeper || client.session_epoch() != mutex.epoch) throw StartOver{};
     const auto epoch = mutex.epoch;
-    const std::string prefix =
-        join_path(leases_dir, std::string(kProtectedPrefix) + new_guid() + "-" + std::string(kLeaseName));
+    const std::string prefix = join_path(
+        leases_dir, std::string(kProtectedPrefix) + new_guid() + "-" + std::string(kLeaseName));
     // The listing of the semaphore's path rides along: other protocols' nodes there.
-    auto created_reply = keeper->async_create(prefix, holder, CreateMode::ephemeral_sequential, create_options);
+    auto created_reply =
+        keeper->async_create(prefix, holder, CreateMode::ephemeral_sequential, create_options);
     auto siblings_reply = keeper->async_children(dir);
     auto created = await(*keeper, std::move(created_reply), prefix, deadline);
     const auto siblings = await(*keeper, std::move(siblings_reply), dir, deadline);
@@ -200,14 +203,16 @@ struct SemaphoreCore {
                               leases_dir, deadline);
       if (!made.ok() && made.error() != Errc::node_exists)
         throw KeeperError(made.error(), leases_dir, "creating the semaphore's leases directory");
-      created = await(*keeper,
-                      keeper->async_create(prefix, holder, CreateMode::ephemeral_sequential, create_options),
-                      prefix, deadline);
+      created = await(
+          *keeper,
+          keeper->async_create(prefix, holder, CreateMode::ephemeral_sequential, create_options),
+          prefix, deadline);
     }
     if (!created.ok()) {
       // A create whose reply was lost may still be applied: its node goes by name.
       if (is_connection_error(created.error()) || created.error() == Errc::operation_timeout)
-        detail::ClientInternals::remove_in_background(client, prefix, epoch, /*by_name_prefix=*/true);
+        detail::ClientInternals::remove_in_background(client, prefix, epoch,
+                                                      /*by_name_prefix=*/true);
       throw KeeperError(created.error(), prefix, "creating the lease node");
     }
     const std::string node = created.value().path;
@@ -225,11 +230,13 @@ struct SemaphoreCore {
     if (!siblings.ok() && siblings.error() != Errc::no_node)
       throw KeeperError(siblings.error(), dir, "listing the semaphore's path");
     if (siblings.ok())
-      if (const auto foreign = find_foreign_lock_nodes(siblings.value().names, QueueFamily::semaphore))
-        throw KeeperError(Errc::foreign_lock_protocol, dir,
-                          foreign->description() +
-                              " uses this semaphore's path; neither protocol sees the other's "
-                              "nodes, so both would be granted at once: refusing to queue beside it");
+      if (const auto foreign =
+              find_foreign_lock_nodes(siblings.value().names, QueueFamily::semaphore))
+        throw KeeperError(
+            Errc::foreign_lock_protocol, dir,
+            foreign->description() +
+                " uses this semaphore's path; neither protocol sees the other's "
+                "nodes, so both would be granted at once: refusing to queue beside it");
 
     auto wake = std::make_shared<Wake>();
     const auto watcher = [weak = std::weak_ptr<Wake>(wake)](const WatchEvent&) {
@@ -276,8 +283,8 @@ struct SemaphoreCore {
     try {
       auto keeper = client.keeper();
       if (keeper && client.session_epoch() == epoch && client.is_connected()) {
-        const auto removed = await_until(keeper->async_remove(node), node,
-                                         Clock::now() + keeper->default_timeout());
+        const auto removed =
+            await_until(keeper->async_remove(node), node, Clock::now() + keeper->default_timeout());
         if (removed.ok() || removed.error() == Errc::no_node) return;
       }
       detail::ClientInternals::remove_in_background(client, node, epoch);
@@ -322,11 +329,11 @@ bool SemaphoreLease::release() noexcept {
 
 // ---- InterProcessSemaphoreV2
 
-InterProcessSemaphoreV2::InterProcessSemaphoreV2(Client& client, std::string path, SemaphoreLimit limit,
-                                                 LockOptions options)
+InterProcessSemaphoreV2::InterProcessSemaphoreV2(Client& client, std::string path,
+                                                 SemaphoreLimit limit, LockOptions options)
     : core_(std::make_shared<detail::SemaphoreCore>(
-          client, detail::checked_lock_path(std::move(path), kMaxSemaphorePathLength), std::move(limit),
-          options)) {}
+          client, detail::checked_lock_path(std::move(path), kMaxSemaphorePathLength),
+          std::move(limit), options)) {}
 
 InterProcessSemaphoreV2::~InterProcessSemaphoreV2() = default;
 
@@ -336,13 +343,16 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::acquire(int n) {
   return leases;
 }
 
-std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire(int n, std::chrono::milliseconds timeout) {
-  return try_acquire_until(n, std::chrono::steady_clock::now() + std::max(timeout, milliseconds(0)));
+std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire(
+    int n, std::chrono::milliseconds timeout) {
+  return try_acquire_until(n,
+                           std::chrono::steady_clock::now() + std::max(timeout, milliseconds(0)));
 }
 
 std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
     int n, std::chrono::steady_clock::time_point deadline) {
-  if (n < 1) throw std::invalid_argument("a semaphore acquire needs n >= 1, got " + std::to_string(n));
+  if (n < 1)
+    throw std::invalid_argument("a semaphore acquire needs n >= 1, got " + std::to_string(n));
   if (const auto max = core_->limit.fixed_value(); max && n > *max)
     throw std::invalid_argument("asked for " + std::to_string(n) + " leases of a semaphore of " +
                                 std::to_string(*max));
@@ -381,7 +391,9 @@ void CuratorSemaphoreMutex::acquire() {
   std::lock_guard lock(mutex_);
   held_.emplace(std::move(leases.front()));
 }
-bool CuratorSemaphoreMutex::try_acquire() { return try_acquire_until(std::chrono::steady_clock::now()); }
+bool CuratorSemaphoreMutex::try_acquire() {
+  return try_acquire_until(std::chrono::steady_clock::now());
+}
 bool CuratorSemaphoreMutex::try_acquire_for(std::chrono::milliseconds timeout) {
   return try_acquire_until(std::chrono::steady_clock::now() + std::max(timeout, milliseconds(0)));
 }
@@ -407,7 +419,8 @@ bool CuratorSemaphoreMutex::is_acquired_in_this_process() const {
 }
 LockLease CuratorSemaphoreMutex::lease() const {
   std::lock_guard lock(mutex_);
-  if (!held_) throw std::logic_error("CuratorSemaphoreMutex " + path() + ": lease() while not held");
+  if (!held_)
+    throw std::logic_error("CuratorSemaphoreMutex " + path() + ": lease() while not held");
   return held_->lease();
 }
 

@@ -4,8 +4,7 @@
 
 namespace zkr::detail {
 
-BackgroundRemover::BackgroundRemover(SessionSource session,
-                                     std::chrono::milliseconds op_timeout,
+BackgroundRemover::BackgroundRemover(SessionSource session, std::chrono::milliseconds op_timeout,
                                      std::shared_ptr<spdlog::logger> log,
                                      std::chrono::milliseconds retry_pause)
     : session_(std::move(session)),
@@ -16,8 +15,7 @@ BackgroundRemover::BackgroundRemover(SessionSource session,
 
 BackgroundRemover::~BackgroundRemover() { stop(); }
 
-void BackgroundRemover::add(std::string path, std::uint64_t epoch,
-                            bool by_name_prefix) noexcept {
+void BackgroundRemover::add(std::string path, std::uint64_t epoch, bool by_name_prefix) noexcept {
   try {
     {
       std::lock_guard lock(mutex_);
@@ -91,8 +89,7 @@ void BackgroundRemover::run() {
       }
       switch (attempt(*now.keeper, item)) {
         case Outcome::done:
-        case Outcome::give_up:
-          break;
+        case Outcome::give_up: break;
         case Outcome::retry_later:
           pause = true;
           keep.push_back(std::move(item));
@@ -109,8 +106,7 @@ void BackgroundRemover::run() {
   }
 }
 
-BackgroundRemover::Outcome BackgroundRemover::attempt(Keeper& keeper,
-                                                      const Item& item) const {
+BackgroundRemover::Outcome BackgroundRemover::attempt(Keeper& keeper, const Item& item) const {
   try {
     std::string target = item.path;
     if (item.by_name_prefix) {
@@ -139,8 +135,7 @@ BackgroundRemover::Outcome BackgroundRemover::attempt(Keeper& keeper,
   }
 }
 
-BackgroundRemover::Outcome BackgroundRemover::judge(Errc error,
-                                                    const Item& item) const {
+BackgroundRemover::Outcome BackgroundRemover::judge(Errc error, const Item& item) const {
   if (error == Errc::ok || error == Errc::no_node) return Outcome::done;
   // The link or the session failed: the outcome is unknown, try again (an
   // ended session is noticed by its epoch next time).

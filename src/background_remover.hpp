@@ -87,12 +87,12 @@ class BackgroundRemover {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;  // wakes run(), and wait_until_empty()
-  std::vector<Item> items_;  // guarded by mutex_
-  std::size_t in_flight_ = 0;  // guarded by mutex_: taken by run(), not yet settled
-  bool wake_ = false;         // guarded by mutex_: something new to try
+  std::vector<Item> items_;             // guarded by mutex_
+  std::size_t in_flight_ = 0;           // guarded by mutex_: taken by run(), not yet settled
+  bool wake_ = false;                   // guarded by mutex_: something new to try
   std::optional<std::chrono::steady_clock::time_point> retry_at_;  // guarded by mutex_
-  bool stopping_ = false;     // guarded by mutex_
-  std::thread thread_;        // last: starts once the rest exists
+  bool stopping_ = false;                                          // guarded by mutex_
+  std::thread thread_;  // last: starts once the rest exists
 };
 
 }  // namespace zkr::detail

@@ -204,9 +204,9 @@ void forward_c_log(const char* message) {
   // pause after trying every server: the C client logs them as ERROR and WARN,
   // but they are the link coming and going, which the Client reports as
   // connection states at its own levels. Other errors keep their level.
-  static constexpr std::string_view kLinkNews[] = {
-      "zk retcode=-4,", "zk retcode=-7,", "zk retcode=-112,",
-      "Delaying connection after exhaustively trying"};
+  static constexpr std::string_view kLinkNews[] = {"zk retcode=-4,", "zk retcode=-7,",
+                                                   "zk retcode=-112,",
+                                                   "Delaying connection after exhaustively trying"};
   for (const auto news : kLinkNews)
     if (text.find(news) != std::string_view::npos) level = std::min(level, spdlog::level::info);
   detail::default_logger()->log(level, "zookeeper client: {}", text);
@@ -256,7 +256,7 @@ struct CKeeper::Shared {
   std::atomic<int> closing_answers{0};
 
   mutable std::mutex mutex;
-  std::condition_variable drained;  // pending became empty
+  std::condition_variable drained;                // pending became empty
   SessionState state = SessionState::connecting;  // guarded by mutex
   std::int64_t session_id = 0;                    // guarded by mutex
   std::string password;                           // guarded by mutex
@@ -267,7 +267,9 @@ struct CKeeper::Shared {
   std::unordered_set<Pending*> pending;       // guarded by mutex
   std::unordered_set<WatchContext*> watches;  // guarded by mutex
 
-  void on_event_thread() { event_thread.store(std::this_thread::get_id(), std::memory_order_relaxed); }
+  void on_event_thread() {
+    event_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  }
 };
 
 namespace {
@@ -406,19 +408,15 @@ bool settle(Pending& p, int rc, bool watch_set) {
 void on_created(int rc, const char* path, const ::Stat* stat, const void* data) {
   auto c = claim<Completion<Created>>(data);
   if (!settle(*c, rc, false)) return;
-  if (rc == ZOK)
-    c->promise.set_value(Created{path ? path : "", stat ? to_stat(*stat) : Stat{}});
-  else
-    c->fail(errc_from_int(rc));
+  if (rc == ZOK) c->promise.set_value(Created{path ? path : "", stat ? to_stat(*stat) : Stat{}});
+  else c->fail(errc_from_int(rc));
 }
 
 void on_void(int rc, const void* data) {
   auto c = claim<Completion<Empty>>(data);
   if (!settle(*c, rc, false)) return;
-  if (rc == ZOK)
-    c->promise.set_value(Empty{});
-  else
-    c->fail(errc_from_int(rc));
+  if (rc == ZOK) c->promise.set_value(Empty{});
+  else c->fail(errc_from_int(rc));
 }
 
 void on_synced(int rc, const char*, const void* data) { on_void(rc, data); }
@@ -428,20 +426,17 @@ void on_synced(int rc, const char*, const void* data) { on_void(rc, data); }
 void on_stat(int rc, const ::Stat* stat, const void* data) {
   auto c = claim<Completion<Stat>>(data);
   if (!settle(*c, rc, rc == ZOK || rc == ZNONODE)) return;
-  if (rc == ZOK && stat)
-    c->promise.set_value(to_stat(*stat));
-  else
-    c->fail(rc == ZOK ? Errc::marshalling_error : errc_from_int(rc));
+  if (rc == ZOK && stat) c->promise.set_value(to_stat(*stat));
+  else c->fail(rc == ZOK ? Errc::marshalling_error : errc_from_int(rc));
 }
 
 void on_data(int rc, const char* value, int length, const ::Stat* stat, const void* data) {
   auto c = claim<Completion<NodeData>>(data);
   if (!settle(*c, rc, rc == ZOK)) return;
   if (rc == ZOK && stat)  // length is -1 for a node whose data is null
-    c->promise.set_value(NodeData{value && length > 0 ? std::string(value, length) : "",
-                                  to_stat(*stat)});
-  else
-    c->fail(rc == ZOK ? Errc::marshalling_error : errc_from_int(rc));
+    c->promise.set_value(
+        NodeData{value && length > 0 ? std::string(value, length) : "", to_stat(*stat)});
+  else c->fail(rc == ZOK ? Errc::marshalling_error : errc_from_int(rc));
 }
 
 void on_children(int rc, const String_vector* names, const ::Stat* stat, const void* data) {
@@ -523,7 +518,6 @@ SessionState session_state_of(int state) {
   return SessionState::connecting;  // connecting, associating, not connected
 }
 
-
 // "127.0.0.1:2181" or "[::1]:2181" of the server the handle is connected to.
 // Read on the completion thread right after the connected event: the C client
 // keeps no lock around its socket.
@@ -569,10 +563,10 @@ void on_session_event(zhandle_t* zh, int type, int state, const char*, void* con
   }
   if (mapped == SessionState::auth_failed)
     shared.log->error("session {:#x}: authentication failed", id);
-  else if (mapped == SessionState::expired)
-    shared.log->info("session {:#x} expired", id);
+  else if (mapped == SessionState::expired) shared.log->info("session {:#x} expired", id);
   else
-    shared.log->debug("session {:#x}: {}{}{}", id, to_string(mapped), host.empty() ? "" : " to ", host);
+    shared.log->debug("session {:#x}: {}{}{}", id, to_string(mapped), host.empty() ? "" : " to ",
+                      host);
   notify(shared, mapped);
 }
 
@@ -694,9 +688,9 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
     std::memcpy(client.passwd, config.session_password.data(), sizeof client.passwd);
   }
 
-  shared_ = std::make_shared<Shared>(config.logger ? config.logger : detail::default_logger(),
-                                     std::move(on_state), config.default_acl,
-                                     config.session_timeout);
+  shared_ =
+      std::make_shared<Shared>(config.logger ? config.logger : detail::default_logger(),
+                               std::move(on_state), config.default_acl, config.session_timeout);
   // Process-wide in the C client: the last keeper to connect sets it.
   zoo_set_debug_level(c_log_level(detail::default_logger()->level()));
   handle_ = zookeeper_init2(connect.c_str(), &on_session_event, static_cast<int>(timeout),
@@ -704,9 +698,9 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
                             ZOO_NO_LOG_CLIENTENV, &forward_c_log);
   if (!handle_) {
     const int error = errno;
-    throw KeeperError(Errc::system_error, "",
-                      "zookeeper_init(\"" + detail::printable(connect) +
-                          "\") failed: " + std::strerror(error));
+    throw KeeperError(
+        Errc::system_error, "",
+        "zookeeper_init(\"" + detail::printable(connect) + "\") failed: " + std::strerror(error));
   }
   if (config.auth) {
     // Sent first on every connection, ahead of any request.
@@ -769,8 +763,8 @@ std::future<Result<Created>> CKeeper::async_create(std::string path, std::string
     if (has_ttl(mode))
       return zoo_acreate2_ttl(handle_, path.c_str(), data.data(), length, acl.get(), flags,
                               options.ttl.count(), &on_created, raw);
-    return zoo_acreate2(handle_, path.c_str(), data.data(), length, acl.get(), flags,
-                        &on_created, raw);
+    return zoo_acreate2(handle_, path.c_str(), data.data(), length, acl.get(), flags, &on_created,
+                        raw);
   });
 }
 
@@ -804,8 +798,7 @@ std::future<Result<NodeData>> CKeeper::async_get(std::string path, Watcher watch
   });
 }
 
-std::future<Result<Stat>> CKeeper::async_set(std::string path, std::string data,
-                                             Version version) {
+std::future<Result<Stat>> CKeeper::async_set(std::string path, std::string data, Version version) {
   detail::check_set(path, data);
   const auto length = static_cast<int>(data.size());
   auto c = std::make_unique<Completion<Stat>>(shared_.get(), path);

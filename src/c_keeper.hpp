@@ -53,17 +53,14 @@ class CKeeper final : public Keeper {
   CKeeper(const CKeeper&) = delete;
   CKeeper& operator=(const CKeeper&) = delete;
 
-  std::future<Result<Created>> async_create(std::string path, std::string data,
-                                            CreateMode mode,
+  std::future<Result<Created>> async_create(std::string path, std::string data, CreateMode mode,
                                             CreateOptions options = {}) override;
-  std::future<Result<Empty>> async_remove(std::string path,
-                                          Version version = kAnyVersion) override;
+  std::future<Result<Empty>> async_remove(std::string path, Version version = kAnyVersion) override;
   std::future<Result<Stat>> async_exists(std::string path, Watcher watcher = {}) override;
   std::future<Result<NodeData>> async_get(std::string path, Watcher watcher = {}) override;
   std::future<Result<Stat>> async_set(std::string path, std::string data,
                                       Version version = kAnyVersion) override;
-  std::future<Result<Children>> async_children(std::string path,
-                                               Watcher watcher = {}) override;
+  std::future<Result<Children>> async_children(std::string path, Watcher watcher = {}) override;
   std::future<MultiResult> async_multi(std::vector<Op> ops) override;
   std::future<Result<Empty>> async_sync(std::string path) override;
 

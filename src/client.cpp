@@ -47,12 +47,12 @@
 
 #include "background_remover.hpp"
 #include "callback_thread.hpp"
+#include "client_internals.hpp"
 #include "connection_state_machine.hpp"
 #include "directory_registry.hpp"  // recipes/: built into this library
 #include "keeper_arguments.hpp"
 #include "log.hpp"
 #include "zkr/path.hpp"
-#include "client_internals.hpp"
 
 namespace zkr {
 
@@ -71,7 +71,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
 
 // After a failed attempt to open a new session (the factory threw), the
 // session thread tries again this much later.
@@ -230,10 +229,10 @@ class ListenerDispatcher {
 
   std::shared_ptr<spdlog::logger> log_;
   std::mutex mutex_;
-  std::condition_variable cv_;  // wakes run() and remove()
+  std::condition_variable cv_;         // wakes run() and remove()
   std::deque<ConnectionState> queue_;  // guarded by mutex_
   std::map<Client::ListenerId, std::shared_ptr<Client::Listener>> listeners_;  // guarded
-  Client::ListenerId next_id_ = 1;  // guarded by mutex_
+  Client::ListenerId next_id_ = 1;                                             // guarded by mutex_
   Client::ListenerId running_ = 0;  // guarded by mutex_: the listener being called
   bool stopping_ = false;           // guarded by mutex_
   std::thread thread_;              // last: starts once the rest exists
@@ -258,8 +257,7 @@ ClientOptions validated(ClientOptions o) {
   if (o.connection_timeout <= milliseconds::zero())
     throw std::invalid_argument("ClientOptions::connection_timeout must be > 0 ms");
   // "app/locks" as documented; "/app/locks" is accepted as meaning the same.
-  if (!o.namespace_path.empty() && o.namespace_path.front() == '/')
-    o.namespace_path.erase(0, 1);
+  if (!o.namespace_path.empty() && o.namespace_path.front() == '/') o.namespace_path.erase(0, 1);
   if (!o.namespace_path.empty())
     check_option("namespace_path", [&] { validate_path("/" + o.namespace_path); });
   if (o.auth) check_option("auth", [&] { detail::check_digest_auth(*o.auth); });
@@ -269,8 +267,8 @@ ClientOptions validated(ClientOptions o) {
   if (o.namespace_acl->empty())
     throw std::invalid_argument("ClientOptions::namespace_acl: an ACL needs at least one entry");
   if (!o.retry_policy)
-    o.retry_policy = std::make_shared<ExponentialBackoffRetry>(milliseconds(100), 5,
-                                                               milliseconds(2000));
+    o.retry_policy =
+        std::make_shared<ExponentialBackoffRetry>(milliseconds(100), 5, milliseconds(2000));
   if (!o.sleeper) o.sleeper = std::make_shared<RealSleeper>();
   if (!o.logger) o.logger = detail::default_logger();
   if (!o.keeper_factory) {
@@ -333,7 +331,7 @@ struct Client::Impl {
     while (!lifeline->wait_for_visits(kVisitWarning))
       log->warn("client of {} closing: waiting for lock calls in other threads to return",
                 options.connect_string);
-    listeners.stop();  // listeners may still use the Client while they drain
+    listeners.stop();   // listeners may still use the Client while they drain
     callbacks->stop();  // so may lease callbacks, some posted by the listeners
     std::shared_ptr<Keeper> last;
     {
@@ -391,8 +389,8 @@ struct Client::Impl {
       return;
     }
     log->debug("session event {} (epoch {})", to_string(event.state), event.epoch);
-    const bool up = event.state == SessionState::connected ||
-                    event.state == SessionState::connected_read_only;
+    const bool up =
+        event.state == SessionState::connected || event.state == SessionState::connected_read_only;
     if (up && !config.chroot.empty() && !ensure_namespace()) {
       // Not announced until the namespace exists: nothing could be served.
       withheld = event.state;
@@ -406,7 +404,7 @@ struct Client::Impl {
 
   // The watch on the namespace node fired: it was deleted (or changed).
   void on_namespace_changed() {
-    namespace_watch_epoch = 0;  // a watch fires once
+    namespace_watch_epoch = 0;                        // a watch fires once
     if (!machine.is_connected() || withheld) return;  // the next connection looks anyway
     if (!ensure_namespace()) schedule_namespace_retry();
   }
@@ -611,8 +609,7 @@ struct Client::Impl {
     auto k = options.keeper_factory(bootstrap_config, [signal](SessionState s) {
       std::lock_guard lock(signal->mutex);
       if (s == SessionState::connected) signal->up = true;
-      if (s == SessionState::expired || s == SessionState::auth_failed ||
-          s == SessionState::closed)
+      if (s == SessionState::expired || s == SessionState::auth_failed || s == SessionState::closed)
         signal->up = signal->up.value_or(false);
       signal->cv.notify_all();
     });
@@ -651,18 +648,18 @@ struct Client::Impl {
     auto until = start + options.connection_timeout;
     if (deadline && *deadline < until) until = *deadline;
     std::unique_lock lock(mutex);
-    connected_cv.wait_until(lock, until, [&] {
-      return connected || closing || auth_failed || namespace_error;
-    });
+    connected_cv.wait_until(lock, until,
+                            [&] { return connected || closing || auth_failed || namespace_error; });
     if (closing) throw KeeperError(Errc::closing, "", "the client is closing");
     // Before connected: the namespace may have gone, and failed to come back,
     // while the session stayed up.
     if (namespace_error) throw *namespace_error;
     if (connected) return {keeper, epoch};
     if (auth_failed)
-      throw KeeperError(Errc::auth_failed, "",
-                        "authentication failed on " + options.connect_string +
-                            " (the ensemble refused the credentials; no new session will be opened)");
+      throw KeeperError(
+          Errc::auth_failed, "",
+          "authentication failed on " + options.connect_string +
+              " (the ensemble refused the credentials; no new session will be opened)");
     const auto waited = std::chrono::duration_cast<milliseconds>(until - start);
     throw KeeperError(Errc::connection_loss, "",
                       "not connected to " + options.connect_string + " within " +
@@ -676,9 +673,8 @@ struct Client::Impl {
 
   bool block_until_connected(milliseconds timeout) const {
     std::unique_lock lock(mutex);
-    connected_cv.wait_for(lock, timeout, [&] {
-      return connected || closing || auth_failed || namespace_error;
-    });
+    connected_cv.wait_for(lock, timeout,
+                          [&] { return connected || closing || auth_failed || namespace_error; });
     return connected && !closing && !namespace_error;
   }
 
@@ -696,7 +692,7 @@ struct Client::Impl {
   std::optional<SessionState> withheld;
   std::optional<Clock::time_point> namespace_retry_at;  // next attempt to make it
   milliseconds namespace_retry_delay = kNamespaceRetryFirst;
-  std::uint64_t namespace_watch_epoch = 0;  // the session whose handle has the watch
+  std::uint64_t namespace_watch_epoch = 0;     // the session whose handle has the watch
   std::optional<Clock::time_point> timer;      // suspended too long, when it fires
   std::optional<Clock::time_point> reopen_at;  // retry of a failed replace_session
   bool current_ended = false;  // the epoch moved on, and no session is open for it yet
@@ -762,9 +758,7 @@ void Client::remove_in_background(std::string path, std::uint64_t epoch,
   impl_->remover.add(std::move(path), epoch, by_name_prefix);
 }
 
-std::shared_ptr<Keeper> Client::keeper_when_connected() const {
-  return impl_->wait_connected();
-}
+std::shared_ptr<Keeper> Client::keeper_when_connected() const { return impl_->wait_connected(); }
 
 std::shared_ptr<Keeper> Client::keeper_when_connected(
     std::chrono::steady_clock::time_point deadline) const {

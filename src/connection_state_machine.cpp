@@ -10,10 +10,8 @@ Transition ConnectionStateMachine::on_session(SessionState s) {
       // session that follows lost (still lost until it connects).
       if (is_connected()) return announce(ConnectionState::suspended);
       return {};
-    case SessionState::connected:
-      return on_connected(false);
-    case SessionState::connected_read_only:
-      return on_connected(true);
+    case SessionState::connected: return on_connected(false);
+    case SessionState::connected_read_only: return on_connected(true);
     case SessionState::expired: {
       // Expired is final for this handle; even before a first connection
       // (a session joined by id) the Client needs a new one.
@@ -65,10 +63,9 @@ bool ConnectionStateMachine::timer_wanted() const {
 Transition ConnectionStateMachine::announce(ConnectionState s) {
   // connected and reconnected are the same condition said twice: a second
   // "connected" event of one handle (the C client repeats it) is no news.
-  const bool was_connected = current_ == ConnectionState::connected ||
-                             current_ == ConnectionState::reconnected;
-  const bool now_connected =
-      s == ConnectionState::connected || s == ConnectionState::reconnected;
+  const bool was_connected =
+      current_ == ConnectionState::connected || current_ == ConnectionState::reconnected;
+  const bool now_connected = s == ConnectionState::connected || s == ConnectionState::reconnected;
   if (current_ == s || (was_connected && now_connected)) return {};
   current_ = s;
   return {s, false};

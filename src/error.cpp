@@ -80,10 +80,8 @@ bool is_connection_error(Errc e) noexcept {
     case Errc::session_moved:
     case Errc::invalid_state:
     case Errc::closing:
-    case Errc::ssl_connection_error:
-      return true;
-    default:
-      return false;
+    case Errc::ssl_connection_error: return true;
+    default: return false;
   }
 }
 
@@ -92,10 +90,8 @@ bool is_retryable(Errc e) noexcept {
     case Errc::connection_loss:
     case Errc::operation_timeout:
     case Errc::session_moved:
-    case Errc::throttled_op:
-      return true;
-    default:
-      return false;
+    case Errc::throttled_op: return true;
+    default: return false;
   }
 }
 

@@ -35,12 +35,11 @@ void check_create(const std::string& path, std::string_view data, CreateMode mod
   check_data(path, data);
   const auto ttl = options.ttl.count();
   if (has_ttl(mode) && (ttl <= 0 || ttl > kMaxTtlMs))
-    throw std::invalid_argument("create " + path + ": a *_with_ttl mode needs 0 < ttl <= " +
-                                std::to_string(kMaxTtlMs) + " ms, got " +
-                                std::to_string(ttl) + " ms");
+    throw std::invalid_argument(
+        "create " + path + ": a *_with_ttl mode needs 0 < ttl <= " + std::to_string(kMaxTtlMs) +
+        " ms, got " + std::to_string(ttl) + " ms");
   if (!has_ttl(mode) && ttl != 0)
-    throw std::invalid_argument("create " + path +
-                                ": ttl is only for the *_with_ttl modes, got " +
+    throw std::invalid_argument("create " + path + ": ttl is only for the *_with_ttl modes, got " +
                                 std::to_string(ttl) + " ms");
   if (options.acl && options.acl->empty())
     throw std::invalid_argument("create " + path + ": the ACL is empty");
@@ -69,8 +68,7 @@ void check_multi(const std::vector<Op>& ops) {
     } else if (const auto* set = std::get_if<op::Set>(&op)) {
       check_set(set->path, set->data);
     } else {
-      check_write_path(
-          std::visit([](const auto& o) -> const std::string& { return o.path; }, op));
+      check_write_path(std::visit([](const auto& o) -> const std::string& { return o.path; }, op));
     }
   }
 }
@@ -96,8 +94,8 @@ void check_keeper_config(const KeeperConfig& config) {
   check_chroot(config.chroot);
   const auto timeout = config.session_timeout.count();
   if (timeout <= 0 || timeout > INT_MAX)  // the C client takes it as an int
-    throw std::invalid_argument("session_timeout must be positive, got " +
-                                std::to_string(timeout) + " ms");
+    throw std::invalid_argument("session_timeout must be positive, got " + std::to_string(timeout) +
+                                " ms");
   if (config.default_acl.empty()) throw std::invalid_argument("default_acl is empty");
   if (config.auth) check_digest_auth(*config.auth);
   if (config.session_id == 0 && !config.session_password.empty())
@@ -134,12 +132,12 @@ namespace {
 }
 
 bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '-';
 }
 bool is_v6_char(char c) {
-  return (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || (c >= '0' && c <= '9') ||
-         c == ':' || c == '.';
+  return (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || (c >= '0' && c <= '9') || c == ':' ||
+         c == '.';
 }
 
 void check_port(std::string_view hosts, std::string_view entry, std::string_view port) {
@@ -147,7 +145,8 @@ void check_port(std::string_view hosts, std::string_view entry, std::string_view
   for (const char c : port)
     if (c < '0' || c > '9') bad_hosts(hosts, entry, "has a port that is not a decimal number");
   // The C client reads ports with strtol(base 0): "02181" would be octal 1153.
-  if (port.size() > 1 && port.front() == '0') bad_hosts(hosts, entry, "has a port with a leading 0");
+  if (port.size() > 1 && port.front() == '0')
+    bad_hosts(hosts, entry, "has a port with a leading 0");
   if (port.size() > 5 || std::stoi(std::string(port)) > 65535 || port == "0")
     bad_hosts(hosts, entry, "has a port outside 1..65535");
 }
@@ -181,7 +180,8 @@ void check_entry(std::string_view hosts, std::string_view entry) {
   if (host.find(':') != std::string_view::npos)
     bad_hosts(hosts, entry, "looks like an IPv6 address: write it as [address]:port");
   for (const char c : host)
-    if (!is_name_char(c)) bad_hosts(hosts, entry, "has a host with a character outside [A-Za-z0-9.-]");
+    if (!is_name_char(c))
+      bad_hosts(hosts, entry, "has a host with a character outside [A-Za-z0-9.-]");
   if (host.size() > 253) bad_hosts(hosts, entry, "has a host name longer than 253 characters");
   check_port(hosts, entry, entry.substr(colon + 1));
 }
@@ -190,11 +190,13 @@ void check_entry(std::string_view hosts, std::string_view entry) {
 
 void validate_hosts(std::string_view hosts) {
   if (hosts.empty())
-    throw std::invalid_argument("invalid host list: it is empty (expected host:port[,host:port...])");
+    throw std::invalid_argument(
+        "invalid host list: it is empty (expected host:port[,host:port...])");
   std::size_t start = 0;
   while (true) {
     const auto comma = hosts.find(',', start);
-    check_entry(hosts, hosts.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    check_entry(hosts,
+                hosts.substr(start, comma == std::string_view::npos ? comma : comma - start));
     if (comma == std::string_view::npos) return;
     start = comma + 1;
   }

@@ -41,8 +41,10 @@ std::shared_ptr<spdlog::logger> default_logger() {
     if (auto existing = spdlog::get("zkr")) return existing;
   }
   if (env && !level) {
-    logger->warn("ZKR_LOG_LEVEL={} is not one of trace, debug, info, warn, error, off; "
-                 "using warn", env);
+    logger->warn(
+        "ZKR_LOG_LEVEL={} is not one of trace, debug, info, warn, error, off; "
+        "using warn",
+        env);
   }
   return logger;
 }

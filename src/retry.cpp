@@ -21,8 +21,7 @@ ExponentialBackoffRetry::ExponentialBackoffRetry(milliseconds base_sleep, int ma
       max_retries_(std::min(max_retries, kMaxExponent)),
       max_sleep_(max_sleep),
       rng_(seed) {
-  require(base_sleep > milliseconds::zero(),
-          "ExponentialBackoffRetry: base_sleep must be > 0 ms");
+  require(base_sleep > milliseconds::zero(), "ExponentialBackoffRetry: base_sleep must be > 0 ms");
   require(max_retries >= 0, "ExponentialBackoffRetry: max_retries must be >= 0");
   require(max_sleep > milliseconds::zero(), "ExponentialBackoffRetry: max_sleep must be > 0 ms");
 }
@@ -49,8 +48,8 @@ BoundedExponentialBackoffRetry::BoundedExponentialBackoffRetry(milliseconds base
           "BoundedExponentialBackoffRetry: max_elapsed must be > 0 ms");
 }
 
-std::optional<milliseconds> BoundedExponentialBackoffRetry::next_delay(
-    int retries_so_far, milliseconds elapsed) const {
+std::optional<milliseconds> BoundedExponentialBackoffRetry::next_delay(int retries_so_far,
+                                                                       milliseconds elapsed) const {
   // The time budget is the only limit: past the last doubling the delay stays
   // at its cap instead of giving up.
   const auto delay = backoff_.next_delay(std::min(retries_so_far, kMaxExponent - 1), elapsed);

@@ -35,8 +35,7 @@ std::size_t MultiResult::failed_index() const noexcept {
   for (std::size_t i = 0; i < results.size(); ++i) {
     // The server marks the operations it rolled back with runtime_inconsistency;
     // the one that failed carries its own code.
-    if (results[i].error != Errc::ok && results[i].error != Errc::runtime_inconsistency)
-      return i;
+    if (results[i].error != Errc::ok && results[i].error != Errc::runtime_inconsistency) return i;
   }
   return results.size();
 }

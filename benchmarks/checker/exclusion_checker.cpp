@@ -1,12 +1,12 @@
 #include "exclusion_checker.hpp"
 
 #include <algorithm>
-#include <functional>
-#include <queue>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <istream>
+#include <queue>
 #include <sstream>
 #include <stdexcept>
 
@@ -46,16 +46,15 @@ std::string relative_time(std::int64_t ns, std::int64_t origin_ns) {
 
 std::string describe(const HolderInterval& i, std::int64_t origin_ns) {
   return "pid " + std::to_string(i.pid) + " thread " + std::to_string(i.thread) + " " + i.kind +
-         " token " + std::to_string(i.token) + " [" + relative_time(i.enter_ns, origin_ns) +
-         ", " + relative_time(i.exit_ns, origin_ns) + "]";
+         " token " + std::to_string(i.token) + " [" + relative_time(i.enter_ns, origin_ns) + ", " +
+         relative_time(i.exit_ns, origin_ns) + "]";
 }
 
 }  // namespace
 
 std::string format_interval(const HolderInterval& i) {
-  return std::to_string(i.pid) + " " + std::to_string(i.thread) + " " +
-         std::to_string(i.enter_ns) + " " + std::to_string(i.exit_ns) + " " +
-         std::to_string(i.token) + " " + i.kind;
+  return std::to_string(i.pid) + " " + std::to_string(i.thread) + " " + std::to_string(i.enter_ns) +
+         " " + std::to_string(i.exit_ns) + " " + std::to_string(i.token) + " " + i.kind;
 }
 
 HolderInterval parse_interval(std::string_view line) {
@@ -72,8 +71,8 @@ HolderInterval parse_interval(std::string_view line) {
   interval.kind = std::string(fields[5]);
   if (interval.exit_ns < interval.enter_ns)
     throw std::invalid_argument("exit_ns " + std::to_string(interval.exit_ns) +
-                                " is before enter_ns " + std::to_string(interval.enter_ns) +
-                                ": '" + std::string(line) + "'");
+                                " is before enter_ns " + std::to_string(interval.enter_ns) + ": '" +
+                                std::string(line) + "'");
   return interval;
 }
 
@@ -156,7 +155,8 @@ ExclusionReport check_exclusion(std::vector<HolderInterval> intervals, std::int6
       report.most_shared_at_once = std::max(report.most_shared_at_once, shared_exits.size());
     } else {
       last_exclusive = &current;
-      if (!latest_exclusive || current.exit_ns > latest_exclusive->exit_ns) latest_exclusive = &current;
+      if (!latest_exclusive || current.exit_ns > latest_exclusive->exit_ns)
+        latest_exclusive = &current;
     }
     if (!latest || current.exit_ns > latest->exit_ns) latest = &current;
     if (!highest || current.token > highest->token) highest = &current;
@@ -166,8 +166,8 @@ ExclusionReport check_exclusion(std::vector<HolderInterval> intervals, std::int6
   report.examples.insert(report.examples.end(), token_examples.begin(), token_examples.end());
   if (report.lost_updates != 0)
     report.examples.push_back("counter is " + std::to_string(counter) + " after " +
-                              std::to_string(acquisitions) + " increments: " +
-                              std::to_string(report.lost_updates) + " lost");
+                              std::to_string(acquisitions) +
+                              " increments: " + std::to_string(report.lost_updates) + " lost");
   if (report.interval_count_mismatch)
     report.examples.push_back(std::to_string(report.intervals) + " intervals recorded for " +
                               std::to_string(acquisitions) + " acquisitions");
@@ -181,11 +181,11 @@ std::string format_report(const ExclusionReport& report) {
       << report.token_inversions << " token inversions, counter " << report.counter << " for "
       << report.acquisitions << " acquisitions (" << report.lost_updates << " lost updates)\n";
   if (report.shared_intervals > 0)
-    out << "  shared holds: " << report.shared_intervals << ", at most " << report.most_shared_at_once
-        << " at once\n";
+    out << "  shared holds: " << report.shared_intervals << ", at most "
+        << report.most_shared_at_once << " at once\n";
   if (report.longest_idle_ns > 0)
-    out << "  longest idle: " << static_cast<double>(report.longest_idle_ns) / 1e6
-        << " ms, before " << report.longest_idle_before << "\n";
+    out << "  longest idle: " << static_cast<double>(report.longest_idle_ns) / 1e6 << " ms, before "
+        << report.longest_idle_before << "\n";
   for (const auto& example : report.examples) out << "  " << example << "\n";
   return out.str();
 }

@@ -63,14 +63,14 @@ std::vector<HolderInterval> read_interval_file(const std::string& path);
 
 struct ExclusionReport {
   std::size_t intervals = 0;
-  std::size_t overlaps = 0;           // intervals entered before an earlier one left
-  std::size_t token_inversions = 0;   // tokens not above the previous grant's
-  std::int64_t counter = 0;           // the counter's final value
-  std::int64_t acquisitions = 0;      // how many increments were made
-  std::int64_t lost_updates = 0;      // acquisitions - counter (negative: extra updates)
+  std::size_t overlaps = 0;          // intervals entered before an earlier one left
+  std::size_t token_inversions = 0;  // tokens not above the previous grant's
+  std::int64_t counter = 0;          // the counter's final value
+  std::int64_t acquisitions = 0;     // how many increments were made
+  std::int64_t lost_updates = 0;     // acquisitions - counter (negative: extra updates)
   // Acquisitions and exclusive intervals differ: some holder's records are missing.
   bool interval_count_mismatch = false;
-  std::size_t shared_intervals = 0;   // of kind "read"
+  std::size_t shared_intervals = 0;     // of kind "read"
   std::size_t most_shared_at_once = 0;  // the most "read" intervals held at one time
   // Not a violation, but the sign of a stall: the longest time nobody held
   // the lock, and the hold that ended it.
@@ -80,8 +80,7 @@ struct ExclusionReport {
   std::vector<std::string> examples;
 
   bool ok() const noexcept {
-    return overlaps == 0 && token_inversions == 0 && lost_updates == 0 &&
-           !interval_count_mismatch;
+    return overlaps == 0 && token_inversions == 0 && lost_updates == 0 && !interval_count_mismatch;
   }
 };
 

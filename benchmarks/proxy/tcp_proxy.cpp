@@ -27,7 +27,8 @@ constexpr std::uint32_t kMaxFrame = 64u << 20;
 
 std::uint32_t be32(const char* p) {
   const auto* u = reinterpret_cast<const unsigned char*>(p);
-  return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) | u[3];
+  return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) |
+         u[3];
 }
 
 // Requests that change the tree: a reply lost after one of these is the case
@@ -42,8 +43,7 @@ bool is_mutating(std::int32_t opcode) {
     case 19:  // createContainer
     case 21:  // createTTL
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -238,7 +238,8 @@ void TcpProxy::pump(const std::shared_ptr<Connection>& c, bool to_server) {
   // 1 ms, half of it each way.
   const auto wait_until = [&](Clock::time_point until) {
     for (auto now = Clock::now(); alive() && now < until; now = Clock::now())
-      std::this_thread::sleep_for(std::min<Clock::duration>(until - now, std::chrono::milliseconds(kPollMs)));
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(until - now, std::chrono::milliseconds(kPollMs)));
   };
   const auto send_all = [&](const std::string& out) {
     std::size_t done = 0;
@@ -290,7 +291,8 @@ void TcpProxy::pump(const std::shared_ptr<Connection>& c, bool to_server) {
           if (xid > 0 && is_mutating(opcode) && drop_armed_) {
             std::lock_guard lock(mutex_);
             const bool wanted = drop_opcodes_.empty() ||
-                                std::find(drop_opcodes_.begin(), drop_opcodes_.end(), opcode) != drop_opcodes_.end();
+                                std::find(drop_opcodes_.begin(), drop_opcodes_.end(), opcode) !=
+                                    drop_opcodes_.end();
             bool armed = true;
             if (wanted && drop_armed_.compare_exchange_strong(armed, false)) {
               c->drop_xid = xid;  // set before the request goes out, so before its reply

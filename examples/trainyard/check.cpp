@@ -9,8 +9,7 @@ void violated(Invariant& invariant, const std::string& what) {
   invariant.holds = false;
   if (++invariant.violations <= kMaxDetails)
     invariant.detail += (invariant.detail.empty() ? "" : "; ") + what;
-  else if (invariant.violations == kMaxDetails + 1)
-    invariant.detail += "; ...";
+  else if (invariant.violations == kMaxDetails + 1) invariant.detail += "; ...";
 }
 
 }  // namespace

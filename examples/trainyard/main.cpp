@@ -56,26 +56,16 @@ trainyard::Options parse(int argc, char** argv) {
     if (i + 1 >= argc)
       throw std::invalid_argument(std::string(flag) + ": missing value or unknown flag");
     const char* value = argv[++i];
-    if (flag == "--connect")
-      o.connect = value;
-    else if (flag == "--trains")
-      o.stream.trains = to_int(flag, value);
-    else if (flag == "--locations")
-      o.stream.locations = to_int(flag, value);
-    else if (flag == "--messages")
-      o.stream.messages = to_int(flag, value);
-    else if (flag == "--workers")
-      o.workers = to_int(flag, value);
-    else if (flag == "--seed")
-      o.stream.seed = static_cast<std::uint64_t>(to_int(flag, value));
-    else if (flag == "--timeout")
-      o.timeout = std::chrono::seconds(to_int(flag, value));
-    else if (flag == "--worker")
-      o.worker = to_int(flag, value);  // internal
-    else if (flag == "--run")
-      o.run = value;  // internal
-    else
-      throw std::invalid_argument("unknown flag " + std::string(flag));
+    if (flag == "--connect") o.connect = value;
+    else if (flag == "--trains") o.stream.trains = to_int(flag, value);
+    else if (flag == "--locations") o.stream.locations = to_int(flag, value);
+    else if (flag == "--messages") o.stream.messages = to_int(flag, value);
+    else if (flag == "--workers") o.workers = to_int(flag, value);
+    else if (flag == "--seed") o.stream.seed = static_cast<std::uint64_t>(to_int(flag, value));
+    else if (flag == "--timeout") o.timeout = std::chrono::seconds(to_int(flag, value));
+    else if (flag == "--worker") o.worker = to_int(flag, value);  // internal
+    else if (flag == "--run") o.run = value;                      // internal
+    else throw std::invalid_argument("unknown flag " + std::string(flag));
   }
   if (o.chaos && !o.locks) throw std::invalid_argument("--chaos needs the locks: drop --no-locks");
   if (o.connect.empty()) throw std::invalid_argument("no --connect and no ZK_CONNECT");

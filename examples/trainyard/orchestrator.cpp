@@ -174,8 +174,7 @@ class Orchestrator {
       show_progress(started);
       if (Clock::now() >= deadline || interrupted()) {
         timed_out = true;
-        if (interrupted())
-          std::fprintf(stderr, "trainyard: interrupted, stopping the workers\n");
+        if (interrupted()) std::fprintf(stderr, "trainyard: interrupted, stopping the workers\n");
         else
           std::fprintf(stderr, "trainyard: timed out after %lld s, stopping the workers\n",
                        static_cast<long long>(options_.timeout.count()));

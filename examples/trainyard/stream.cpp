@@ -9,12 +9,9 @@ namespace trainyard {
 
 const char* to_string(Kind kind) {
   switch (kind) {
-    case Kind::created:
-      return "created";
-    case Kind::moved:
-      return "moved";
-    case Kind::deleted:
-      return "deleted";
+    case Kind::created: return "created";
+    case Kind::moved: return "moved";
+    case Kind::deleted: return "deleted";
   }
   return "?";
 }
@@ -91,16 +88,12 @@ std::optional<LocationRecord> decode_location(const std::string& data) {
 
 void apply(const Message& m, TrainRecord& train, LocationRecord& from, LocationRecord& to) {
   switch (m.kind) {
-    case Kind::created:
-      ++to.created;
-      break;
+    case Kind::created: ++to.created; break;
     case Kind::moved:
       ++from.departed;
       ++to.arrived;
       break;
-    case Kind::deleted:
-      ++from.deleted;
-      break;
+    case Kind::deleted: ++from.deleted; break;
   }
   train.seq = m.seq;
   train.location = m.to;

@@ -240,7 +240,8 @@ class Worker {
       case zkr::GuardedWriteResult::Outcome::applied: return Outcome::applied;
       case zkr::GuardedWriteResult::Outcome::lock_lost:
         ++stats_.refused;
-        std::fprintf(stderr, "worker %d: message %d: write refused, a lock was lost (%s); retrying\n",
+        std::fprintf(stderr,
+                     "worker %d: message %d: write refused, a lock was lost (%s); retrying\n",
                      options_.worker, m.index, error.c_str());
         return Outcome::retry;
       case zkr::GuardedWriteResult::Outcome::unknown:

@@ -82,17 +82,17 @@ std::string_view to_string(LockNodeKind kind) noexcept;
 struct LockNodeInfo {
   LockNodeKind kind = LockNodeKind::mutex;
   std::string name;
-  std::string holder_id;            // what the contender wrote: host, pid, thread
-  std::int64_t czxid = 0;           // the fencing token it holds or will hold
-  std::int64_t ctime_ms = 0;        // ms since the epoch, server clock
-  std::int64_t ephemeral_owner = 0; // its session; 0 means nobody owns it
+  std::string holder_id;             // what the contender wrote: host, pid, thread
+  std::int64_t czxid = 0;            // the fencing token it holds or will hold
+  std::int64_t ctime_ms = 0;         // ms since the epoch, server clock
+  std::int64_t ephemeral_owner = 0;  // its session; 0 means nobody owns it
 };
 
 // A lock directory with at least one lock node.
 struct LockInfo {
-  std::string path;                // the directory
-  std::optional<std::string> key;  // decoded from the directory name, when encode_key made it
-  std::vector<LockNodeInfo> queue; // holders first, then waiters in order
+  std::string path;                 // the directory
+  std::optional<std::string> key;   // decoded from the directory name, when encode_key made it
+  std::vector<LockNodeInfo> queue;  // holders first, then waiters in order
   // How many of the queue hold the lock: the first node, for a read/write
   // lock every reader before the first writer, for a semaphore's leases/
   // every lease (while a contender waits, its lease node is there too: it
@@ -109,9 +109,9 @@ struct WalkProgress {
 };
 
 struct ScanOptions {
-  std::uint64_t max_children = kDefaultListingLimit;  // per directory listed
-  std::size_t page_size = 1000;                        // requests in flight at a time
-  unsigned max_depth = 4;                              // levels below root (hashed layout uses 2)
+  std::uint64_t max_children = kDefaultListingLimit;     // per directory listed
+  std::size_t page_size = 1000;                          // requests in flight at a time
+  unsigned max_depth = 4;                                // levels below root (hashed layout uses 2)
   std::function<void(const WalkProgress&)> on_progress;  // after each page
 };
 
@@ -124,11 +124,11 @@ void scan_locks(Client& client, const std::string& root, const ScanOptions& opti
 enum class CleanAction { empty_directory };
 
 struct CleanOptions {
-  bool dry_run = false;                       // report, remove nothing
-  std::uint64_t max_children = 10'000'000;    // per directory listed
-  std::size_t page_size = 1000;               // requests in flight at a time
-  unsigned max_depth = 4;                     // levels below root
-  bool remove_root = false;                   // also remove root if it ends up empty and is ours
+  bool dry_run = false;                     // report, remove nothing
+  std::uint64_t max_children = 10'000'000;  // per directory listed
+  std::size_t page_size = 1000;             // requests in flight at a time
+  unsigned max_depth = 4;                   // levels below root
+  bool remove_root = false;                 // also remove root if it ends up empty and is ours
   std::function<void(const WalkProgress&)> on_progress;  // after each page
   // Each path removed (dry run: that would be), as it goes.
   std::function<void(const std::string& path, CleanAction action)> on_remove;
@@ -136,16 +136,17 @@ struct CleanOptions {
 
 struct CleanReport {
   std::uint64_t directories_seen = 0;
-  std::uint64_t empty_directories = 0;  // ours, removed (or, dry run: would be)
-  std::uint64_t not_ours = 0;           // empty, but not provably ours: kept
-  std::uint64_t foreign_lock_nodes = 0; // lock-named, no session owns them: kept, reported
-  std::uint64_t live_lock_nodes = 0;    // held or waiting: kept
-  std::uint64_t raced = 0;              // not removed: something appeared under it meanwhile
+  std::uint64_t empty_directories = 0;   // ours, removed (or, dry run: would be)
+  std::uint64_t not_ours = 0;            // empty, but not provably ours: kept
+  std::uint64_t foreign_lock_nodes = 0;  // lock-named, no session owns them: kept, reported
+  std::uint64_t live_lock_nodes = 0;     // held or waiting: kept
+  std::uint64_t raced = 0;               // not removed: something appeared under it meanwhile
   std::chrono::milliseconds elapsed{0};
 };
 
 // Sweeps root as described above. Throws ListingTooLarge, or KeeperError
 // (no_node if root does not exist) for what the Client's retry policy gives up on.
-CleanReport clean_lock_root(Client& client, const std::string& root, const CleanOptions& options = {});
+CleanReport clean_lock_root(Client& client, const std::string& root,
+                            const CleanOptions& options = {});
 
 }  // namespace zkr

@@ -27,11 +27,9 @@
 
 namespace zkr {
 
-
 // Builds the Keeper for each new session. Tests pass one that builds in-memory
 // keepers; unset means the ZooKeeper C client (connect_keeper).
-using KeeperFactory =
-    std::function<std::shared_ptr<Keeper>(const KeeperConfig&, SessionCallback)>;
+using KeeperFactory = std::function<std::shared_ptr<Keeper>(const KeeperConfig&, SessionCallback)>;
 
 struct ClientOptions {
   std::string connect_string;  // "host:port[,host:port...]", validated
@@ -171,8 +169,7 @@ class Client {
  private:
   // What recipes need of a Client and users do not: src/client_internals.hpp.
   friend struct detail::ClientInternals;
-  void remove_in_background(std::string path, std::uint64_t epoch,
-                            bool by_name_prefix) noexcept;
+  void remove_in_background(std::string path, std::uint64_t epoch, bool by_name_prefix) noexcept;
   bool on_listener_thread() const noexcept;
   std::shared_ptr<detail::CallbackThread> callback_thread() const noexcept;
   std::shared_ptr<detail::ClientLifeline> lifeline() const noexcept;

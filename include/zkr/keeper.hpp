@@ -53,8 +53,7 @@ class Keeper {
   virtual std::future<Result<NodeData>> async_get(std::string path, Watcher watcher = {}) = 0;
   virtual std::future<Result<Stat>> async_set(std::string path, std::string data,
                                               Version version = kAnyVersion) = 0;
-  virtual std::future<Result<Children>> async_children(std::string path,
-                                                       Watcher watcher = {}) = 0;
+  virtual std::future<Result<Children>> async_children(std::string path, Watcher watcher = {}) = 0;
   virtual std::future<MultiResult> async_multi(std::vector<Op> ops) = 0;
   // Brings the connected server up to date with the leader for this path.
   virtual std::future<Result<Empty>> async_sync(std::string path) = 0;
@@ -66,7 +65,7 @@ class Keeper {
   // it on a session it gave up on, so that one still held by someone cannot
   // come back to life holding ephemeral nodes.
   virtual void close() noexcept = 0;
-  virtual std::int64_t session_id() const = 0;        // 0 until first connected
+  virtual std::int64_t session_id() const = 0;       // 0 until first connected
   virtual std::string session_password() const = 0;  // for tests that expire a session
   virtual SessionState session_state() const = 0;
   virtual std::chrono::milliseconds session_timeout() const = 0;  // negotiated
@@ -82,10 +81,9 @@ class Keeper {
                  CreateMode mode = CreateMode::persistent, CreateOptions options = {},
                  OptionalTimeout timeout = {});
   Result<Created> try_create(const std::string& path, std::string data = {},
-                             CreateMode mode = CreateMode::persistent,
-                             CreateOptions options = {}, OptionalTimeout timeout = {});
-  void remove(const std::string& path, Version version = kAnyVersion,
-              OptionalTimeout timeout = {});
+                             CreateMode mode = CreateMode::persistent, CreateOptions options = {},
+                             OptionalTimeout timeout = {});
+  void remove(const std::string& path, Version version = kAnyVersion, OptionalTimeout timeout = {});
   Result<Empty> try_remove(const std::string& path, Version version = kAnyVersion,
                            OptionalTimeout timeout = {});
   // nullopt when the node does not exist.
@@ -96,10 +94,9 @@ class Keeper {
                            OptionalTimeout timeout = {});
   Stat set(const std::string& path, std::string data, Version version = kAnyVersion,
            OptionalTimeout timeout = {});
-  Result<Stat> try_set(const std::string& path, std::string data,
-                       Version version = kAnyVersion, OptionalTimeout timeout = {});
-  Children children(const std::string& path, Watcher watcher = {},
-                    OptionalTimeout timeout = {});
+  Result<Stat> try_set(const std::string& path, std::string data, Version version = kAnyVersion,
+                       OptionalTimeout timeout = {});
+  Children children(const std::string& path, Watcher watcher = {}, OptionalTimeout timeout = {});
   Result<Children> try_children(const std::string& path, Watcher watcher = {},
                                 OptionalTimeout timeout = {});
   // Throws KeeperError naming the path of the operation that failed.
@@ -125,7 +122,7 @@ struct KeeperConfig {
   std::chrono::milliseconds session_timeout{15000};
   std::optional<DigestAuth> auth;
   AclList default_acl = open_acl_unsafe();
-  std::int64_t session_id = 0;     // with password: join an existing session
+  std::int64_t session_id = 0;  // with password: join an existing session
   std::string session_password;
   std::shared_ptr<spdlog::logger> logger;  // unset: the "zkr" logger
 };

@@ -138,7 +138,6 @@ class StandardLockable {
 };
 }  // namespace detail
 
-
 enum class SuspendedPolicy {
   lost,    // Curator's standard policy: a suspended link already means lost
   ignore,  // Curator's session policy: only a lost session means lost
@@ -298,7 +297,6 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
   std::vector<std::string> participant_nodes() const;
   const std::string& path() const noexcept;
 
-
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -314,8 +312,7 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
 // deletes nothing), so the thread whose hold was lost cannot release the new
 // holder's lock by releasing its own. lease() is the newest grant's; take it
 // right after the acquire to keep your own.
-class InterProcessSemaphoreMutex
-    : public detail::StandardLockable<InterProcessSemaphoreMutex> {
+class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessSemaphoreMutex> {
  public:
   InterProcessSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
   ~InterProcessSemaphoreMutex();
@@ -336,7 +333,6 @@ class InterProcessSemaphoreMutex
   LockLease lease() const;
   std::vector<std::string> participant_nodes() const;
   const std::string& path() const noexcept;
-
 
  private:
   struct Impl;

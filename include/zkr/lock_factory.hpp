@@ -18,7 +18,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>

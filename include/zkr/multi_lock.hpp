@@ -51,7 +51,6 @@ class MultiLock : public detail::StandardLockable<MultiLock> {
   // it does not hold them.
   std::vector<LockLease> leases() const;
 
-
  private:
   enum class Outcome { held, timed_out, lease_lost };
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline);

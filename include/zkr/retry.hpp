@@ -48,8 +48,7 @@ class ExponentialBackoffRetry : public RetryPolicy {
   ExponentialBackoffRetry(milliseconds base_sleep, int max_retries,
                           milliseconds max_sleep = std::chrono::seconds(30),
                           std::uint64_t seed = std::random_device{}());
-  std::optional<milliseconds> next_delay(int retries_so_far,
-                                         milliseconds elapsed) const override;
+  std::optional<milliseconds> next_delay(int retries_so_far, milliseconds elapsed) const override;
 
  private:
   milliseconds base_;
@@ -66,8 +65,7 @@ class BoundedExponentialBackoffRetry : public RetryPolicy {
   BoundedExponentialBackoffRetry(milliseconds base_sleep, milliseconds max_sleep,
                                  milliseconds max_elapsed,
                                  std::uint64_t seed = std::random_device{}());
-  std::optional<milliseconds> next_delay(int retries_so_far,
-                                         milliseconds elapsed) const override;
+  std::optional<milliseconds> next_delay(int retries_so_far, milliseconds elapsed) const override;
 
  private:
   ExponentialBackoffRetry backoff_;
@@ -77,8 +75,7 @@ class BoundedExponentialBackoffRetry : public RetryPolicy {
 class RetryNTimes : public RetryPolicy {
  public:
   RetryNTimes(int n, milliseconds sleep_between);
-  std::optional<milliseconds> next_delay(int retries_so_far,
-                                         milliseconds elapsed) const override;
+  std::optional<milliseconds> next_delay(int retries_so_far, milliseconds elapsed) const override;
 
  private:
   int n_;
@@ -93,8 +90,7 @@ class RetryOneTime : public RetryNTimes {
 class RetryUntilElapsed : public RetryPolicy {
  public:
   RetryUntilElapsed(milliseconds max_elapsed, milliseconds sleep_between);
-  std::optional<milliseconds> next_delay(int retries_so_far,
-                                         milliseconds elapsed) const override;
+  std::optional<milliseconds> next_delay(int retries_so_far, milliseconds elapsed) const override;
 
  private:
   milliseconds max_elapsed_;
@@ -104,8 +100,7 @@ class RetryUntilElapsed : public RetryPolicy {
 class RetryForever : public RetryPolicy {
  public:
   explicit RetryForever(milliseconds sleep_between);
-  std::optional<milliseconds> next_delay(int retries_so_far,
-                                         milliseconds elapsed) const override;
+  std::optional<milliseconds> next_delay(int retries_so_far, milliseconds elapsed) const override;
 
  private:
   milliseconds sleep_;
@@ -113,9 +108,7 @@ class RetryForever : public RetryPolicy {
 
 class NoRetry : public RetryPolicy {
  public:
-  std::optional<milliseconds> next_delay(int, milliseconds) const override {
-    return std::nullopt;
-  }
+  std::optional<milliseconds> next_delay(int, milliseconds) const override { return std::nullopt; }
 };
 
 // Sleeps between attempts. The only place the library sleeps on purpose.
@@ -168,8 +161,8 @@ auto call_with_retry(const RetryPolicy& policy, Sleeper& sleeper, Op&& op,
       return op();
     } catch (const KeeperError& e) {
       if (!detail::should_retry(e.errc(), options)) throw;
-      const auto elapsed = std::max(
-          std::chrono::duration_cast<milliseconds>(Clock::now() - start), slept);
+      const auto elapsed =
+          std::max(std::chrono::duration_cast<milliseconds>(Clock::now() - start), slept);
       const auto delay = policy.next_delay(retries, elapsed);
       if (!delay) throw;
       sleeper.sleep_for(*delay);

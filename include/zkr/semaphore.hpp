@@ -129,7 +129,8 @@ class InterProcessSemaphoreV2 {
   // n leases, or none (an empty vector) if the deadline comes first: the
   // leases granted meanwhile are given back.
   std::vector<SemaphoreLease> try_acquire(int n, std::chrono::milliseconds timeout);
-  std::vector<SemaphoreLease> try_acquire_until(int n, std::chrono::steady_clock::time_point deadline);
+  std::vector<SemaphoreLease> try_acquire_until(int n,
+                                                std::chrono::steady_clock::time_point deadline);
 
   // The lease nodes, in sequence order.
   std::vector<std::string> participant_nodes() const;

@@ -24,15 +24,15 @@ inline constexpr Version kAnyVersion = -1;
 
 // A znode's metadata, as the server reports it.
 struct Stat {
-  std::int64_t czxid = 0;           // zxid of the create: unique, ever-increasing (fencing)
-  std::int64_t mzxid = 0;           // zxid of the last data change
-  std::int64_t pzxid = 0;           // zxid of the last child change
-  std::int64_t ctime = 0;           // ms since epoch
-  std::int64_t mtime = 0;           // ms since epoch
-  Version version = 0;              // data version
-  Version cversion = 0;             // children version
-  Version aversion = 0;             // ACL version
-  std::int64_t ephemeral_owner = 0; // session id of the owner, 0 if not ephemeral
+  std::int64_t czxid = 0;            // zxid of the create: unique, ever-increasing (fencing)
+  std::int64_t mzxid = 0;            // zxid of the last data change
+  std::int64_t pzxid = 0;            // zxid of the last child change
+  std::int64_t ctime = 0;            // ms since epoch
+  std::int64_t mtime = 0;            // ms since epoch
+  Version version = 0;               // data version
+  Version cversion = 0;              // children version
+  Version aversion = 0;              // ACL version
+  std::int64_t ephemeral_owner = 0;  // session id of the owner, 0 if not ephemeral
   std::int32_t data_length = 0;
   std::int32_t num_children = 0;
   friend bool operator==(const Stat&, const Stat&) = default;
@@ -47,8 +47,8 @@ enum class CreateMode {
   persistent_sequential,
   ephemeral,
   ephemeral_sequential,
-  container,                      // removed by the server once it had children and has none
-  persistent_with_ttl,            // removed by the server ttl after its last change, once empty
+  container,            // removed by the server once it had children and has none
+  persistent_with_ttl,  // removed by the server ttl after its last change, once empty
   persistent_sequential_with_ttl,
 };
 bool is_sequential(CreateMode m) noexcept;
@@ -69,8 +69,8 @@ AclList creator_all_acl();  // auth:, all permissions for the authenticated crea
 AclList read_acl_unsafe();  // world:anyone, read only
 
 struct CreateOptions {
-  std::optional<AclList> acl;             // unset: the Keeper's default ACL
-  std::chrono::milliseconds ttl{0};       // required (> 0) for the *_with_ttl modes
+  std::optional<AclList> acl;        // unset: the Keeper's default ACL
+  std::chrono::milliseconds ttl{0};  // required (> 0) for the *_with_ttl modes
 };
 
 // Result of an operation: an error code, or a value. value() throws KeeperError.
@@ -125,7 +125,14 @@ using Watcher = std::function<void(const WatchEvent&)>;
 
 // Session-level state of one handle, as the Keeper reports it (see Client for the
 // connection states recipes use).
-enum class SessionState { connecting, connected, connected_read_only, expired, auth_failed, closed };
+enum class SessionState {
+  connecting,
+  connected,
+  connected_read_only,
+  expired,
+  auth_failed,
+  closed
+};
 std::string_view to_string(SessionState s) noexcept;
 using SessionCallback = std::function<void(SessionState)>;
 

@@ -23,7 +23,8 @@ void check_bystanders(const BystanderRecord& record, CheckResult& result) {
   if (record.sweep) result.sweep = *record.sweep;
   if (record.before.empty()) return;  // a run made before issue 11
   if (!record.sweep)
-    result.problems.push_back("no sweep of the lock root on record: the bystanders met no clean_lock_root");
+    result.problems.push_back(
+        "no sweep of the lock root on record: the bystanders met no clean_lock_root");
   else if (record.sweep->starts_with("error="))
     result.problems.push_back("the sweep of the lock root failed: " + *record.sweep);
   std::map<std::string, const Bystander*> after;
@@ -32,7 +33,8 @@ void check_bystanders(const BystanderRecord& record, CheckResult& result) {
     ++result.bystanders;
     const auto it = after.find(was.path);
     if (it == after.end()) {
-      result.problems.push_back(was.path + ": another application's node has no record after the run");
+      result.problems.push_back(was.path +
+                                ": another application's node has no record after the run");
       continue;
     }
     const auto& now = *it->second;
@@ -47,7 +49,8 @@ void check_bystanders(const BystanderRecord& record, CheckResult& result) {
       if (now.version != was.version || (now.czxid == was.czxid && now.mzxid != was.mzxid))
         changes.push_back("data written (version " + std::to_string(was.version) + " -> " +
                           std::to_string(now.version) + ")");
-      if (now.data != was.data) changes.push_back("data '" + shown(was.data) + "' -> '" + shown(now.data) + "'");
+      if (now.data != was.data)
+        changes.push_back("data '" + shown(was.data) + "' -> '" + shown(now.data) + "'");
       if (now.owner != was.owner)
         changes.push_back("owner " + hex_session(was.owner) + " -> " + hex_session(now.owner));
     }
@@ -59,13 +62,15 @@ void check_bystanders(const BystanderRecord& record, CheckResult& result) {
 }
 
 Fields bystander_fields(const Bystander& node) {
-  return {{"path", word(node.path)},
-          {"exists", node.exists ? "1" : "0"},
-          {"data", node.data.empty() ? "-" : to_hex(node.data)},  // an empty value would be "-" anyway (word)
-          {"czxid", std::to_string(node.czxid)},
-          {"mzxid", std::to_string(node.mzxid)},
-          {"version", std::to_string(node.version)},
-          {"owner", hex_session(node.owner)}};
+  return {
+      {"path", word(node.path)},
+      {"exists", node.exists ? "1" : "0"},
+      {"data",
+       node.data.empty() ? "-" : to_hex(node.data)},  // an empty value would be "-" anyway (word)
+      {"czxid", std::to_string(node.czxid)},
+      {"mzxid", std::to_string(node.mzxid)},
+      {"version", std::to_string(node.version)},
+      {"owner", hex_session(node.owner)}};
 }
 
 Bystander parse_bystander(const Event& e) {
@@ -89,7 +94,8 @@ BystanderRecord read_bystanders(const std::string& path) {
       else if (e.name == "after") record.after.push_back(parse_bystander(e));
       else if (e.name == "sweep") {
         std::string text;
-        for (const auto& [key, value] : e.fields) text += (text.empty() ? "" : " ") + key + "=" + value;
+        for (const auto& [key, value] : e.fields)
+          text += (text.empty() ? "" : " ") + key + "=" + value;
         record.sweep = text;
       }
     } catch (const std::invalid_argument& x) {

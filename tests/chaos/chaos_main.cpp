@@ -20,9 +20,9 @@
 
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -101,7 +101,10 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--keep") { o.keep = true; continue; }
+    if (flag == "--keep") {
+      o.keep = true;
+      continue;
+    }
     if (flag.starts_with("--expect-violations=")) {
       const auto rules = flag.substr(std::string("--expect-violations=").size());
       for (std::size_t at = 0; at <= rules.size();) {
@@ -109,20 +112,24 @@ Options parse(int argc, char** argv) {
         if (end > at) o.expect_violations.push_back(rules.substr(at, end - at));
         at = end + 1;
       }
-      if (o.expect_violations.empty()) throw std::invalid_argument("--expect-violations= needs rule names");
+      if (o.expect_violations.empty())
+        throw std::invalid_argument("--expect-violations= needs rule names");
       continue;
     }
     if (flag == "-h" || flag == "--help")
-      throw std::invalid_argument("usage: zkr-chaos [--seconds N] [--seed S] [--workers N] "
-                                  "[--threads N] [--keys N] [--session-timeout-ms N] "
-                                  "[--faults all|none|classic|adversarial|k1,k2] [--out DIR] [--keep] "
-                                  "[--broken nolock|unguarded] [--expect-violations=RULE,RULE] "
-                                  "| --check RUN_DIR");
+      throw std::invalid_argument(
+          "usage: zkr-chaos [--seconds N] [--seed S] [--workers N] "
+          "[--threads N] [--keys N] [--session-timeout-ms N] "
+          "[--faults all|none|classic|adversarial|k1,k2] [--out DIR] [--keep] "
+          "[--broken nolock|unguarded] [--expect-violations=RULE,RULE] "
+          "| --check RUN_DIR");
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--seconds") o.seconds = static_cast<int>(integer(value, flag));
-    else if (flag == "--seed") { o.seed = static_cast<std::uint64_t>(integer(value, flag)); o.seed_given = true; }
-    else if (flag == "--workers") o.workers = static_cast<int>(integer(value, flag));
+    else if (flag == "--seed") {
+      o.seed = static_cast<std::uint64_t>(integer(value, flag));
+      o.seed_given = true;
+    } else if (flag == "--workers") o.workers = static_cast<int>(integer(value, flag));
     else if (flag == "--threads") o.threads = static_cast<int>(integer(value, flag));
     else if (flag == "--keys") o.keys = static_cast<int>(integer(value, flag));
     else if (flag == "--session-timeout-ms") o.session_timeout = milliseconds(integer(value, flag));
@@ -138,7 +145,8 @@ Options parse(int argc, char** argv) {
         for (std::size_t at = 0; at <= value.size();) {
           const auto end = std::min(value.find(',', at), value.size());
           const auto kind = value.substr(at, end - at);
-          if (std::find(chaos::kFaultKinds.begin(), chaos::kFaultKinds.end(), kind) == chaos::kFaultKinds.end())
+          if (std::find(chaos::kFaultKinds.begin(), chaos::kFaultKinds.end(), kind) ==
+              chaos::kFaultKinds.end())
             throw std::invalid_argument("unknown fault kind '" + kind + "'");
           o.faults.push_back(kind);
           at = end + 1;
@@ -149,8 +157,9 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.workers < 2 || o.threads < 1 || o.keys < 2 || o.session_timeout < 1000ms)
-    throw std::invalid_argument("need --workers >= 2, --threads >= 1, --keys >= 2, "
-                                "--session-timeout-ms >= 1000 (the ensemble's minimum)");
+    throw std::invalid_argument(
+        "need --workers >= 2, --threads >= 1, --keys >= 2, "
+        "--session-timeout-ms >= 1000 (the ensemble's minimum)");
   if (o.broken != "none" && o.broken != "nolock" && o.broken != "unguarded")
     throw std::invalid_argument("--broken must be nolock or unguarded");
   return o;
@@ -159,7 +168,8 @@ Options parse(int argc, char** argv) {
 void create_if_missing(zkr::Client& client, const std::string& path, const std::string& data) {
   client.with_retry([&](zkr::Keeper& k) {
     auto created = k.try_create(path, data);
-    if (!created.ok() && created.error() != zkr::Errc::node_exists) (void)std::move(created).value();
+    if (!created.ok() && created.error() != zkr::Errc::node_exists)
+      (void)std::move(created).value();
     return 0;
   });
 }
@@ -175,14 +185,16 @@ std::int64_t wall_minus_monotonic() {
   timespec wall{}, mono{};
   ::clock_gettime(CLOCK_REALTIME, &wall);
   ::clock_gettime(CLOCK_MONOTONIC, &mono);
-  return (static_cast<std::int64_t>(wall.tv_sec) - mono.tv_sec) * 1'000'000'000 + (wall.tv_nsec - mono.tv_nsec);
+  return (static_cast<std::int64_t>(wall.tv_sec) - mono.tv_sec) * 1'000'000'000 +
+         (wall.tv_nsec - mono.tv_nsec);
 }
 
 // The servers' record (server_record.hpp) of the lock nodes, read from the
 // stopped ensemble's transaction logs and put on the monotonic clock, in
 // RUN/server-record.txt. Returns the problems of the record.
-std::vector<std::string> record_servers_truth(const std::string& ensemble_dir, const std::string& lock_root,
-                                              const std::string& out, std::int64_t offset_from) {
+std::vector<std::string> record_servers_truth(const std::string& ensemble_dir,
+                                              const std::string& lock_root, const std::string& out,
+                                              std::int64_t offset_from) {
   const auto offset_to = wall_minus_monotonic();
   auto record = chaos::read_txn_logs(chaos::txn_log_files(ensemble_dir), lock_root + "/");
   chaos::EventLog log(out);
@@ -199,7 +211,8 @@ std::vector<std::string> record_servers_truth(const std::string& ensemble_dir, c
   // The wall clock stepped (not slewed) during the run: the record's times
   // cannot be set beside the workers'.
   if (std::abs(offset_to - offset_from) > 2'000'000)
-    record.problems.push_back("the wall clock moved by " + std::to_string((offset_to - offset_from) / 1000) +
+    record.problems.push_back("the wall clock moved by " +
+                              std::to_string((offset_to - offset_from) / 1000) +
                               " us against the monotonic one during the run");
   if (record.transactions == 0) record.problems.push_back("no transaction in the servers' logs");
   return record.problems;
@@ -219,16 +232,18 @@ void wait_lock_nodes_gone(zkr::Client& client, const std::string& lock_root, mil
   for (const auto& dir : dirs.value().names) {
     paths.push_back(lock_root + "/" + dir);
     for (const auto* sub : {"/leases", "/locks"})
-      if (keeper->try_children(lock_root + "/" + dir + sub).ok()) paths.push_back(lock_root + "/" + dir + sub);
+      if (keeper->try_children(lock_root + "/" + dir + sub).ok())
+        paths.push_back(lock_root + "/" + dir + sub);
   }
   for (const auto& path : paths) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (left <= 0ms) return;
-    (void)zkr::test::wait_children(*keeper, path,
-                                   [](const std::vector<std::string>& names) {
-                                     return std::none_of(names.begin(), names.end(), is_lock_node);
-                                   },
-                                   left);
+    (void)zkr::test::wait_children(
+        *keeper, path,
+        [](const std::vector<std::string>& names) {
+          return std::none_of(names.begin(), names.end(), is_lock_node);
+        },
+        left);
   }
 }
 
@@ -332,16 +347,19 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   std::string proxied;
   for (int i = 1; i <= kServers; ++i) {
     proxies.push_back(std::make_unique<chaos::TcpProxy>(zk.port(i)));
-    proxied += (i > 1 ? "," : "") + std::string("127.0.0.1:") + std::to_string(proxies.back()->port());
+    proxied +=
+        (i > 1 ? "," : "") + std::string("127.0.0.1:") + std::to_string(proxies.back()->port());
   }
   std::cout << "chaos: ensemble " << direct << ", proxies " << proxied << std::endl;
 
   zkr::ClientOptions client_options;
   client_options.connect_string = direct;
   client_options.session_timeout = 15s;  // the runner's session must outlive every fault
-  client_options.retry_policy = std::make_shared<zkr::BoundedExponentialBackoffRetry>(100ms, 1s, 60s);
+  client_options.retry_policy =
+      std::make_shared<zkr::BoundedExponentialBackoffRetry>(100ms, 1s, 60s);
   zkr::Client client(client_options);
-  if (!client.block_until_connected(60s)) throw std::runtime_error("runner: no connection to " + direct);
+  if (!client.block_until_connected(60s))
+    throw std::runtime_error("runner: no connection to " + direct);
 
   std::vector<std::string> keys;
   for (int i = 0; i < o.keys; ++i) keys.push_back("k" + std::to_string(i));
@@ -394,7 +412,8 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
     while (Clock::now() < deadline && !interrupted) {
       auto changed = std::make_shared<zkr::test::Latch>();
       const auto value = client.with_retry([&](zkr::Keeper& k) {
-        return std::stoll(k.get(counter, [changed](const zkr::WatchEvent&) { changed->open(); }).data);
+        return std::stoll(
+            k.get(counter, [changed](const zkr::WatchEvent&) { changed->open(); }).data);
       });
       if (value > 0) break;
       (void)changed->wait(1s);  // re-read at least every second: Ctrl-C, the deadline
@@ -419,7 +438,8 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   targets.run_dir = dir;
   targets.session_timeout = o.session_timeout;
   chaos::Nemesis nemesis(targets, o.seed, o.faults, nemesis_log);
-  std::cout << "chaos: " << o.seconds << " s of faults (" << o.faults.size() << " kinds)" << std::endl;
+  std::cout << "chaos: " << o.seconds << " s of faults (" << o.faults.size() << " kinds)"
+            << std::endl;
   const auto phase_from = chaos::monotonic_ns();
   try {
     nemesis.run_until(Clock::now() + std::chrono::seconds(o.seconds), interrupted);
@@ -427,14 +447,16 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
     info.run_problems.push_back(std::string("nemesis: ") + e.what());
   }
   const auto phase_to = chaos::monotonic_ns();
-  nemesis_log.write("phase", {{"name", "faults"}, {"from", std::to_string(phase_from)},
-                              {"to", std::to_string(phase_to)}});
+  nemesis_log.write(
+      "phase",
+      {{"name", "faults"}, {"from", std::to_string(phase_from)}, {"to", std::to_string(phase_to)}});
   for (const auto& p : nemesis.heal_all()) info.run_problems.push_back(p);
   // A run that missed a fault kind did not test what it claims to.
   if (!interrupted)
     for (const auto& kind : o.faults)
       if (!nemesis.injected().count(kind))
-        info.run_problems.push_back("fault kind " + kind + " was never injected (a longer --seconds?)");
+        info.run_problems.push_back("fault kind " + kind +
+                                    " was never injected (a longer --seconds?)");
 
   std::cout << "chaos: stopping workers" << std::endl;
   for (const auto& p : pool.unexpected_exits()) info.run_problems.push_back(p);
@@ -462,11 +484,13 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   } catch (const std::exception& e) {
     bystander_log.write("sweep", {{"error", chaos::word(e.what())}});  // the checker reports it
   }
-  for (const auto& node : look_at(client, bystanders)) bystander_log.write("after", chaos::bystander_fields(node));
+  for (const auto& node : look_at(client, bystanders))
+    bystander_log.write("after", chaos::bystander_fields(node));
 
   // The servers' truth: their transaction logs, read once they are stopped.
   zk.stop();
-  for (const auto& p : record_servers_truth(zk.dir(), lock_root, dir + "/server-record.txt", clock_offset))
+  for (const auto& p :
+       record_servers_truth(zk.dir(), lock_root, dir + "/server-record.txt", clock_offset))
     info.run_problems.push_back("servers' record: " + p);
 
   const auto input = chaos::load_run(dir);
@@ -488,7 +512,8 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
     if (missing.empty())
       std::cout << "chaos: the checker caught the broken lock by every rule expected, as it must\n";
     else
-      std::cout << "chaos: the checker did not report " << missing << " on a broken lock: it proves nothing\n";
+      std::cout << "chaos: the checker did not report " << missing
+                << " on a broken lock: it proves nothing\n";
     return missing.empty() ? 0 : 1;
   }
   return result.ok() && info.run_problems.empty() ? 0 : 1;

@@ -56,9 +56,9 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <chrono>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -141,7 +141,8 @@ Config parse(int argc, char** argv) {
     else if (flag == "--stderr") c.stderr_path = value;
     else if (flag == "--rw-key") c.rw_key = value;
     else if (flag == "--semaphore-key") c.semaphore_key = value;
-    else if (flag == "--semaphore-limit") c.semaphore_limit = static_cast<int>(integer(value, flag));
+    else if (flag == "--semaphore-limit")
+      c.semaphore_limit = static_cast<int>(integer(value, flag));
     else throw std::invalid_argument("unknown option " + flag);
   }
   if (c.connect.empty() || c.keys.size() < 2 || c.log_path.empty() || c.sessions_path.empty() ||
@@ -249,7 +250,11 @@ HolderText valid_holder(std::mt19937_64& rng) {
 HolderText invalid_holder(std::mt19937_64& rng) {
   switch (rng() % 7) {
     case 0: return {"newline_held", "x\nheld", false};  // would forge the former hand-off mark
-    case 1: return {"ctl01", "a\x01" "b", false};
+    case 1:
+      return {"ctl01",
+              "a\x01"
+              "b",
+              false};
     case 2: return {"del7f", "a\x7f", false};
     case 3: return {"tab", "a\tb", false};
     case 4: return {"nul", std::string("a\0b", 3), false};
@@ -310,18 +315,22 @@ class Worker {
     std::mt19937_64 rng(config.seed * 7919 + static_cast<std::uint64_t>(config.slot) * 31 +
                         static_cast<std::uint64_t>(config.gen));
     for (const auto& key : config.keys) {
-      const std::string op = std::to_string(config.slot) + "." + std::to_string(config.gen) + ".shared." + key;
-      shared_mutex_[key] = make_shared_lock<zkr::InterProcessMutex>(key, valid_holder(rng), op + ".m");
-      shared_semaphore_[key] = make_shared_lock<zkr::InterProcessSemaphoreMutex>(key, valid_holder(rng), op + ".s");
+      const std::string op =
+          std::to_string(config.slot) + "." + std::to_string(config.gen) + ".shared." + key;
+      shared_mutex_[key] =
+          make_shared_lock<zkr::InterProcessMutex>(key, valid_holder(rng), op + ".m");
+      shared_semaphore_[key] =
+          make_shared_lock<zkr::InterProcessSemaphoreMutex>(key, valid_holder(rng), op + ".s");
     }
   }
 
   void run_thread(int thread, std::chrono::steady_clock::time_point end) {
     std::mt19937_64 rng(config_.seed * 1'000'003 + static_cast<std::uint64_t>(config_.slot) * 1009 +
-                        static_cast<std::uint64_t>(config_.gen) * 101 + static_cast<std::uint64_t>(thread));
+                        static_cast<std::uint64_t>(config_.gen) * 101 +
+                        static_cast<std::uint64_t>(thread));
     for (std::int64_t n = 0; !stop_requested && std::chrono::steady_clock::now() < end; ++n) {
-      const std::string op = std::to_string(config_.slot) + "." + std::to_string(config_.gen) + "." +
-                             std::to_string(thread) + "." + std::to_string(n);
+      const std::string op = std::to_string(config_.slot) + "." + std::to_string(config_.gen) +
+                             "." + std::to_string(thread) + "." + std::to_string(n);
       one_op(op, rng);
     }
   }
@@ -331,14 +340,18 @@ class Worker {
   // on record ("holder ... outcome=refused"), and the library's default text
   // is used then, so that the run goes on.
   template <class Lock>
-  std::unique_ptr<Lock> make_shared_lock(const std::string& key, const HolderText& holder, const std::string& op) {
+  std::unique_ptr<Lock> make_shared_lock(const std::string& key, const HolderText& holder,
+                                         const std::string& op) {
     zkr::LockOptions options = options_;
     options.holder_id = holder.text;
     try {
       return std::make_unique<Lock>(client_, factory_->path_for(key), options);
     } catch (const std::exception& e) {
-      log_.write("holder", {{"op", op}, {"label", holder.label}, {"valid", "1"},
-                            {"bytes", std::to_string(holder.text.size())}, {"outcome", "refused"},
+      log_.write("holder", {{"op", op},
+                            {"label", holder.label},
+                            {"valid", "1"},
+                            {"bytes", std::to_string(holder.text.size())},
+                            {"outcome", "refused"},
                             {"msg", std::string(e.what()).substr(0, 200)}});
     }
     options.holder_id.clear();
@@ -349,18 +362,21 @@ class Worker {
   void make(Hold& hold, const std::string& kind, const std::vector<std::string>& keys,
             const zkr::LockOptions& options) {
     if (kind == "mutex") {
-      hold.own_mutex = std::make_unique<zkr::InterProcessMutex>(client_, factory_->path_for(keys[0]), options);
+      hold.own_mutex =
+          std::make_unique<zkr::InterProcessMutex>(client_, factory_->path_for(keys[0]), options);
       hold.mutex = hold.own_mutex.get();
     } else if (kind == "semaphore") {
-      hold.own_semaphore =
-          std::make_unique<zkr::InterProcessSemaphoreMutex>(client_, factory_->path_for(keys[0]), options);
+      hold.own_semaphore = std::make_unique<zkr::InterProcessSemaphoreMutex>(
+          client_, factory_->path_for(keys[0]), options);
       hold.semaphore = hold.own_semaphore.get();
     } else if (kind == "read" || kind == "write") {
-      hold.rw = std::make_unique<zkr::InterProcessReadWriteLock>(client_, factory_->path_for(keys[0]), options);
+      hold.rw = std::make_unique<zkr::InterProcessReadWriteLock>(
+          client_, factory_->path_for(keys[0]), options);
       hold.side = kind == "read" ? &hold.rw->read_lock() : &hold.rw->write_lock();
     } else if (kind == "lease") {
       hold.pool = std::make_unique<zkr::InterProcessSemaphoreV2>(
-          client_, factory_->path_for(keys[0]), zkr::SemaphoreLimit::fixed(config_.semaphore_limit), options);
+          client_, factory_->path_for(keys[0]), zkr::SemaphoreLimit::fixed(config_.semaphore_limit),
+          options);
     } else {
       std::vector<std::string> paths;
       for (const auto& k : keys) paths.push_back(factory_->path_for(k));
@@ -387,8 +403,11 @@ class Worker {
       outcome = "other";
       message = e.what();
     }
-    log_.write("holder", {{"op", op}, {"label", holder.label}, {"valid", "0"},
-                          {"bytes", std::to_string(holder.text.size())}, {"outcome", outcome},
+    log_.write("holder", {{"op", op},
+                          {"label", holder.label},
+                          {"valid", "0"},
+                          {"bytes", std::to_string(holder.text.size())},
+                          {"outcome", outcome},
                           {"msg", message.substr(0, 200)}});
   }
 
@@ -396,7 +415,8 @@ class Worker {
   // semaphore only where their key was given, and only with the library's
   // locks used as meant: the broken modes are about the mutex's counters.
   std::vector<std::string> lock_kinds() const {
-    std::vector<std::string> kinds = {"mutex", "semaphore", "multi", "shared_mutex", "shared_semaphore"};
+    std::vector<std::string> kinds = {"mutex", "semaphore", "multi", "shared_mutex",
+                                      "shared_semaphore"};
     if (config_.broken != "none") return kinds;
     if (!config_.rw_key.empty()) kinds.insert(kinds.end(), {"read", "write"});
     if (!config_.semaphore_key.empty()) kinds.push_back("lease");
@@ -433,7 +453,8 @@ class Worker {
       } else {
         if (kind == "multi") {
           std::string other;
-          do other = config_.keys[pick(config_.keys.size())]; while (other == keys[0]);
+          do other = config_.keys[pick(config_.keys.size())];
+          while (other == keys[0]);
           keys.push_back(other);
         }
         if (pick(4) == 0) try_invalid_holder(op, kind, keys, rng);
@@ -445,8 +466,11 @@ class Worker {
           make(hold, kind, keys, options);
         } catch (const std::exception& e) {
           // A valid text refused: on record for the checker; no acquire.
-          log_.write("holder", {{"op", op}, {"label", holder.label}, {"valid", "1"},
-                                {"bytes", std::to_string(holder.text.size())}, {"outcome", "refused"},
+          log_.write("holder", {{"op", op},
+                                {"label", holder.label},
+                                {"valid", "1"},
+                                {"bytes", std::to_string(holder.text.size())},
+                                {"outcome", "refused"},
                                 {"msg", std::string(e.what()).substr(0, 200)}});
           return;
         }
@@ -460,7 +484,10 @@ class Worker {
     for (const auto& k : keys) key_list += (key_list.empty() ? "" : ",") + k;
     const auto timeout = milliseconds(300 + static_cast<std::int64_t>(pick(5700)));
     const auto start = monotonic_ns();
-    zkr::chaos::Fields acq{{"op", op}, {"kind", kind}, {"keys", key_list}, {"holder", holder_label},
+    zkr::chaos::Fields acq{{"op", op},
+                           {"kind", kind},
+                           {"keys", key_list},
+                           {"holder", holder_label},
                            {"deadline", std::to_string(start + timeout.count() * 1'000'000)}};
     if (kind == "lease") acq.emplace_back("limit", std::to_string(config_.semaphore_limit));
     log_.write("acq", acq, start);
@@ -514,7 +541,9 @@ class Worker {
         sid = hex_id(keeper->session_id());
     } catch (const std::exception&) {
     }
-    log_.write("enter", {{"op", op}, {"tokens", zkr::chaos::format_key_ints(tokens)}, {"sid", sid},
+    log_.write("enter", {{"op", op},
+                         {"tokens", zkr::chaos::format_key_ints(tokens)},
+                         {"sid", sid},
                          {"nodes", nodes.empty() ? "-" : nodes}});
     auto lost_flag = std::make_shared<LostFlag>();
     for (std::size_t i = 0; i < leases.size(); ++i) {
@@ -549,7 +578,8 @@ class Worker {
         // so the lease must say lost, a watch event away. Wait for it, past
         // the checker's grace, so that a lease never told shows in the record.
         std::unique_lock lock(lost_flag->mutex);
-        lost_flag->cv.wait_for(lock, zkr::chaos::kLostNoticeGrace + 1s, [&] { return lost_flag->lost; });
+        lost_flag->cv.wait_for(lock, zkr::chaos::kLostNoticeGrace + 1s,
+                               [&] { return lost_flag->lost; });
       }
       if (outcome != "ok" || late) {
         in_doubt = true;
@@ -597,8 +627,10 @@ class Worker {
     const auto start = std::chrono::steady_clock::now();
     std::unique_lock lock(signal_.mutex);
     if (signal_.cv.wait_until(lock, start + 1s, [&] { return surely_void(leases); })) return true;
-    if (client_.is_connected() && client_.session_epoch() == leases.front().session_epoch()) return false;
-    return signal_.cv.wait_until(lock, start + config_.session_timeout + 2s, [&] { return surely_void(leases); });
+    if (client_.is_connected() && client_.session_epoch() == leases.front().session_epoch())
+      return false;
+    return signal_.cv.wait_until(lock, start + config_.session_timeout + 2s,
+                                 [&] { return surely_void(leases); });
   }
 
   // nolock's lock node in the key's lock directory (made if missing); "" if
@@ -611,7 +643,8 @@ class Worker {
     try {
       auto keeper = client_.keeper();
       (void)keeper->try_create(dir);  // node_exists is fine
-      auto made = keeper->try_create(dir + "/_c_" + guid + "-lock-", "nolock", zkr::CreateMode::ephemeral_sequential);
+      auto made = keeper->try_create(dir + "/_c_" + guid + "-lock-", "nolock",
+                                     zkr::CreateMode::ephemeral_sequential);
       return made.ok() ? made.value().path : "";
     } catch (const std::exception&) {
       return "";
@@ -626,12 +659,14 @@ class Worker {
   // check_only_path).
   std::string write(const std::string& op, int n, const std::vector<std::string>& keys,
                     const std::vector<std::pair<std::string, std::int64_t>>& tokens,
-                    const std::vector<zkr::LockLease>& leases, bool late, const std::string& check_only) {
+                    const std::vector<zkr::LockLease>& leases, bool late,
+                    const std::string& check_only) {
     if (!late) return write_once(op, n, keys, tokens, leases, false, check_only);
     const auto deadline = std::chrono::steady_clock::now() + config_.session_timeout + 2s;
     for (int attempt = 0; attempt < 10; ++attempt) {
       const auto outcome = write_once(op, n, keys, tokens, leases, true, check_only);
-      if (!outcome.empty() || std::chrono::steady_clock::now() >= deadline || stop_requested) return outcome;
+      if (!outcome.empty() || std::chrono::steady_clock::now() >= deadline || stop_requested)
+        return outcome;
       std::unique_lock lock(signal_.mutex);
       signal_.cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + 500ms));
     }
@@ -639,21 +674,24 @@ class Worker {
   }
 
   std::string write_once(const std::string& op, int n, const std::vector<std::string>& keys,
-             const std::vector<std::pair<std::string, std::int64_t>>& tokens,
-             const std::vector<zkr::LockLease>& leases, bool late, const std::string& check_only) {
+                         const std::vector<std::pair<std::string, std::int64_t>>& tokens,
+                         const std::vector<zkr::LockLease>& leases, bool late,
+                         const std::string& check_only) {
     std::shared_ptr<zkr::Keeper> keeper;
     std::vector<std::pair<std::string, std::int64_t>> values;
     std::vector<zkr::Op> ops;
     try {
       // A late write goes out in whatever session the Client has next.
-      keeper = late ? client_.keeper_when_connected(std::chrono::steady_clock::now() + config_.session_timeout)
+      keeper = late ? client_.keeper_when_connected(std::chrono::steady_clock::now() +
+                                                    config_.session_timeout)
                     : client_.keeper();
       if (!check_only.empty()) ops.push_back(zkr::op::Check{check_only, zkr::kAnyVersion});
       for (std::size_t i = 0; i < keys.size() && check_only.empty(); ++i) {
         auto read = keeper->try_get(counter_path(config_, keys[i]));
         if (!read.ok()) {
-          log_.write("readfail", {{"op", op}, {"key", keys[i]},
-                                  {"err", std::string(zkr::errc_name(read.error()))}});
+          log_.write(
+              "readfail",
+              {{"op", op}, {"key", keys[i]}, {"err", std::string(zkr::errc_name(read.error()))}});
           return "";
         }
         const auto value = integer(read.value().data, "counter") + 1;
@@ -669,9 +707,13 @@ class Worker {
     // The intent first: if this process is killed before the reply, the
     // write is still on record (its outcome unknown), and the checker can
     // explain the counter value it may have left behind.
-    log_.write("wsend", {{"op", op}, {"n", std::to_string(n)}, {"sent", std::to_string(sent)},
-                         {"values", zkr::chaos::format_key_ints(values)},
-                         {"tokens", zkr::chaos::format_key_ints(tokens)}, {"late", late ? "1" : "0"}},
+    log_.write("wsend",
+               {{"op", op},
+                {"n", std::to_string(n)},
+                {"sent", std::to_string(sent)},
+                {"values", zkr::chaos::format_key_ints(values)},
+                {"tokens", zkr::chaos::format_key_ints(tokens)},
+                {"late", late ? "1" : "0"}},
                sent);
     std::string outcome;
     zkr::Errc error = zkr::Errc::ok;
@@ -690,11 +732,15 @@ class Worker {
     // event of the node's deletion comes before the reply of any request the
     // server ordered after it (silent_loss).
     const bool lost_at_reply = any_lost(leases);
-    log_.write("write", {{"op", op}, {"n", std::to_string(n)}, {"sent", std::to_string(sent)},
-                         {"result", outcome}, {"err", std::string(zkr::errc_name(error))},
+    log_.write("write", {{"op", op},
+                         {"n", std::to_string(n)},
+                         {"sent", std::to_string(sent)},
+                         {"result", outcome},
+                         {"err", std::string(zkr::errc_name(error))},
                          {"lost", lost_at_reply ? "1" : "0"},
                          {"values", zkr::chaos::format_key_ints(values)},
-                         {"tokens", zkr::chaos::format_key_ints(tokens)}, {"late", late ? "1" : "0"}});
+                         {"tokens", zkr::chaos::format_key_ints(tokens)},
+                         {"late", late ? "1" : "0"}});
     return outcome;
   }
 
@@ -713,7 +759,8 @@ class Worker {
 int run(const Config& config) {
   EventLog log(config.log_path);
   EventLog sessions(config.sessions_path);
-  log.write("start", {{"pid", std::to_string(::getpid())}, {"slot", std::to_string(config.slot)},
+  log.write("start", {{"pid", std::to_string(::getpid())},
+                      {"slot", std::to_string(config.slot)},
                       {"gen", std::to_string(config.gen)},
                       {"session_timeout_ms", std::to_string(config.session_timeout.count())}});
   zkr::ClientOptions options;
@@ -731,7 +778,8 @@ int run(const Config& config) {
       auto keeper = client.keeper();
       session = hex_id(keeper->session_id());
       if (keeper->session_id() != 0)
-        sessions.write("session", {{"pid", std::to_string(::getpid())}, {"id", session},
+        sessions.write("session", {{"pid", std::to_string(::getpid())},
+                                   {"id", session},
                                    {"password", zkr::chaos::to_hex(keeper->session_password())}});
     } catch (const std::exception&) {
     }
@@ -776,7 +824,8 @@ int main(int argc, char** argv) {
   // The library's warnings (connection loss...) are the point of a chaos run:
   // kept in a file of their own, not on the runner's console.
   if (!config.stderr_path.empty()) {
-    const int fd = ::open(config.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const int fd =
+        ::open(config.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
       ::dup2(fd, 2);

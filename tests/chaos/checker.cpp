@@ -30,7 +30,8 @@ class Checker {
     for (const auto& life : input_.lives) lives_[life.path].push_back(&life);
     result_.server_lives = static_cast<std::int64_t>(input_.lives.size());
     if (!input_.has_server_record)
-      result_.problems.push_back("no servers' record (server-record.txt): the overlap rule cannot be judged");
+      result_.problems.push_back(
+          "no servers' record (server-record.txt): the overlap rule cannot be judged");
     parsed_ = parse_records(input_, result_);
     origin_ = kNever;
     for (const auto& [id, op] : ops_) origin_ = std::min(origin_, op.acq_at);
@@ -57,7 +58,9 @@ class Checker {
     const NodeLife* life;
   };
 
-  void violation(const std::string& rule, const std::string& text) { add_violation(result_, rule, text); }
+  void violation(const std::string& rule, const std::string& text) {
+    add_violation(result_, rule, text);
+  }
 
   // The life on the servers of the node a grant names: the latest incarnation
   // of that path created before the grant (a path comes back only when its
@@ -103,19 +106,21 @@ class Checker {
       if (!op.exit_at && !killed_after(op.pid, enter))
         result_.problems.push_back(describe(op) + " entered at " + ms(enter, origin_) +
                                    " and never left (no exit, and its process was not killed)");
-      std::int64_t fence = kNever;  // writes sent later must not take effect
+      std::int64_t fence = kNever;            // writes sent later must not take effect
       std::optional<std::int64_t> node_gone;  // while the hold lasted, in the servers' record
       for (std::size_t i = 0; i < op.keys.size(); ++i) {
         const std::string node = i < op.nodes.size() && op.nodes[i] != "-" ? op.nodes[i] : "";
         if (node.empty()) {
           if (input_.has_server_record)
-            result_.problems.push_back(describe(op) + ": a grant of " + op.keys[i] + " names no lock node");
+            result_.problems.push_back(describe(op) + ": a grant of " + op.keys[i] +
+                                       " names no lock node");
           continue;
         }
         const auto* life = life_of(node, enter);
         if (!life) {
           if (input_.has_server_record)
-            result_.problems.push_back(describe(op) + " was granted " + node + " at " + ms(enter, origin_) +
+            result_.problems.push_back(describe(op) + " was granted " + node + " at " +
+                                       ms(enter, origin_) +
                                        ", a node the servers' record has not created by then");
           continue;
         }
@@ -124,29 +129,33 @@ class Checker {
         // before any request sent later is ordered after it: a guarded write
         // sent after the stamp's millisecond must find the node gone.
         if (end != kNever) fence = std::min(fence, end + kStampResolution);
-        if (end <= op.exit_at.value_or(kNever)) node_gone = std::min(node_gone.value_or(kNever), end);
+        if (end <= op.exit_at.value_or(kNever))
+          node_gone = std::min(node_gone.value_or(kNever), end);
         if (end <= enter) {
           ++result_.void_grants;
           continue;
         }
         intervals_[op.keys[i]].push_back({enter, end, &op, life});
       }
-      std::sort(op.writes.begin(), op.writes.end(), [](const auto& a, const auto& b) { return a.n < b.n; });
+      std::sort(op.writes.begin(), op.writes.end(),
+                [](const auto& a, const auto& b) { return a.n < b.n; });
       for (const auto& w : op.writes) {
         if (w.result != "rejected") continue;
         // The check on the lock node failed: the node was gone by the reply.
         node_gone = std::min(node_gone.value_or(kNever), w.at);
         if (!w.late && !w.lost_at_reply && !lost_by(op, w.at))
-          violation("silent_loss", describe(op) + ": guarded write " + std::to_string(w.n) + " sent at " +
-                                       ms(w.sent, origin_) + " was refused (its lock node was gone) at " +
-                                       ms(w.at, origin_) + ", and no lease of the hold had said lost");
+          violation("silent_loss",
+                    describe(op) + ": guarded write " + std::to_string(w.n) + " sent at " +
+                        ms(w.sent, origin_) + " was refused (its lock node was gone) at " +
+                        ms(w.at, origin_) + ", and no lease of the hold had said lost");
         break;
       }
       check_lost_noticed(op, node_gone);
       if (op.exit_at && op.release_refused)
-        violation("release_refused", describe(op) + " was granted at " + ms(enter, origin_) +
-                                         " and its release at " + ms(*op.exit_at, origin_) +
-                                         " returned false: the lock object lost track of the grant");
+        violation("release_refused",
+                  describe(op) + " was granted at " + ms(enter, origin_) + " and its release at " +
+                      ms(*op.exit_at, origin_) +
+                      " returned false: the lock object lost track of the grant");
       if (op.kind.starts_with("shared_")) ++result_.shared_holds;
       for (const auto& [key, lost] : op.first_lost) {
         if (lost.second == "session_lost" || lost.second == "node_deleted")
@@ -158,7 +167,8 @@ class Checker {
       std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
         return a.enter != b.enter ? a.enter < b.enter : a.end < b.end;
       });
-      const auto leases = std::count_if(list.begin(), list.end(), [](const auto& i) { return i.op->kind == "lease"; });
+      const auto leases = std::count_if(list.begin(), list.end(),
+                                        [](const auto& i) { return i.op->kind == "lease"; });
       if (leases == 0) {
         check_exclusion(key, list);
       } else if (leases == static_cast<std::ptrdiff_t>(list.size())) {
@@ -166,15 +176,16 @@ class Checker {
       } else {
         // The library refuses to mix protocols on one path; a run that did is
         // judged by neither rule.
-        result_.problems.push_back("key " + key + " was granted both as a semaphore's lease and as a lock");
+        result_.problems.push_back("key " + key +
+                                   " was granted both as a semaphore's lease and as a lock");
       }
     }
   }
 
   void overlap(const std::string& key, const Interval& i, const Interval& held) {
-    violation("overlap", "key " + key + ": " + describe(*i.op) + " was granted " + i.life->path + " at " +
-                             ms(i.enter, origin_) + " while " + describe(*held.op) + " held " +
-                             held.life->path + " [" + ms(held.enter, origin_) +
+    violation("overlap", "key " + key + ": " + describe(*i.op) + " was granted " + i.life->path +
+                             " at " + ms(i.enter, origin_) + " while " + describe(*held.op) +
+                             " held " + held.life->path + " [" + ms(held.enter, origin_) +
                              ", its deletion on the servers at " + ms(held.end, origin_) + "]");
   }
 
@@ -201,7 +212,8 @@ class Checker {
     for (const auto& i : list) {
       const auto limit = i.op->limit;
       if (limit < 1) {
-        result_.problems.push_back(describe(*i.op) + ": a lease of " + key + " with no limit on record");
+        result_.problems.push_back(describe(*i.op) + ": a lease of " + key +
+                                   " with no limit on record");
         continue;
       }
       in_force.erase(in_force.begin(), in_force.upper_bound(i.enter));
@@ -210,11 +222,12 @@ class Checker {
       std::string others;
       for (const auto& [end, other] : in_force)
         if (other != &i)
-          others += (others.empty() ? "" : ", ") + describe(*other->op) + " [" + ms(other->enter, origin_) +
-                    ", " + ms(end, origin_) + "]";
-      violation("lease_bound", "key " + key + ": " + describe(*i.op) + " was granted " + i.life->path +
-                                   " at " + ms(i.enter, origin_) + " beyond the limit of " +
-                                   std::to_string(limit) + ", while in force: " + others);
+          others += (others.empty() ? "" : ", ") + describe(*other->op) + " [" +
+                    ms(other->enter, origin_) + ", " + ms(end, origin_) + "]";
+      violation("lease_bound", "key " + key + ": " + describe(*i.op) + " was granted " +
+                                   i.life->path + " at " + ms(i.enter, origin_) +
+                                   " beyond the limit of " + std::to_string(limit) +
+                                   ", while in force: " + others);
     }
   }
 
@@ -275,8 +288,10 @@ class Checker {
     if (ran < kLostNoticeGrace.count() * 1'000'000) return;
     if (lost_by(op, *op.exit_at)) return;
     for (const auto& w : op.writes)
-      if (w.lost_at_reply && w.at <= *op.exit_at) return;  // the lease said lost, seen by the worker
-    violation("lost_unnoticed", describe(op) + ": its lock node was gone at " + ms(*node_gone, origin_) +
+      if (w.lost_at_reply && w.at <= *op.exit_at)
+        return;  // the lease said lost, seen by the worker
+    violation("lost_unnoticed", describe(op) + ": its lock node was gone at " +
+                                    ms(*node_gone, origin_) +
                                     ", and its lease never said lost before it let go at " +
                                     ms(*op.exit_at, origin_));
   }
@@ -312,8 +327,7 @@ class Checker {
             violation("lost_update", "key " + key + ": " + w->op + " and " + it->second->op +
                                          " both had a write setting the counter to " +
                                          std::to_string(v) + " accepted");
-          else
-            applied[v] = w;
+          else applied[v] = w;
         } else if (w->result == "unknown") {
           unknown[v].push_back(w);
         }
@@ -326,7 +340,7 @@ class Checker {
                                        " was written by no write on record");
           continue;
         }
-        applied[v] = it->second.front();  // the reply was lost, the write was not
+        applied[v] = it->second.front();              // the reply was lost, the write was not
         unknown_applied_.insert(it->second.front());  // once per write, not per key
       }
       // Token order, and fencing, over the writes that took effect.
@@ -343,14 +357,16 @@ class Checker {
             violation("token_order", "key " + key + ": value " + std::to_string(v) + " by " +
                                          describe(op) + " token " + std::to_string(token) +
                                          " after value " + std::to_string(v - 1) + " by " +
-                                         describe(prev_op) + " token " + std::to_string(prev_token));
+                                         describe(prev_op) + " token " +
+                                         std::to_string(prev_token));
         }
         if (w->late && w->sent <= fences_[w->op]) late_applied_.insert(w);  // its node still lived
         if (w->sent > fences_[w->op])
-          violation("late_write", "key " + key + ": " + describe(op) + " write " +
-                                      std::to_string(w->n) + " (" + w->result + (w->late ? ", made late on purpose" : "") +
-                                      ") sent at " + ms(w->sent, origin_) + ", after its lease was void at " +
-                                      ms(std::min(fences_[w->op], w->sent), origin_) + ", took effect");
+          violation("late_write",
+                    "key " + key + ": " + describe(op) + " write " + std::to_string(w->n) + " (" +
+                        w->result + (w->late ? ", made late on purpose" : "") + ") sent at " +
+                        ms(w->sent, origin_) + ", after its lease was void at " +
+                        ms(std::min(fences_[w->op], w->sent), origin_) + ", took effect");
         previous = w;
       }
       if (counter > 0 && applied.count(counter)) {
@@ -358,12 +374,12 @@ class Checker {
         const auto token = op.tokens.count(key) ? op.tokens.at(key) : 0;
         const auto stored = input_.final_state.tokens.find(key);
         if (stored == input_.final_state.tokens.end() || stored->second != token)
-          violation("final_token", "key " + key + ": token node holds " +
-                                       (stored == input_.final_state.tokens.end()
-                                            ? std::string("nothing")
-                                            : std::to_string(stored->second)) +
-                                       ", the last write (" + describe(op) + ") had " +
-                                       std::to_string(token));
+          violation(
+              "final_token",
+              "key " + key + ": token node holds " +
+                  (stored == input_.final_state.tokens.end() ? std::string("nothing")
+                                                             : std::to_string(stored->second)) +
+                  ", the last write (" + describe(op) + ") had " + std::to_string(token));
       }
     }
   }
@@ -395,10 +411,11 @@ class Checker {
         ++result_.invalid_holders_tried;
         if (h.outcome == "threw") ++result_.invalid_holders_refused;
         else
-          violation("invalid_holder_accepted", where + ": a lock constructor given the invalid holder text '" +
-                                                   h.label + "' " +
-                                                   (h.outcome == "accepted" ? "accepted it"
-                                                                            : "threw something else than std::invalid_argument"));
+          violation(
+              "invalid_holder_accepted",
+              where + ": a lock constructor given the invalid holder text '" + h.label + "' " +
+                  (h.outcome == "accepted" ? "accepted it"
+                                           : "threw something else than std::invalid_argument"));
       } else if (h.outcome != "accepted") {
         violation("valid_holder_refused",
                   where + ": a lock constructor refused the valid holder text '" + h.label + "'");
@@ -414,18 +431,21 @@ class Checker {
       // Another application's node, planted before the run: judged by
       // bystander_changed, never the library's orphan whatever its name.
       if (bystanders.count(node.path)) continue;
-      if (foreign_paths_.count(node.path) || (node.owner != 0 && foreign_sessions_.count(node.owner))) {
+      if (foreign_paths_.count(node.path) ||
+          (node.owner != 0 && foreign_sessions_.count(node.owner))) {
         // The nemesis's own node (a foreign contender, a non-lock child): its
         // move failed to remove it. The run is not clean, but the library is
         // not to blame.
-        result_.problems.push_back(node.path + " was left by the nemesis's own session, not by a worker");
+        result_.problems.push_back(node.path +
+                                   " was left by the nemesis's own session, not by a worker");
         continue;
       }
       const auto name = node.path.substr(node.path.rfind('/') + 1);
       const bool lock_node = is_lock_node_name(name);
       const bool dead_owner = node.owner != 0 && !state.live_sessions.count(node.owner);
       if (lock_node || dead_owner)
-        result_.orphans.push_back(node.path + (node.owner ? " (session " + hex_session(node.owner) + ")" : ""));
+        result_.orphans.push_back(node.path +
+                                  (node.owner ? " (session " + hex_session(node.owner) + ")" : ""));
     }
   }
 
@@ -462,7 +482,8 @@ class Checker {
   const std::set<std::string>& foreign_paths_ = parsed_.foreign_paths;
   const std::set<std::int64_t>& foreign_sessions_ = parsed_.foreign_sessions;
   const std::vector<Fault>& faults_ = parsed_.faults;
-  const std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>>& paused_ = parsed_.paused;
+  const std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>>& paused_ =
+      parsed_.paused;
   std::map<std::string, std::vector<Interval>> intervals_;
   std::map<std::string, std::vector<const NodeLife*>> lives_;  // by path, every incarnation
   std::map<std::string, std::int64_t> fences_;
@@ -483,7 +504,8 @@ std::int64_t CheckResult::violation_count() const {
 
 CheckResult check(const RunInput& input) { return Checker(input).run(); }
 
-std::vector<std::string> bite_problems(const CheckResult& result, const std::vector<std::string>& kinds) {
+std::vector<std::string> bite_problems(const CheckResult& result,
+                                       const std::vector<std::string>& kinds) {
   std::vector<std::string> problems;
   bool ends_holds = false;
   for (const auto& kind : kHolderFaultKinds) {

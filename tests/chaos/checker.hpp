@@ -110,7 +110,8 @@ struct Bystander {
 struct BystanderRecord {
   std::vector<Bystander> before;
   std::vector<Bystander> after;
-  std::optional<std::string> sweep;  // what the sweep did ("removed=1 not_ours=9 ..." or "error=...")
+  std::optional<std::string>
+      sweep;  // what the sweep did ("removed=1 not_ours=9 ..." or "error=...")
 };
 
 // One bystander as a record's fields (data in hex: it is any bytes; "-" for
@@ -123,7 +124,7 @@ struct RunInput {
   std::vector<std::pair<std::string, std::vector<Event>>> workers;  // file name, events
   std::vector<Event> nemesis;
   FinalState final_state;
-  BystanderRecord bystanders;  // empty for a run made before issue 11
+  BystanderRecord bystanders;   // empty for a run made before issue 11
   std::vector<NodeLife> lives;  // the servers' record, times on CLOCK_MONOTONIC
   bool has_server_record = false;
 };
@@ -150,9 +151,9 @@ struct CheckResult {
   std::map<std::string, std::int64_t> client_states;  // suspended, lost, ...
   std::map<std::string, std::int64_t> faults;         // by kind
   std::map<std::string, std::int64_t> holder_hits;    // faults of a kind that hit a lock holder
-  std::int64_t server_lives = 0;  // lock node lives in the servers' record
-  std::int64_t void_grants = 0;   // grants whose node was gone before the worker had them
-  std::map<std::string, std::int64_t> counters;       // final, by key
+  std::int64_t server_lives = 0;                      // lock node lives in the servers' record
+  std::int64_t void_grants = 0;  // grants whose node was gone before the worker had them
+  std::map<std::string, std::int64_t> counters;        // final, by key
   std::map<std::string, std::int64_t> grants_by_kind;  // mutex, multi, read, write, lease...
 
   // Violations, by rule, with a few examples each.
@@ -175,14 +176,15 @@ inline constexpr std::size_t kExamplesPerRule = 5;
 CheckResult check(const RunInput& input);
 
 // The fault kinds aimed at a lock holder: each must hit one at least once.
-inline const std::vector<std::string> kHolderFaultKinds = {"kill_worker", "pause_worker", "expire_session",
-                                                          "delete_holder_node"};
+inline const std::vector<std::string> kHolderFaultKinds = {"kill_worker", "pause_worker",
+                                                           "expire_session", "delete_holder_node"};
 
 // What a run with these fault kinds must have shown to mean something: every
 // kind of kHolderFaultKinds it used hit a holder, and (if it used one that
 // ends a holder's session or node) at least one late write was made and
 // refused. One line per shortfall.
-std::vector<std::string> bite_problems(const CheckResult& result, const std::vector<std::string>& kinds);
+std::vector<std::string> bite_problems(const CheckResult& result,
+                                       const std::vector<std::string>& kinds);
 
 // Final state file: one line per fact, in the event format with time 0:
 //   "0 counter key=k0 value=17", "0 token key=k0 value=4294967391",

@@ -15,11 +15,12 @@ void read_nemesis(const RunInput& input, CheckResult& result, ParsedRun& run) {
     try {
       if (e.name == "cut") {
         run.cuts.push_back({e.integer("pid"), e.get("why"), e.integer("from"), e.integer("to"),
-                         e.get("session"), e.get("node")});
+                            e.get("session"), e.get("node")});
       } else if (e.name == "foreign") {
         // A node the nemesis made from a session of its own.
         if (!e.get("path").empty()) run.foreign_paths.insert(e.get("path"));
-        if (!e.get("session").empty()) run.foreign_sessions.insert(parse_hex_session(e.get("session")));
+        if (!e.get("session").empty())
+          run.foreign_sessions.insert(parse_hex_session(e.get("session")));
       } else if (e.name == "paused") {
         run.paused[e.integer("pid")].emplace_back(e.integer("from"), e.integer("to"));
       } else if (e.name == "fault") {
@@ -36,7 +37,8 @@ void read_nemesis(const RunInput& input, CheckResult& result, ParsedRun& run) {
   }
 }
 
-void read_worker(const std::string& source, const std::vector<Event>& events, CheckResult& result, ParsedRun& run) {
+void read_worker(const std::string& source, const std::vector<Event>& events, CheckResult& result,
+                 ParsedRun& run) {
   Process process;
   for (const auto& e : events) {
     try {
@@ -60,7 +62,8 @@ void read_worker(const std::string& source, const std::vector<Event>& events, Ch
       if (id.empty()) continue;  // readfail without op cannot happen; ignore other lines
       if (e.name == "holder") {
         // Before the acquire, and not always followed by one: not an op record.
-        run.holder_tries.push_back({source, id, e.get("label"), e.get("valid") == "1", e.get("outcome"), e.at});
+        run.holder_tries.push_back(
+            {source, id, e.get("label"), e.get("valid") == "1", e.get("outcome"), e.at});
         continue;
       }
       Op& op = run.ops[id];
@@ -124,7 +127,6 @@ void read_worker(const std::string& source, const std::vector<Event>& events, Ch
   run.processes[process.pid] = process;
 }
 
-
 }  // namespace
 
 ParsedRun parse_records(const RunInput& input, CheckResult& result) {
@@ -178,7 +180,8 @@ void write_final_state(const std::string& path, const FinalState& state) {
     out << "0 token key=" << word(key) << " value=" << value << "\n";
   for (const auto& node : state.lock_root_nodes)
     out << "0 node path=" << word(node.path) << " owner=" << hex_session(node.owner) << "\n";
-  for (const auto session : state.live_sessions) out << "0 live session=" << hex_session(session) << "\n";
+  for (const auto session : state.live_sessions)
+    out << "0 live session=" << hex_session(session) << "\n";
   out.close();
   if (!out) throw std::runtime_error("cannot write " + path);
 }
@@ -188,7 +191,8 @@ FinalState read_final_state(const std::string& path) {
   for (const auto& e : read_events(path)) {
     if (e.name == "counter") state.counters[e.get("key")] = e.integer("value");
     else if (e.name == "token") state.tokens[e.get("key")] = e.integer("value");
-    else if (e.name == "node") state.lock_root_nodes.push_back({e.get("path"), parse_hex_session(e.get("owner"))});
+    else if (e.name == "node")
+      state.lock_root_nodes.push_back({e.get("path"), parse_hex_session(e.get("owner"))});
     else if (e.name == "live") state.live_sessions.insert(parse_hex_session(e.get("session")));
   }
   return state;

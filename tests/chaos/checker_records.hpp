@@ -22,7 +22,7 @@ struct Write {
   int n = 0;
   std::int64_t sent = 0;
   std::int64_t at = 0;  // when the outcome was recorded
-  std::string result;  // ok, rejected, unknown
+  std::string result;   // ok, rejected, unknown
   std::string err;
   std::map<std::string, std::int64_t> values;
   bool late = false;
@@ -44,7 +44,7 @@ struct Op {
   std::map<std::string, std::pair<std::int64_t, std::string>> first_lost;  // key -> (at, why)
   std::optional<std::int64_t> exit_at;
   std::vector<Write> writes;
-  std::string sid;  // the session the leases were granted in ("0"/"": unknown)
+  std::string sid;                 // the session the leases were granted in ("0"/"": unknown)
   std::vector<std::string> nodes;  // the lock nodes held, in keys order ("" if not recorded)
   bool release_refused = false;    // its release returned false
   std::int64_t limit = 0;          // a semaphore's lease: how many the semaphore allows at once
@@ -92,7 +92,8 @@ struct ParsedRun {
   std::set<std::string> foreign_paths;
   std::set<std::int64_t> foreign_sessions;
   std::vector<Fault> faults;
-  std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> paused;  // pid -> stops
+  std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>>
+      paused;  // pid -> stops
   std::int64_t phase_from = 0;
   std::int64_t phase_to = 0;
 };

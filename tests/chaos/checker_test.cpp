@@ -22,7 +22,8 @@ Event ev(std::int64_t at_ms, const std::string& line) {
 
 // A worker log: start, then the given events.
 std::pair<std::string, std::vector<Event>> worker(int pid, std::vector<Event> events) {
-  events.insert(events.begin(), ev(0, "start pid=" + std::to_string(pid) + " slot=0 gen=0 session_timeout_ms=4000"));
+  events.insert(events.begin(), ev(0, "start pid=" + std::to_string(pid) +
+                                          " slot=0 gen=0 session_timeout_ms=4000"));
   return {"worker-" + std::to_string(pid) + ".log", events};
 }
 
@@ -30,24 +31,28 @@ std::string deadline(std::int64_t at_ms) { return std::to_string(at_ms * kMs); }
 std::string sent(std::int64_t at_ms) { return std::to_string(at_ms * kMs); }
 
 // The lock node of op's grant on k0.
-std::string node_of(const std::string& op) { return "/chaos/locks/k0/_c_" + op + "-lock-0000000001"; }
+std::string node_of(const std::string& op) {
+  return "/chaos/locks/k0/_c_" + op + "-lock-0000000001";
+}
 
 // One clean hold: acquire at `t`, enter at t+1, one accepted write, exit.
-std::vector<Event> hold(const std::string& op, std::int64_t t, std::int64_t token, std::int64_t value,
-                        const std::string& result = "ok") {
-  return {ev(t, "acq op=" + op + " kind=mutex keys=k0 deadline=" + deadline(t + 1000)),
-          ev(t + 1, "enter op=" + op + " tokens=k0:" + std::to_string(token) + " nodes=" + node_of(op)),
-          ev(t + 3, "write op=" + op + " n=0 sent=" + sent(t + 2) + " result=" + result +
-                        " err=ok values=k0:" + std::to_string(value) + " tokens=k0:" +
-                        std::to_string(token) + " late=0"),
-          ev(t + 4, "exit op=" + op)};
+std::vector<Event> hold(const std::string& op, std::int64_t t, std::int64_t token,
+                        std::int64_t value, const std::string& result = "ok") {
+  return {
+      ev(t, "acq op=" + op + " kind=mutex keys=k0 deadline=" + deadline(t + 1000)),
+      ev(t + 1, "enter op=" + op + " tokens=k0:" + std::to_string(token) + " nodes=" + node_of(op)),
+      ev(t + 3, "write op=" + op + " n=0 sent=" + sent(t + 2) + " result=" + result +
+                    " err=ok values=k0:" + std::to_string(value) +
+                    " tokens=k0:" + std::to_string(token) + " late=0"),
+      ev(t + 4, "exit op=" + op)};
 }
 
 // The servers' record as a correct lock leaves it: each granted node made when
 // its acquire began and deleted half a millisecond after its holder let go
 // (a release's delete), or never if it did not. Tests change it where the
 // servers saw otherwise.
-std::vector<NodeLife> lives_of(const std::vector<std::pair<std::string, std::vector<Event>>>& workers) {
+std::vector<NodeLife> lives_of(
+    const std::vector<std::pair<std::string, std::vector<Event>>>& workers) {
   std::vector<NodeLife> lives;
   std::map<std::string, std::int64_t> acquired;
   std::map<std::string, std::size_t> life_of_op;
@@ -83,8 +88,8 @@ std::vector<NodeLife> lives_of(const std::vector<std::pair<std::string, std::vec
   return lives;
 }
 
-RunInput input(std::vector<std::pair<std::string, std::vector<Event>>> workers, std::int64_t counter,
-               std::int64_t token) {
+RunInput input(std::vector<std::pair<std::string, std::vector<Event>>> workers,
+               std::int64_t counter, std::int64_t token) {
   RunInput in;
   in.lives = lives_of(workers);
   in.has_server_record = true;
@@ -127,7 +132,8 @@ TEST(ChaosChecker, CleanRunPasses) {
 
 TEST(ChaosChecker, OverlapIsAViolation) {
   // b is granted at 13 while a's node lives until 14.5.
-  const auto r = check(input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 12, 200, 2))}, 2, 200));
+  const auto r =
+      check(input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 12, 200, 2))}, 2, 200));
   EXPECT_EQ(r.violations.count("overlap"), 1u);
 }
 
@@ -171,10 +177,12 @@ TEST(ChaosChecker, AGrantWhoseNodeWasGoneBeforeTheWorkerHadItIsVoid) {
   // at 13 (and its write was refused). b, granted at 12.5, is no overlap.
   auto a = hold("a", 10, 100, 1, "rejected");
   a[1].at = 13 * kMs;
-  a[2] = ev(14, "write op=a n=0 sent=" + sent(13) + " result=rejected err=no_node values=k0:1 tokens=k0:100 "
+  a[2] = ev(14, "write op=a n=0 sent=" + sent(13) +
+                    " result=rejected err=no_node values=k0:1 tokens=k0:100 "
                     "late=0 lost=1");
   std::vector<Event> b{ev(12, "acq op=b kind=mutex keys=k0 deadline=" + deadline(1012)),
-                       ev(12, "enter op=b tokens=k0:200 nodes=" + node_of("b")), ev(30, "exit op=b")};
+                       ev(12, "enter op=b tokens=k0:200 nodes=" + node_of("b")),
+                       ev(30, "exit op=b")};
   b[1].at = 12 * kMs + kMs / 2;
   auto in = input({worker(1, a), worker(2, b)}, 0, 0);
   closed_at(in, node_of("a"), 12);
@@ -222,8 +230,8 @@ TEST(ChaosChecker, ALateWriteIsJudgedByTheServersRecord) {
 TEST(ChaosChecker, RefusedWriteWithoutALostNoticeIsASilentLoss) {
   auto refused = [](const std::string& extra) {
     auto a = hold("a", 10, 100, 1, "rejected");
-    a[2] = ev(13, "write op=a n=0 sent=" + sent(12) + " result=rejected err=no_node values=k0:1 tokens=k0:100 " +
-                      extra);
+    a[2] = ev(13, "write op=a n=0 sent=" + sent(12) +
+                      " result=rejected err=no_node values=k0:1 tokens=k0:100 " + extra);
     return a;
   };
   auto silent = input({worker(1, refused("late=0 lost=0"))}, 0, 0);
@@ -249,8 +257,8 @@ TEST(ChaosChecker, FaultsAimedAtAHolderCountOnlyWhenTheyHitOne) {
   // expire_session: the session's close deleted a granted node.
   auto expired = input({worker(1, hold("a", 10, 100, 1))}, 1, 100);
   closed_at(expired, node_of("a"), 14);
-  expired.nemesis.push_back(ev(14, "cut pid=1 why=expire_session from=" + sent(13) + " to=" + sent(14) +
-                                       " session=" + "5000"));
+  expired.nemesis.push_back(ev(14, "cut pid=1 why=expire_session from=" + sent(13) +
+                                       " to=" + sent(14) + " session=" + "5000"));
   EXPECT_EQ(check(expired).holder_hits.at("expire_session"), 1);
   // bite_problems: a kind injected that never hit, and no late write refused.
   r.holder_hits.clear();
@@ -264,12 +272,14 @@ TEST(ChaosChecker, FaultsAimedAtAHolderCountOnlyWhenTheyHitOne) {
 }
 
 TEST(ChaosChecker, DuplicateCounterValueIsALostUpdate) {
-  const auto r = check(input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 20, 200, 1))}, 1, 200));
+  const auto r =
+      check(input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 20, 200, 1))}, 1, 200));
   EXPECT_GE(r.violations.count("lost_update"), 1u);
 }
 
 TEST(ChaosChecker, TokensMustGrow) {
-  const auto r = check(input({worker(1, hold("a", 10, 300, 1)), worker(2, hold("b", 20, 200, 2))}, 2, 200));
+  const auto r =
+      check(input({worker(1, hold("a", 10, 300, 1)), worker(2, hold("b", 20, 200, 2))}, 2, 200));
   EXPECT_EQ(r.violations.count("token_order"), 1u);
 }
 
@@ -288,9 +298,10 @@ TEST(ChaosChecker, UnknownWriteFillsAGapOnlyIfNeeded) {
 TEST(ChaosChecker, WriteOfAKilledProcessIsUnknownNotMissing) {
   // b was killed after sending its write (no outcome on record), which the
   // server applied: the counter shows it, and that is no lost update.
-  std::vector<Event> b{ev(20, "acq op=b kind=mutex keys=k0 deadline=" + deadline(1020)),
-                       ev(21, "enter op=b tokens=k0:200 nodes=" + node_of("b")),
-                       ev(22, "wsend op=b n=0 sent=" + sent(22) + " values=k0:2 tokens=k0:200 late=0")};
+  std::vector<Event> b{
+      ev(20, "acq op=b kind=mutex keys=k0 deadline=" + deadline(1020)),
+      ev(21, "enter op=b tokens=k0:200 nodes=" + node_of("b")),
+      ev(22, "wsend op=b n=0 sent=" + sent(22) + " values=k0:2 tokens=k0:200 late=0")};
   auto in = input({worker(1, hold("a", 10, 100, 1)), worker(2, b)}, 2, 200);
   in.nemesis.push_back(ev(23, "cut pid=2 why=kill_worker from=" + sent(23) + " to=" + sent(23)));
   const auto r = check(in);
@@ -301,12 +312,14 @@ TEST(ChaosChecker, WriteOfAKilledProcessIsUnknownNotMissing) {
 
 TEST(ChaosChecker, UnknownMultiKeyWriteCountsOnce) {
   // One unknown write on two keys, applied: one write, two counters.
-  std::vector<Event> a{ev(10, "acq op=a kind=multi keys=k0,k1 deadline=" + deadline(1010)),
-                       ev(11, "enter op=a tokens=k0:100,k1:101 nodes=" + node_of("a") +
-                                  ",/chaos/locks/k1/_c_a-lock-0000000001"),
-                       ev(13, "write op=a n=0 sent=" + sent(12) +
-                                  " result=unknown err=connection_loss values=k0:1,k1:1 tokens=k0:100,k1:101 late=0"),
-                       ev(14, "exit op=a")};
+  std::vector<Event> a{
+      ev(10, "acq op=a kind=multi keys=k0,k1 deadline=" + deadline(1010)),
+      ev(11, "enter op=a tokens=k0:100,k1:101 nodes=" + node_of("a") +
+                 ",/chaos/locks/k1/_c_a-lock-0000000001"),
+      ev(13,
+         "write op=a n=0 sent=" + sent(12) +
+             " result=unknown err=connection_loss values=k0:1,k1:1 tokens=k0:100,k1:101 late=0"),
+      ev(14, "exit op=a")};
   auto in = input({worker(1, a)}, 1, 100);
   in.final_state.counters["k1"] = 1;
   in.final_state.tokens["k1"] = 101;
@@ -373,7 +386,8 @@ TEST(ChaosChecker, HoldWithNoEndIsAProblem) {
 // ---- Issue 10: the adversarial moves and worker behaviours.
 
 // a holds k0 through node N from 11 to exit_at.
-std::vector<Event> hold_of_node(const std::string& op, std::int64_t exit_at, std::vector<Event> middle = {}) {
+std::vector<Event> hold_of_node(const std::string& op, std::int64_t exit_at,
+                                std::vector<Event> middle = {}) {
   std::vector<Event> out{ev(10, "acq op=" + op + " kind=mutex keys=k0 deadline=" + deadline(1010)),
                          ev(11, "enter op=" + op + " tokens=k0:100 nodes=" + node_of(op))};
   out.insert(out.end(), middle.begin(), middle.end());
@@ -396,8 +410,8 @@ TEST(ChaosChecker, DeletedHolderNodeEndsThatHold) {
   auto in = input({worker(1, a), worker(2, hold("b", 20, 200, 1))}, 1, 200);
   EXPECT_EQ(check(in).violations.count("overlap"), 1u);  // the node lived on until 40.5
   deleted_at(in, node_of("a"), 15);
-  in.nemesis.push_back(ev(15, "cut pid=1 why=delete_holder_node from=" + sent(15) + " to=" + sent(15) +
-                                  " node=" + node_of("a")));
+  in.nemesis.push_back(ev(15, "cut pid=1 why=delete_holder_node from=" + sent(15) +
+                                  " to=" + sent(15) + " node=" + node_of("a")));
   const auto r = check(in);
   EXPECT_TRUE(r.ok()) << first(r);
   EXPECT_EQ(r.holder_hits.at("delete_holder_node"), 1);
@@ -414,8 +428,9 @@ TEST(ChaosChecker, LeaseMustSayLostOnceItsNodeIsGone) {
   paused.nemesis.push_back(ev(20, "paused pid=1 from=" + sent(14) + " to=" + sent(14 + grace_ms)));
   EXPECT_TRUE(check(paused).ok()) << first(check(paused));
   // Told in time: fine.
-  auto told = input({worker(1, hold_of_node("a", 16 + grace_ms, {ev(20, "lost op=a key=k0 why=node_deleted")}))},
-                    0, 0);
+  auto told = input(
+      {worker(1, hold_of_node("a", 16 + grace_ms, {ev(20, "lost op=a key=k0 why=node_deleted")}))},
+      0, 0);
   deleted_at(told, node_of("a"), 15);
   EXPECT_TRUE(check(told).ok());
   // Let go before the grace ran out: nothing to judge.
@@ -424,11 +439,12 @@ TEST(ChaosChecker, LeaseMustSayLostOnceItsNodeIsGone) {
   EXPECT_TRUE(check(early).ok());
   // A refused guarded write says the node is gone just as well (the servers'
   // record, here, has it deleted only by the release).
-  auto refused = input({worker(1, hold_of_node("a", 30 + grace_ms,
-                                               {ev(20, "write op=a n=0 sent=" + sent(19) +
-                                                           " result=rejected err=no_node values=k0:1 "
-                                                           "tokens=k0:100 late=0 lost=0")}))},
-                       0, 0);
+  auto refused =
+      input({worker(1, hold_of_node("a", 30 + grace_ms,
+                                    {ev(20, "write op=a n=0 sent=" + sent(19) +
+                                                " result=rejected err=no_node values=k0:1 "
+                                                "tokens=k0:100 late=0 lost=0")}))},
+            0, 0);
   EXPECT_EQ(check(refused).violations.count("lost_unnoticed"), 1u);
 }
 
@@ -446,7 +462,8 @@ TEST(ChaosChecker, InvalidHolderTextMustBeRefused) {
   EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
   EXPECT_EQ(r.invalid_holders_tried, 1);
   EXPECT_EQ(r.invalid_holders_refused, 1);
-  std::vector<Event> accepted{ev(5, "holder op=a label=len1025 valid=0 bytes=1025 outcome=accepted")};
+  std::vector<Event> accepted{
+      ev(5, "holder op=a label=len1025 valid=0 bytes=1025 outcome=accepted")};
   r = check(input({worker(1, concat(accepted, hold("a", 10, 100, 1)))}, 1, 100));
   EXPECT_EQ(r.violations.count("invalid_holder_accepted"), 1u);
   std::vector<Event> wrong{ev(5, "holder op=a label=ctl01 valid=0 bytes=3 outcome=other")};
@@ -476,11 +493,13 @@ TEST(ChaosChecker, TwoThreadsOfOneSharedObjectAreSeparateHolders) {
 // A hold of `kind` (read, write, lease) on `key` through `node`: acquire at
 // t, enter at t+1, exit at t+4; no write (readers and leases write no
 // counter). A lease's acquire says the semaphore's limit.
-std::vector<Event> shared_hold(const std::string& op, const std::string& kind, const std::string& key,
-                               const std::string& node, std::int64_t t, std::int64_t limit = 0) {
-  return {ev(t, "acq op=" + op + " kind=" + kind + " keys=" + key + " deadline=" + deadline(t + 1000) +
-                    (limit > 0 ? " limit=" + std::to_string(limit) : "")),
-          ev(t + 1, "enter op=" + op + " tokens=" + key + ":" + std::to_string(100 + t) + " nodes=" + node),
+std::vector<Event> shared_hold(const std::string& op, const std::string& kind,
+                               const std::string& key, const std::string& node, std::int64_t t,
+                               std::int64_t limit = 0) {
+  return {ev(t, "acq op=" + op + " kind=" + kind + " keys=" + key + " deadline=" +
+                    deadline(t + 1000) + (limit > 0 ? " limit=" + std::to_string(limit) : "")),
+          ev(t + 1, "enter op=" + op + " tokens=" + key + ":" + std::to_string(100 + t) +
+                        " nodes=" + node),
           ev(t + 4, "exit op=" + op)};
 }
 
@@ -493,19 +512,22 @@ std::vector<Event> rw_hold(const std::string& op, const std::string& kind, std::
 }
 
 std::vector<Event> lease_hold(const std::string& op, std::int64_t t, std::int64_t limit) {
-  return shared_hold(op, "lease", "sem0", "/chaos/locks/sem0/leases/_c_" + op + "-lease-0000000001", t, limit);
+  return shared_hold(op, "lease", "sem0", "/chaos/locks/sem0/leases/_c_" + op + "-lease-0000000001",
+                     t, limit);
 }
 
 TEST(ChaosChecker, ReadersShareAReadWriteLock) {
   // a reads [11, 14.5], b reads from 13: readers share.
-  const auto r = check(input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "read", 12))}, 0, 0));
+  const auto r = check(
+      input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "read", 12))}, 0, 0));
   EXPECT_TRUE(r.ok()) << first(r);
   EXPECT_EQ(r.grants_by_kind.at("read"), 2);
 }
 
 TEST(ChaosChecker, AWriterBesideAReaderIsAnOverlap) {
   // A writer granted while a reader holds...
-  auto r = check(input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "write", 12))}, 0, 0));
+  auto r = check(
+      input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "write", 12))}, 0, 0));
   EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);
   // ...a reader granted while a writer holds, even after another reader...
   r = check(input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "read", 11)),
@@ -513,7 +535,8 @@ TEST(ChaosChecker, AWriterBesideAReaderIsAnOverlap) {
                   0, 0));
   EXPECT_EQ(r.violations.at("overlap"), 2) << first(r);
   // ...and two writers, as on a mutex.
-  r = check(input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "write", 12))}, 0, 0));
+  r = check(
+      input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "write", 12))}, 0, 0));
   EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);
   // One after the other: fine.
   r = check(input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "read", 15)),
@@ -556,15 +579,16 @@ TEST(ChaosChecker, MoreLeasesThanTheLimitIsAViolation) {
 
 TEST(ChaosChecker, ALeaseWithNoLimitOrBesideALockIsAProblem) {
   EXPECT_FALSE(check(input({worker(1, lease_hold("a", 10, 0))}, 0, 0)).problems.empty());
-  auto mixed = input({worker(1, lease_hold("a", 10, 2)),
-                      worker(2, shared_hold("b", "mutex", "sem0", "/chaos/locks/sem0/_c_b-lock-0000000001", 20))},
-                     0, 0);
+  auto mixed = input(
+      {worker(1, lease_hold("a", 10, 2)),
+       worker(2, shared_hold("b", "mutex", "sem0", "/chaos/locks/sem0/_c_b-lock-0000000001", 20))},
+      0, 0);
   EXPECT_FALSE(check(mixed).problems.empty());
 }
 
 TEST(ChaosChecker, EveryKindOfLockNodeIsOneAndAnOrphanIfLeft) {
-  for (const std::string_view name : {"_c_x-lock-0000000001", "_c_x-__READ__0000000001", "_c_x-__WRIT__0000000001",
-                                 "leases/_c_x-lease-0000000001"}) {
+  for (const std::string_view name : {"_c_x-lock-0000000001", "_c_x-__READ__0000000001",
+                                      "_c_x-__WRIT__0000000001", "leases/_c_x-lease-0000000001"}) {
     const auto path = "/chaos/locks/k0/" + std::string(name);
     EXPECT_TRUE(is_lock_node_name(path)) << name;
     auto in = input({}, 0, 0);
@@ -576,7 +600,8 @@ TEST(ChaosChecker, EveryKindOfLockNodeIsOneAndAnOrphanIfLeft) {
 }
 
 TEST(ChaosChecker, NodeTheNemesisLeftIsNotTheLibrarysOrphan) {
-  const std::string foreign = "/chaos/locks/k0/_c_0f0f0f0f-0000-4000-8000-000000000000-lock-0000000000";
+  const std::string foreign =
+      "/chaos/locks/k0/_c_0f0f0f0f-0000-4000-8000-000000000000-lock-0000000000";
   auto in = input({}, 0, 0);
   in.final_state.lock_root_nodes.push_back({foreign, 0x99});
   in.final_state.lock_root_nodes.push_back({"/chaos/locks/k1/aaa", 0});
@@ -617,9 +642,9 @@ TEST(ChaosChecker, BystandersAsTheyWerePass) {
 
 TEST(ChaosChecker, BystanderDeletedRecreatedOrWrittenIsAViolation) {
   auto after = kafka_like_tree();
-  after[1].exists = false;                          // the cleaner took an empty node not its own
-  after[2].czxid = after[2].mzxid = 90;             // deleted and made again, same data
-  after[3].data = "";                               // a release deleted the lock path, a lock made it again
+  after[1].exists = false;               // the cleaner took an empty node not its own
+  after[2].czxid = after[2].mzxid = 90;  // deleted and made again, same data
+  after[3].data = "";                    // a release deleted the lock path, a lock made it again
   after[3].czxid = after[3].mzxid = 91;
   const auto r = check(with_bystanders(kafka_like_tree(), after));
   ASSERT_EQ(r.violations.count("bystander_changed"), 1u);
@@ -665,7 +690,8 @@ TEST(ChaosChecker, BystanderRecordRoundTrips) {
   for (const std::string& data : {std::string("a b\n\0\xff", 6), std::string()}) {
     const Bystander node{"/chaos/locks/k1", false, data, 1, 2, 3, 0x1234};
     std::string line = "5 after";
-    for (const auto& [key, value] : bystander_fields(node)) line += " " + word(key) + "=" + word(value);
+    for (const auto& [key, value] : bystander_fields(node))
+      line += " " + word(key) + "=" + word(value);
     const auto back = parse_bystander(parse_event(line));
     EXPECT_EQ(back.path, node.path);
     EXPECT_EQ(back.exists, node.exists);

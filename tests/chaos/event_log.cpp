@@ -88,15 +88,15 @@ std::int64_t parse_int(std::string_view text, std::string_view what) {
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size())
-    throw std::invalid_argument(std::string(what) + " '" + std::string(text) + "' is not an integer");
+    throw std::invalid_argument(std::string(what) + " '" + std::string(text) +
+                                "' is not an integer");
   return value;
 }
 }  // namespace
 
 std::int64_t Event::integer(const std::string& key) const {
   const auto it = fields.find(key);
-  if (it == fields.end())
-    throw std::invalid_argument("event '" + name + "' has no field " + key);
+  if (it == fields.end()) throw std::invalid_argument("event '" + name + "' has no field " + key);
   return parse_int(it->second, key);
 }
 
@@ -122,7 +122,8 @@ Event parse_event(std::string_view line) {
     ++index;
     at = end;
   }
-  if (index < 2) throw std::invalid_argument("expected '<ns> <event> ...', got '" + std::string(line) + "'");
+  if (index < 2)
+    throw std::invalid_argument("expected '<ns> <event> ...', got '" + std::string(line) + "'");
   return event;
 }
 
@@ -162,7 +163,8 @@ std::vector<std::pair<std::string, std::int64_t>> parse_key_ints(std::string_vie
     const auto colon = item.rfind(':');
     if (colon == std::string_view::npos || colon == 0)
       throw std::invalid_argument("'" + std::string(item) + "' is not key:integer");
-    items.emplace_back(std::string(item.substr(0, colon)), parse_int(item.substr(colon + 1), "value"));
+    items.emplace_back(std::string(item.substr(0, colon)),
+                       parse_int(item.substr(colon + 1), "value"));
     at = end + 1;
   }
   return items;

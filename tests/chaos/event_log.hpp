@@ -47,7 +47,8 @@ class EventLog {
   // Stamps the line with monotonic_ns() (or `at`) and writes it. Never throws:
   // a record that cannot be written is lost, and the checker then sees less,
   // never more, than happened.
-  void write(std::string_view event, const Fields& fields, std::optional<std::int64_t> at = {}) noexcept;
+  void write(std::string_view event, const Fields& fields,
+             std::optional<std::int64_t> at = {}) noexcept;
 
  private:
   int fd_ = -1;

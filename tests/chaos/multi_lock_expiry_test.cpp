@@ -98,18 +98,22 @@ TEST(MultiLockSessionExpiry, NeverGrantsALockHeldElsewhere) {
 
   // a holds its node in a and waits in b behind c.
   auto keeper = c->keeper();
-  ASSERT_TRUE(test::wait_children(*keeper, path_b, [](const auto& n) { return n.size() == 2; }, 20s));
-  ASSERT_TRUE(test::wait_children(*keeper, path_a, [](const auto& n) { return n.size() == 1; }, 20s));
+  ASSERT_TRUE(test::wait_children(
+      *keeper, path_b, [](const auto& n) { return n.size() == 2; }, 20s));
+  ASSERT_TRUE(test::wait_children(
+      *keeper, path_a, [](const auto& n) { return n.size() == 1; }, 20s));
   test::expire_session(*a->keeper());
   // a's node in a is gone with its session.
-  ASSERT_TRUE(test::wait_children(*keeper, path_a, [](const auto& n) { return n.empty(); }, 20s));
+  ASSERT_TRUE(test::wait_children(
+      *keeper, path_a, [](const auto& n) { return n.empty(); }, 20s));
 
   InterProcessMutex d_holds_a(*d, path_a);
   ASSERT_TRUE(d_holds_a.try_acquire_for(10s));
   // Only d's node in a, and the MultiLock still waiting in b (requeued in its
   // new session): the state the bug needs.
   ASSERT_EQ(d_holds_a.participant_nodes().size(), 1u);
-  ASSERT_TRUE(test::wait_children(*keeper, path_b, [](const auto& n) { return n.size() == 2; }, 20s));
+  ASSERT_TRUE(test::wait_children(
+      *keeper, path_b, [](const auto& n) { return n.size() == 2; }, 20s));
   ASSERT_FALSE(finished()) << "the MultiLock returned before b was released";
 
   const auto left_at_release = deadline - Clock::now();
@@ -126,7 +130,8 @@ TEST(MultiLockSessionExpiry, NeverGrantsALockHeldElsewhere) {
     (void)future.wait_for(100ms);
   }
   if (!finished()) {
-    EXPECT_TRUE(queued_behind_d) << "after b's release the MultiLock neither returned nor queued in a";
+    EXPECT_TRUE(queued_behind_d)
+        << "after b's release the MultiLock neither returned nor queued in a";
     EXPECT_GT(deadline - Clock::now(), 0s);
   }
   d_released = true;

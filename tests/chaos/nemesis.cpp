@@ -71,7 +71,8 @@ std::string hex(std::int64_t id) {
 
 // Opens a session with `config` and waits (up to 10 s) until it is connected
 // or refused. Returns the keeper and the state it reached (nullopt: none).
-std::pair<std::shared_ptr<Keeper>, std::optional<SessionState>> connect_and_wait(const KeeperConfig& config) {
+std::pair<std::shared_ptr<Keeper>, std::optional<SessionState>> connect_and_wait(
+    const KeeperConfig& config) {
   struct Joined {
     std::mutex mutex;
     std::condition_variable cv;
@@ -84,9 +85,8 @@ std::pair<std::shared_ptr<Keeper>, std::optional<SessionState>> connect_and_wait
     joined->cv.notify_all();
   });
   std::unique_lock lock(joined->mutex);
-  joined->cv.wait_for(lock, 10s, [&] {
-    return joined->state && *joined->state != SessionState::connecting;
-  });
+  joined->cv.wait_for(lock, 10s,
+                      [&] { return joined->state && *joined->state != SessionState::connecting; });
   return {keeper, joined->state};
 }
 
@@ -109,7 +109,8 @@ Nemesis::Nemesis(NemesisTargets targets, std::uint64_t seed, std::vector<std::st
     : targets_(std::move(targets)), rng_(seed), kinds_(std::move(kinds)), log_(log) {}
 
 milliseconds Nemesis::between(milliseconds lo, milliseconds hi) {
-  return lo + milliseconds(static_cast<std::int64_t>(rng_() % static_cast<std::uint64_t>((hi - lo).count() + 1)));
+  return lo + milliseconds(static_cast<std::int64_t>(
+                  rng_() % static_cast<std::uint64_t>((hi - lo).count() + 1)));
 }
 
 // The nemesis's schedule: how long a fault lasts, how long the quiet between
@@ -141,11 +142,14 @@ void Nemesis::run_until(Clock::time_point deadline, const std::atomic<bool>& sto
     } catch (const std::exception& e) {
       detail = std::string(kNotInjected) + "failed: " + e.what();
       const auto problems = heal_all();
-      if (!problems.empty()) throw std::runtime_error("cannot repair after " + kind + ": " + problems.front());
+      if (!problems.empty())
+        throw std::runtime_error("cannot repair after " + kind + ": " + problems.front());
     }
     const bool effective = !detail.starts_with(kNotInjected);
-    log_.write("fault", {{"kind", kind}, {"from", std::to_string(from)},
-                         {"to", std::to_string(monotonic_ns())}, {"effective", effective ? "1" : "0"},
+    log_.write("fault", {{"kind", kind},
+                         {"from", std::to_string(from)},
+                         {"to", std::to_string(monotonic_ns())},
+                         {"effective", effective ? "1" : "0"},
                          {"detail", detail}});
     if (effective) ++injected_[kind];
     else if (next <= round.size() && ++tries[kind] < 3) round.push_back(kind);
@@ -226,8 +230,8 @@ std::string Nemesis::proxy_delay() {
   for (auto* p : proxies) p->set_mode(ProxyMode::delay, delay);
   pause(d);
   for (auto* p : proxies) p->set_mode(ProxyMode::forward);
-  return "proxies=" + std::to_string(proxies.size()) + ",delay_ms=" + std::to_string(delay.count()) +
-         ",ms=" + std::to_string(d.count());
+  return "proxies=" + std::to_string(proxies.size()) +
+         ",delay_ms=" + std::to_string(delay.count()) + ",ms=" + std::to_string(d.count());
 }
 
 std::string Nemesis::proxy_drop_reply() {
@@ -266,8 +270,8 @@ std::vector<Nemesis::LockDir> Nemesis::lock_dirs() {
       const auto sa = lock_sequence(a), sb = lock_sequence(b);
       return sa != sb ? sa < sb : a < b;
     });
-    const bool semaphore = std::find(children.value().names.begin(), children.value().names.end(), "leases") !=
-                           children.value().names.end();
+    const bool semaphore = std::find(children.value().names.begin(), children.value().names.end(),
+                                     "leases") != children.value().names.end();
     out.push_back(std::move(d));
     return semaphore;
   };
@@ -317,7 +321,8 @@ std::vector<Nemesis::Holder> Nemesis::holders() {
     const auto path = dir.path + "/" + dir.nodes.front();
     const auto owner = owner_of(path);
     const auto it = sessions.find(owner);
-    if (it != sessions.end() && targets_.workers->owns(it->second)) out.push_back({it->second, owner, path});
+    if (it != sessions.end() && targets_.workers->owns(it->second))
+      out.push_back({it->second, owner, path});
   }
   return out;
 }
@@ -421,17 +426,22 @@ std::string Nemesis::expire_session() {
     to = monotonic_ns();
   }
   targets_.workers->signal(victim.pid, SIGCONT);
-  log_.write("paused", {{"pid", std::to_string(victim.pid)}, {"from", std::to_string(victim.stopped_at)},
+  log_.write("paused", {{"pid", std::to_string(victim.pid)},
+                        {"from", std::to_string(victim.stopped_at)},
                         {"to", std::to_string(monotonic_ns())}});
   if (password.empty())
     return std::string(kNotInjected) + "session=" + hex(victim.session) + ",no_password_on_record";
   if (state != SessionState::connected)
-    return std::string(kNotInjected) + "session=" + hex(victim.session) + ",join_failed=" +
-           std::string(state ? to_string(*state) : "timeout");
-  log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "expire_session"},
-                     {"from", std::to_string(from)}, {"to", std::to_string(to)},
-                     {"session", hex(victim.session)}, {"node", victim.node}});
-  return "pid=" + std::to_string(victim.pid) + ",session=" + hex(victim.session) + ",node=" + victim.node;
+    return std::string(kNotInjected) + "session=" + hex(victim.session) +
+           ",join_failed=" + std::string(state ? to_string(*state) : "timeout");
+  log_.write("cut", {{"pid", std::to_string(victim.pid)},
+                     {"why", "expire_session"},
+                     {"from", std::to_string(from)},
+                     {"to", std::to_string(to)},
+                     {"session", hex(victim.session)},
+                     {"node", victim.node}});
+  return "pid=" + std::to_string(victim.pid) + ",session=" + hex(victim.session) +
+         ",node=" + victim.node;
 }
 
 std::string Nemesis::kill_worker() {
@@ -440,8 +450,11 @@ std::string Nemesis::kill_worker() {
   const auto from = monotonic_ns();
   const bool dead = targets_.workers->kill_and_replace(victim.pid);
   const auto to = monotonic_ns();
-  log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "kill_worker"},
-                     {"from", std::to_string(from)}, {"to", std::to_string(to)}, {"node", victim.node}});
+  log_.write("cut", {{"pid", std::to_string(victim.pid)},
+                     {"why", "kill_worker"},
+                     {"from", std::to_string(from)},
+                     {"to", std::to_string(to)},
+                     {"node", victim.node}});
   if (!dead) throw std::runtime_error("worker " + std::to_string(victim.pid) + " survived SIGKILL");
   return "pid=" + std::to_string(victim.pid) + ",node=" + victim.node;
 }
@@ -453,12 +466,15 @@ std::string Nemesis::pause_worker() {
   // session is gone when it runs again, and it has not heard yet.
   const auto stopped = targets_.session_timeout + between(2000ms, 3000ms);
   const auto from = victim.stopped_at;
-  log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "pause_worker"},
-                     {"from", std::to_string(from)}, {"to", std::to_string(monotonic_ns())},
+  log_.write("cut", {{"pid", std::to_string(victim.pid)},
+                     {"why", "pause_worker"},
+                     {"from", std::to_string(from)},
+                     {"to", std::to_string(monotonic_ns())},
                      {"node", victim.node}});
   pause(stopped);
   targets_.workers->signal(victim.pid, SIGCONT);
-  log_.write("paused", {{"pid", std::to_string(victim.pid)}, {"from", std::to_string(from)},
+  log_.write("paused", {{"pid", std::to_string(victim.pid)},
+                        {"from", std::to_string(from)},
                         {"to", std::to_string(monotonic_ns())}});
   return "pid=" + std::to_string(victim.pid) + ",stopped_ms=" + std::to_string(stopped.count()) +
          ",node=" + victim.node;
@@ -475,7 +491,8 @@ std::vector<std::string> Nemesis::heal_all() {
         it = leftovers_.erase(it);
         continue;
       }
-      problems.push_back("removing the nemesis's node " + *it + ": " + std::string(errc_name(removed.error())));
+      problems.push_back("removing the nemesis's node " + *it + ": " +
+                         std::string(errc_name(removed.error())));
     } catch (const std::exception& e) {
       problems.push_back("removing the nemesis's node " + *it + ": " + e.what());
     }
@@ -495,8 +512,10 @@ std::vector<std::string> Nemesis::heal_all() {
         const auto line = status.substr(at, end - at);
         at = end + 1;
         if (!line.starts_with(std::to_string(i) + " ")) continue;
-        if (line.find(" frozen") != std::string::npos) targets_.ensemble->run("thaw " + std::to_string(i));
-        if (line.find(" dead") != std::string::npos) targets_.ensemble->run("restart " + std::to_string(i));
+        if (line.find(" frozen") != std::string::npos)
+          targets_.ensemble->run("thaw " + std::to_string(i));
+        if (line.find(" dead") != std::string::npos)
+          targets_.ensemble->run("restart " + std::to_string(i));
       }
     } catch (const std::exception& e) {
       problems.push_back(std::string("healing server ") + std::to_string(i) + ": " + e.what());

@@ -53,12 +53,13 @@ namespace zkr::chaos {
 
 // What fails in real ensembles: servers, links, sessions, client processes.
 inline const std::vector<std::string> kClassicFaultKinds = {
-    "kill_server",     "kill_leader",    "freeze_server", "proxy_reset",  "proxy_blackhole",
-    "proxy_delay",     "proxy_drop_reply", "expire_session", "kill_worker", "pause_worker"};
+    "kill_server", "kill_leader",      "freeze_server",  "proxy_reset", "proxy_blackhole",
+    "proxy_delay", "proxy_drop_reply", "expire_session", "kill_worker", "pause_worker"};
 // What another client may legally do to lock directories (issue 10).
 inline const std::vector<std::string> kAdversarialFaultKinds = {
-    "write_revoke",       "write_held_mark",    "write_random_bytes",    "write_large_value",
-    "delete_waiter_node", "delete_holder_node", "create_non_lock_child", "create_foreign_lock_node"};
+    "write_revoke",          "write_held_mark",         "write_random_bytes",
+    "write_large_value",     "delete_waiter_node",      "delete_holder_node",
+    "create_non_lock_child", "create_foreign_lock_node"};
 inline const std::vector<std::string> kFaultKinds = [] {
   auto all = kClassicFaultKinds;
   all.insert(all.end(), kAdversarialFaultKinds.begin(), kAdversarialFaultKinds.end());
@@ -142,7 +143,8 @@ class Nemesis {
   std::shared_ptr<Keeper> foreign_session(std::string& via);
   // Closes it (its ephemeral nodes go with it) after removing `made`; what
   // is still there is left for heal_all.
-  void end_foreign_session(const std::shared_ptr<Keeper>& keeper, const std::vector<std::string>& made);
+  void end_foreign_session(const std::shared_ptr<Keeper>& keeper,
+                           const std::vector<std::string>& made);
   // Writes data into a lock node from a foreign session: the holder's or a
   // waiting one, at random, or a waiting one with nodes before and after it
   // when `middle` (where a forged hand-off mark would let its successor
@@ -164,7 +166,7 @@ class Nemesis {
   std::vector<std::string> kinds_;
   EventLog& log_;
   std::map<std::string, int> injected_;
-  std::vector<std::string> leftovers_;  // nemesis nodes a move could not remove
+  std::vector<std::string> leftovers_;        // nemesis nodes a move could not remove
   std::map<pid_t, std::string> worker_logs_;  // pid -> its log file
 };
 

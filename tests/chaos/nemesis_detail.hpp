@@ -18,7 +18,8 @@ namespace zkr::chaos::nemesis_detail {
 std::string hex(std::int64_t id);
 // Opens a session with `config` and waits (up to 10 s) until it is connected
 // or refused. Returns the keeper and the state it reached (nullopt: none).
-std::pair<std::shared_ptr<Keeper>, std::optional<SessionState>> connect_and_wait(const KeeperConfig& config);
+std::pair<std::shared_ptr<Keeper>, std::optional<SessionState>> connect_and_wait(
+    const KeeperConfig& config);
 // A GUID like Curator's protected names carry.
 std::string random_guid(std::mt19937_64& rng);
 

@@ -40,7 +40,8 @@ std::shared_ptr<Keeper> Nemesis::foreign_session(std::string& via) {
   return keeper;
 }
 
-void Nemesis::end_foreign_session(const std::shared_ptr<Keeper>& keeper, const std::vector<std::string>& made) {
+void Nemesis::end_foreign_session(const std::shared_ptr<Keeper>& keeper,
+                                  const std::vector<std::string>& made) {
   for (const auto& path : made) {
     const auto removed = keeper->try_remove(path);
     if (!removed.ok() && removed.error() != Errc::no_node) leftovers_.push_back(path);
@@ -83,14 +84,16 @@ std::string Nemesis::write_into_lock_node(const std::string& data, bool middle, 
     // data (a get, a round trip); then the node goes, as when its contender
     // gives up, while the node before it (perhaps the live holder) stays.
     pause(between(100ms, 400ms));
-    const auto result = keeper->try_multi({op::Check{target.before, kAnyVersion}, op::Remove{target.path, kAnyVersion}});
+    const auto result = keeper->try_multi(
+        {op::Check{target.before, kAnyVersion}, op::Remove{target.path, kAnyVersion}});
     deleted = result.ok() ? ",then_deleted=1" : ",then_deleted=0";
   }
   end_foreign_session(keeper, {});
   if (!written.ok())
-    return std::string(kNotInjected) + "path=" + target.path + ",err=" + std::string(errc_name(written.error()));
-  return "path=" + target.path + ",target=" + target.role + ",bytes=" + std::to_string(data.size()) + deleted +
-         ",via=" + via;
+    return std::string(kNotInjected) + "path=" + target.path +
+           ",err=" + std::string(errc_name(written.error()));
+  return "path=" + target.path + ",target=" + target.role +
+         ",bytes=" + std::to_string(data.size()) + deleted + ",via=" + via;
 }
 
 // Curator's revocation request: a lock that does not support it ignores it.
@@ -137,10 +140,12 @@ std::string Nemesis::delete_waiter_node() {
   std::string via;
   const auto keeper = foreign_session(via);
   if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";
-  const auto result = keeper->try_multi({op::Check{before, kAnyVersion}, op::Remove{victim, kAnyVersion}});
+  const auto result =
+      keeper->try_multi({op::Check{before, kAnyVersion}, op::Remove{victim, kAnyVersion}});
   end_foreign_session(keeper, {});
   if (!result.ok())
-    return std::string(kNotInjected) + "path=" + victim + ",err=" + std::string(errc_name(result.error)) +
+    return std::string(kNotInjected) + "path=" + victim +
+           ",err=" + std::string(errc_name(result.error)) +
            ",failed_op=" + std::to_string(result.failed_index());
   return "path=" + victim + ",pid=" + std::to_string(pid) + ",before=" + before + ",via=" + via;
 }
@@ -175,15 +180,20 @@ std::string Nemesis::delete_holder_node() {
   const auto removed = keeper->try_remove(victim.node);
   // An unknown outcome (the link failed): the node says what happened. (If
   // even that cannot be learnt, the move failed: inject() heals and goes on.)
-  const bool gone = removed.ok() || (removed.error() != Errc::no_node && !targets_.observer->with_retry([&](Keeper& k) {
+  const bool gone = removed.ok() || (removed.error() != Errc::no_node &&
+                                     !targets_.observer->with_retry([&](Keeper& k) {
                                        return k.exists(victim.node).has_value();
                                      }));
   const auto to = monotonic_ns();
   end_foreign_session(keeper, {});
   if (!gone)
-    return std::string(kNotInjected) + "path=" + victim.node + ",err=" + std::string(errc_name(removed.error()));
-  log_.write("cut", {{"pid", std::to_string(victim.pid)}, {"why", "delete_holder_node"},
-                     {"from", std::to_string(from)}, {"to", std::to_string(to)}, {"node", victim.node}});
+    return std::string(kNotInjected) + "path=" + victim.node +
+           ",err=" + std::string(errc_name(removed.error()));
+  log_.write("cut", {{"pid", std::to_string(victim.pid)},
+                     {"why", "delete_holder_node"},
+                     {"from", std::to_string(from)},
+                     {"to", std::to_string(to)},
+                     {"node", victim.node}});
   return "path=" + victim.node + ",pid=" + std::to_string(victim.pid) +
          ",revoke_first=" + (revoke_first ? "1" : "0") + ",via=" + via;
 }
@@ -203,10 +213,12 @@ std::string Nemesis::create_non_lock_child() {
   const auto keeper = foreign_session(via);
   if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";
   log_.write("foreign", {{"path", path}, {"session", hex(keeper->session_id())}});
-  const auto created = keeper->try_create(path, "not a lock", ephemeral ? CreateMode::ephemeral : CreateMode::persistent);
+  const auto created = keeper->try_create(
+      path, "not a lock", ephemeral ? CreateMode::ephemeral : CreateMode::persistent);
   if (!created.ok()) {
     end_foreign_session(keeper, {});
-    return std::string(kNotInjected) + "path=" + path + ",err=" + std::string(errc_name(created.error()));
+    return std::string(kNotInjected) + "path=" + path +
+           ",err=" + std::string(errc_name(created.error()));
   }
   const auto kept = between(500ms, 2500ms);
   pause(kept);
@@ -229,18 +241,21 @@ std::string Nemesis::create_foreign_lock_node() {
   std::string via;
   const auto keeper = foreign_session(via);
   if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";
-  const auto created = keeper->try_create(dir + "/" + name, "foreign",
-                                          first ? CreateMode::ephemeral : CreateMode::ephemeral_sequential);
+  const auto created =
+      keeper->try_create(dir + "/" + name, "foreign",
+                         first ? CreateMode::ephemeral : CreateMode::ephemeral_sequential);
   if (!created.ok()) {
     end_foreign_session(keeper, {});
-    return std::string(kNotInjected) + "dir=" + dir + ",err=" + std::string(errc_name(created.error()));
+    return std::string(kNotInjected) + "dir=" + dir +
+           ",err=" + std::string(errc_name(created.error()));
   }
   const auto path = created.value().path;
   log_.write("foreign", {{"path", path}, {"session", hex(keeper->session_id())}});
   const auto kept = between(500ms, 2500ms);
   pause(kept);
   end_foreign_session(keeper, {path});
-  return "path=" + path + ",first=" + (first ? "1" : "0") + ",via=" + via + ",kept_ms=" + std::to_string(kept.count());
+  return "path=" + path + ",first=" + (first ? "1" : "0") + ",via=" + via +
+         ",kept_ms=" + std::to_string(kept.count());
 }
 
 }  // namespace zkr::chaos

@@ -12,8 +12,8 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
   out << "==== zkr chaos report ====\n";
   out << "seed                 " << info.seed << "   (replay: --seed " << info.seed << ")\n";
   out << "setup                " << info.workers << " workers x " << info.threads
-      << " threads, session timeout " << info.session_timeout_ms << " ms, "
-      << info.fault_seconds << " s of faults, " << info.wall_seconds << " s wall"
+      << " threads, session timeout " << info.session_timeout_ms << " ms, " << info.fault_seconds
+      << " s of faults, " << info.wall_seconds << " s wall"
       << (info.broken != "none" ? ", BROKEN LOCK MODE " + info.broken : "") << "\n";
   out << "acquisitions         " << r.acquisitions << " granted of " << r.acquires << " asked ("
       << r.timeouts << " timed out, " << r.acquire_errors << " failed)\n";
@@ -56,7 +56,8 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";
   out << "orphaned znodes      " << r.orphans.size() << "\n";
-  out << "bystanders           " << r.bystanders << " nodes of other applications checked after the sweep ("
+  out << "bystanders           " << r.bystanders
+      << " nodes of other applications checked after the sweep ("
       << (r.sweep.empty() ? "no sweep" : "sweep: " + r.sweep) << ")\n";
   out << "longest stall        " << static_cast<double>(r.longest_stall_ns) / 1e6 << " ms ("
       << r.longest_stall_where << ")\n";

@@ -36,9 +36,9 @@ class Jute {
   void skip_acl() {
     const auto n = int_();
     for (std::int32_t i = 0; i < n; ++i) {
-      (void)int_();     // perms
-      (void)buffer();   // scheme
-      (void)buffer();   // id
+      (void)int_();    // perms
+      (void)buffer();  // scheme
+      (void)buffer();  // id
     }
   }
   std::size_t at() const { return at_; }
@@ -99,12 +99,8 @@ void changes_of(int type, std::string_view body, std::vector<Change>& out) {
       out.push_back({Change::create, std::string(in.buffer()), false});
       return;
     case kDelete:
-    case kDeleteContainer:
-      out.push_back({Change::remove, std::string(in.buffer()), false});
-      return;
-    case kCloseSession:
-      out.push_back({Change::close_session, "", false});
-      return;
+    case kDeleteContainer: out.push_back({Change::remove, std::string(in.buffer()), false}); return;
+    case kCloseSession: out.push_back({Change::close_session, "", false}); return;
     case kMulti: {
       // A multi with an error part failed as a whole: nothing of it applies.
       // (The leader may log its parts already marked error, the followers as
@@ -120,8 +116,7 @@ void changes_of(int type, std::string_view body, std::vector<Change>& out) {
       out.insert(out.end(), parts.begin(), parts.end());
       return;
     }
-    default:
-      return;  // setData, check, createSession, error...: no node is born or dies
+    default: return;  // setData, check, createSession, error...: no node is born or dies
   }
 }
 
@@ -129,7 +124,8 @@ void changes_of(int type, std::string_view body, std::vector<Change>& out) {
 // written part (the file is preallocated with zeros) or at a torn record.
 std::vector<Txn> read_log(const std::string& file, std::vector<std::string>& problems) {
   std::ifstream stream(file, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
+  const std::string bytes((std::istreambuf_iterator<char>(stream)),
+                          std::istreambuf_iterator<char>());
   std::vector<Txn> out;
   Jute in(bytes);
   try {
@@ -188,7 +184,8 @@ std::int64_t parse_hex(const std::string& text) {
 
 }  // namespace
 
-ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers, const std::string& prefix) {
+ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers,
+                           const std::string& prefix) {
   ServerRecord record;
   // Each zxid's copies, by server. A transaction is taken as committed when a
   // majority of the servers logged it (the same change): a committed one was
@@ -208,8 +205,9 @@ ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers,
   for (auto& [zxid, list] : copies) {
     std::map<std::string, std::size_t> votes;
     for (const auto& t : list) ++votes[t.body];
-    const auto best = std::max_element(votes.begin(), votes.end(),
-                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    const auto best =
+        std::max_element(votes.begin(), votes.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
     if (best->second >= quorum) {
       for (auto& t : list)
         if (t.body == best->first) {
@@ -222,7 +220,7 @@ ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers,
       ++record.unconfirmed;
     }
   }
-  std::map<std::string, std::size_t> alive;                 // path -> index in lives
+  std::map<std::string, std::size_t> alive;                  // path -> index in lives
   std::map<std::int64_t, std::set<std::string>> ephemerals;  // session -> its live lock nodes
   const auto end_life = [&](const std::string& path, const Txn& t, const char* why) {
     const auto it = alive.find(path);
@@ -277,7 +275,8 @@ std::vector<std::vector<std::string>> txn_log_files(const std::string& ensemble_
     const auto logs = server.path() / "version-2";
     if (fs::is_directory(logs))
       for (const auto& file : fs::directory_iterator(logs))
-        if (file.path().filename().string().starts_with("log.")) files.push_back(file.path().string());
+        if (file.path().filename().string().starts_with("log."))
+          files.push_back(file.path().string());
     std::sort(files.begin(), files.end());
     servers.push_back(std::move(files));
   }

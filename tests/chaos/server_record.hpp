@@ -34,16 +34,17 @@ namespace zkr::chaos {
 struct NodeLife {
   std::string path;
   std::int64_t czxid = 0;
-  std::int64_t created = 0;  // ns; the leader's wall clock in the logs, CLOCK_MONOTONIC once shifted
-  std::int64_t owner = 0;    // ephemeral owner session, 0 if persistent
-  std::int64_t dzxid = 0;    // 0 while alive
+  std::int64_t created =
+      0;                   // ns; the leader's wall clock in the logs, CLOCK_MONOTONIC once shifted
+  std::int64_t owner = 0;  // ephemeral owner session, 0 if persistent
+  std::int64_t dzxid = 0;  // 0 while alive
   std::optional<std::int64_t> deleted;  // ns, same clock as `created`
-  std::string end;           // "delete" or "session_closed"; "" while alive
-  std::int64_t deleter = 0;  // the session whose delete or close ended it
+  std::string end;                      // "delete" or "session_closed"; "" while alive
+  std::int64_t deleter = 0;             // the session whose delete or close ended it
 };
 
 struct ServerRecord {
-  std::vector<NodeLife> lives;  // in czxid order
+  std::vector<NodeLife> lives;    // in czxid order
   std::int64_t transactions = 0;  // committed (logged by a majority)
   std::int64_t unconfirmed = 0;   // logged by fewer servers: never committed
   std::int64_t last_zxid = 0;
@@ -60,7 +61,8 @@ struct ServerRecord {
 // ("-lease-"). The checker judges grants by these nodes' lives.
 bool is_lock_node_name(std::string_view path);
 
-ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers, const std::string& prefix);
+ServerRecord read_txn_logs(const std::vector<std::vector<std::string>>& servers,
+                           const std::string& prefix);
 
 // DIR/data-*/version-2/log.*: the logs of an ensemble made by scripts/ensemble, by server.
 std::vector<std::vector<std::string>> txn_log_files(const std::string& ensemble_dir);

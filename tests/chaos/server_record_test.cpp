@@ -20,11 +20,13 @@ namespace {
 struct Out {
   std::string bytes;
   Out& i32(std::int32_t v) {
-    for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((static_cast<std::uint32_t>(v) >> s) & 0xff));
+    for (int s = 24; s >= 0; s -= 8)
+      bytes.push_back(static_cast<char>((static_cast<std::uint32_t>(v) >> s) & 0xff));
     return *this;
   }
   Out& i64(std::int64_t v) {
-    for (int s = 56; s >= 0; s -= 8) bytes.push_back(static_cast<char>((static_cast<std::uint64_t>(v) >> s) & 0xff));
+    for (int s = 56; s >= 0; s -= 8)
+      bytes.push_back(static_cast<char>((static_cast<std::uint64_t>(v) >> s) & 0xff));
     return *this;
   }
   Out& boolean(bool v) {
@@ -40,7 +42,14 @@ struct Out {
 
 std::string create_txn(const std::string& path, bool ephemeral) {
   Out o;
-  o.buffer(path).buffer("data").i32(1).i32(31).buffer("world").buffer("anyone").boolean(ephemeral).i32(0);
+  o.buffer(path)
+      .buffer("data")
+      .i32(1)
+      .i32(31)
+      .buffer("world")
+      .buffer("anyone")
+      .boolean(ephemeral)
+      .i32(0);
   return o.bytes;
 }
 
@@ -91,12 +100,13 @@ TEST(ChaosServerRecord, ReadsLockNodeLivesFromTransactionLogs) {
   const std::string n0 = "/chaos/locks/k0/_c_g-lock-0000000001";
   const std::string n1 = "/chaos/locks/k1/_c_h-lock-0000000002";
   const std::vector<Txn> all = {
-      {0x1, 0x100000001, 1000, -10, Out().i32(4000).bytes},                           // createSession
-      {0x1, 0x100000002, 1001, 14, multi_txn({{1, create_txn(n0, true)}, {5, "x"}})},  // a lock node in a multi
-      {0x1, 0x100000003, 1002, 1, create_txn("/chaos/locks/k0", false)},             // a directory
-      {0x2, 0x100000004, 1003, 15, create_txn(n1, true)},                            // create2
-      {0x3, 0x100000005, 1004, 2, delete_txn(n0)},                                   // another client deletes n0
-      {0x2, 0x100000006, 1005, -11, ""},                                             // n1's session closes
+      {0x1, 0x100000001, 1000, -10, Out().i32(4000).bytes},  // createSession
+      {0x1, 0x100000002, 1001, 14,
+       multi_txn({{1, create_txn(n0, true)}, {5, "x"}})},                 // a lock node in a multi
+      {0x1, 0x100000003, 1002, 1, create_txn("/chaos/locks/k0", false)},  // a directory
+      {0x2, 0x100000004, 1003, 15, create_txn(n1, true)},                 // create2
+      {0x3, 0x100000005, 1004, 2, delete_txn(n0)},  // another client deletes n0
+      {0x2, 0x100000006, 1005, -11, ""},            // n1's session closes
       {0x4, 0x100000007, 1006, 1, create_txn("/elsewhere/_c_x-lock-0000000001", true)},
   };
   // Server 1 has everything, in two files; server 2 came back by a snapshot
@@ -105,10 +115,11 @@ TEST(ChaosServerRecord, ReadsLockNodeLivesFromTransactionLogs) {
   const std::vector<Txn> first(all.begin(), all.begin() + 4), rest(all.begin() + 4, all.end());
   const std::vector<Txn> from_snapshot(all.begin() + 3, all.end());
   const std::vector<Txn> cut_off = {all[0], all[1], {0x9, 0x100000004, 1003, 2, delete_txn(n0)}};
-  const auto record = read_txn_logs({{write_log("zkr-txn-1a.log", first), write_log("zkr-txn-1b.log", rest)},
-                                     {write_log("zkr-txn-2.log", from_snapshot)},
-                                     {write_log("zkr-txn-3.log", cut_off)}},
-                                    "/chaos/locks/");
+  const auto record =
+      read_txn_logs({{write_log("zkr-txn-1a.log", first), write_log("zkr-txn-1b.log", rest)},
+                     {write_log("zkr-txn-2.log", from_snapshot)},
+                     {write_log("zkr-txn-3.log", cut_off)}},
+                    "/chaos/locks/");
   EXPECT_TRUE(record.problems.empty()) << record.problems.front();
   EXPECT_EQ(record.transactions, 6);  // the directory's create: one copy only, left out
   EXPECT_EQ(record.unconfirmed, 1);
@@ -135,10 +146,12 @@ TEST(ChaosServerRecord, ReadsLockNodeLivesFromTransactionLogs) {
 TEST(ChaosServerRecord, TheLeadersCopyOfAFailedMultiAgreesWithTheFollowers) {
   const std::string n0 = "/chaos/locks/k0/_c_g-lock-0000000001";
   const auto error = Out().i32(-111).bytes;
-  const auto follower = write_log("zkr-txn-e.log", {{0x1, 0x10, 1000, 1, create_txn(n0, true)},
-                                                    {0x1, 0x11, 1001, 14, multi_txn({{2, delete_txn(n0)}, {-1, error}})}});
-  const auto leader = write_log("zkr-txn-f.log", {{0x1, 0x10, 1000, 1, create_txn(n0, true)},
-                                                  {0x1, 0x11, 1001, 14, multi_txn({{-1, delete_txn(n0)}, {-1, error}})}});
+  const auto follower = write_log(
+      "zkr-txn-e.log", {{0x1, 0x10, 1000, 1, create_txn(n0, true)},
+                        {0x1, 0x11, 1001, 14, multi_txn({{2, delete_txn(n0)}, {-1, error}})}});
+  const auto leader = write_log(
+      "zkr-txn-f.log", {{0x1, 0x10, 1000, 1, create_txn(n0, true)},
+                        {0x1, 0x11, 1001, 14, multi_txn({{-1, delete_txn(n0)}, {-1, error}})}});
   const auto record = read_txn_logs({{follower}, {leader}}, "/chaos/locks/");
   EXPECT_TRUE(record.problems.empty()) << record.problems.front();
   ASSERT_EQ(record.lives.size(), 1u);

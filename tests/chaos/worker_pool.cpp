@@ -25,16 +25,36 @@ WorkerPool::~WorkerPool() {
 
 void WorkerPool::spawn(int slot_index) {
   auto& slot = slots_[static_cast<std::size_t>(slot_index)];
-  const std::string stem = settings_.dir + "/worker-" + std::to_string(slot_index) + "-" +
-                           std::to_string(slot.gen);
-  std::vector<std::string> argv{
-      settings_.binary, "--connect", settings_.connect, "--root", settings_.root, "--keys",
-      settings_.keys, "--slot", std::to_string(slot_index), "--gen", std::to_string(slot.gen),
-      "--threads", std::to_string(settings_.threads), "--seed", std::to_string(settings_.seed),
-      "--seconds", std::to_string(settings_.seconds), "--session-timeout-ms",
-      std::to_string(settings_.session_timeout.count()), "--log", stem + ".log", "--sessions",
-      settings_.dir + "/sessions-" + std::to_string(slot_index) + "-" + std::to_string(slot.gen) + ".txt",
-      "--stderr", stem + ".stderr", "--broken", settings_.broken};
+  const std::string stem =
+      settings_.dir + "/worker-" + std::to_string(slot_index) + "-" + std::to_string(slot.gen);
+  std::vector<std::string> argv{settings_.binary,
+                                "--connect",
+                                settings_.connect,
+                                "--root",
+                                settings_.root,
+                                "--keys",
+                                settings_.keys,
+                                "--slot",
+                                std::to_string(slot_index),
+                                "--gen",
+                                std::to_string(slot.gen),
+                                "--threads",
+                                std::to_string(settings_.threads),
+                                "--seed",
+                                std::to_string(settings_.seed),
+                                "--seconds",
+                                std::to_string(settings_.seconds),
+                                "--session-timeout-ms",
+                                std::to_string(settings_.session_timeout.count()),
+                                "--log",
+                                stem + ".log",
+                                "--sessions",
+                                settings_.dir + "/sessions-" + std::to_string(slot_index) + "-" +
+                                    std::to_string(slot.gen) + ".txt",
+                                "--stderr",
+                                stem + ".stderr",
+                                "--broken",
+                                settings_.broken};
   if (!settings_.rw_key.empty()) argv.insert(argv.end(), {"--rw-key", settings_.rw_key});
   if (!settings_.semaphore_key.empty())
     argv.insert(argv.end(), {"--semaphore-key", settings_.semaphore_key, "--semaphore-limit",
@@ -112,10 +132,12 @@ std::vector<std::string> WorkerPool::stop_all(std::chrono::milliseconds timeout)
     auto& p = slots_[i].process;
     if (!p) continue;
     const auto status = p->wait_until(deadline);
-    const std::string name = "worker slot " + std::to_string(i) + " pid " + std::to_string(p->pid());
+    const std::string name =
+        "worker slot " + std::to_string(i) + " pid " + std::to_string(p->pid());
     if (!status) {
       p->kill(SIGKILL);
-      out.push_back(name + " did not stop within " + std::to_string(timeout.count()) + " ms of SIGTERM");
+      out.push_back(name + " did not stop within " + std::to_string(timeout.count()) +
+                    " ms of SIGTERM");
     } else if (*status != 0) {
       out.push_back(name + ": " + test::describe_wait_status(*status));
     }

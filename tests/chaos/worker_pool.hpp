@@ -26,7 +26,7 @@ struct WorkerSettings {
   std::string dir;      // run directory
   std::string connect;  // through the proxies
   std::string root;
-  std::string keys;     // "k0,k1,k2"
+  std::string keys;  // "k0,k1,k2"
   int workers = 4;
   int threads = 2;
   std::uint64_t seed = 1;

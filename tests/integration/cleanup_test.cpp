@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "lock_directory.hpp"
 #include "support/ensemble.hpp"
 #include "support/waits.hpp"
@@ -132,12 +131,15 @@ TEST_F(CleanupIntegrationTest, CleanerSweepsItsLeftoversAndNothingElse) {
   // Another application's tree under the same root, as Kafka keeps it: empty
   // persistent nodes, and one with data. Never ours to remove.
   const std::vector<std::string> foreign = {"/kafka/admin/delete_topics", "/kafka/brokers/ids",
-                                            "/kafka/config/changes", "/kafka/isr_change_notification"};
+                                            "/kafka/config/changes",
+                                            "/kafka/isr_change_notification"};
   for (const auto& path : foreign) keeper->create_parents(root_ + path + "/x");
   keeper->create(root_ + "/kafka/controller_epoch", "7");
   // A lock-named node no session owns: not ours either (reported).
-  const auto orphan = keeper->create(root_ + "/b0/k0/_c_6f0e2b1a-0d8c-4a7e-9b3f-1c2d3e4f5a6b-lock-",
-                                     "host=gone", CreateMode::persistent_sequential).path;
+  const auto orphan = keeper
+                          ->create(root_ + "/b0/k0/_c_6f0e2b1a-0d8c-4a7e-9b3f-1c2d3e4f5a6b-lock-",
+                                   "host=gone", CreateMode::persistent_sequential)
+                          .path;
   InterProcessMutex held(client(), root_ + "/b1/held");
   ASSERT_TRUE(held.try_acquire_for(kWait));
 
@@ -202,7 +204,8 @@ TEST_F(CleanupIntegrationTest, ListingGuardNamesThePathAndTheCount) {
   keeper->create(root_);
   std::vector<std::future<Result<Created>>> creates;
   for (int i = 0; i < 50; ++i)
-    creates.push_back(keeper->async_create(root_ + "/k" + std::to_string(i), "", CreateMode::persistent));
+    creates.push_back(
+        keeper->async_create(root_ + "/k" + std::to_string(i), "", CreateMode::persistent));
   for (auto& f : creates) ASSERT_TRUE(f.get().ok());
   try {
     (void)list_children(*keeper, root_, 10);

@@ -48,7 +48,8 @@
 #include "zkr/semaphore.hpp"
 
 #ifndef ZKR_INTEROP_DIR
-#error "ZKR_INTEROP_DIR must name tests/interop, where CuratorLockPeer.java is (tests/CMakeLists.txt)"
+#error \
+    "ZKR_INTEROP_DIR must name tests/interop, where CuratorLockPeer.java is (tests/CMakeLists.txt)"
 #endif
 
 extern char** environ;
@@ -60,7 +61,7 @@ using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kWait = 30s;  // bound on every wait; healthy runs take milliseconds
+constexpr auto kWait = 30s;             // bound on every wait; healthy runs take milliseconds
 constexpr auto kCompileTimeout = 180s;  // javac on two busy cores
 
 std::string ms(milliseconds d) { return std::to_string(d.count()); }
@@ -71,9 +72,10 @@ std::string ms(milliseconds d) { return std::to_string(d.count()); }
 // java -verbose:class); the jars' manifests name more (jackson, netty, jetty),
 // which the JVM adds if present and a lock client never touches.
 const std::filesystem::path kJarDir = "/usr/share/java";
-const std::vector<std::string> kJars = {
-    "curator-recipes.jar", "curator-framework.jar", "curator-client.jar", "zookeeper.jar",
-    "zookeeper-jute.jar",  "guava.jar",             "slf4j-api.jar"};
+const std::vector<std::string> kJars = {"curator-recipes.jar", "curator-framework.jar",
+                                        "curator-client.jar",  "zookeeper.jar",
+                                        "zookeeper-jute.jar",  "guava.jar",
+                                        "slf4j-api.jar"};
 // Optional: it silences Curator's and ZooKeeper's logs. Without it slf4j
 // warns once on stderr; stdout stays clean either way (see the peer).
 const std::string kQuietLogging = "slf4j-nop.jar";
@@ -123,7 +125,8 @@ void build_peer(PeerBuild& build) {
     }
     jars += path.string() + ":";
   }
-  if (std::filesystem::exists(kJarDir / kQuietLogging)) jars += (kJarDir / kQuietLogging).string() + ":";
+  if (std::filesystem::exists(kJarDir / kQuietLogging))
+    jars += (kJarDir / kQuietLogging).string() + ":";
 
   std::string dir = (std::filesystem::temp_directory_path() / "zkr-curator-peer-XXXXXX").string();
   if (::mkdtemp(dir.data()) == nullptr) {
@@ -132,14 +135,15 @@ void build_peer(PeerBuild& build) {
   }
   build.classes = dir;
   // -Xlint:-path: the manifests name jars Debian may not ship (jline).
-  test::ChildProcess javac_run({javac, "-Xlint:all,-path", "-d", dir, "-cp", jars,
-                                ZKR_INTEROP_DIR "/CuratorLockPeer.java"});
+  test::ChildProcess javac_run(
+      {javac, "-Xlint:all,-path", "-d", dir, "-cp", jars, ZKR_INTEROP_DIR "/CuratorLockPeer.java"});
   const auto status = javac_run.wait_until(Clock::now() + kCompileTimeout);
   if (!status) {
     javac_run.kill();
     build.error = "javac took longer than " + std::to_string(kCompileTimeout.count()) + " s";
   } else if (*status != 0) {
-    build.error = "javac failed (" + test::describe_wait_status(*status) + "), see its output above";
+    build.error =
+        "javac failed (" + test::describe_wait_status(*status) + "), see its output above";
   }
   build.classpath = jars + dir;
 }
@@ -170,7 +174,7 @@ class CuratorPeer {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, ends[1], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, ends[1], STDOUT_FILENO);
-    std::vector<std::string> argv = {build.java,      "-Xmx128m",      "-cp",
+    std::vector<std::string> argv = {build.java,      "-Xmx128m",        "-cp",
                                      build.classpath, "CuratorLockPeer", connect};
     std::vector<char*> args;
     for (auto& arg : argv) args.push_back(arg.data());
@@ -302,7 +306,8 @@ class CuratorInteropTest : public ::testing::Test {
     peers_.clear();  // each closes its session first: its nodes go at once
     if (!clients_.empty()) {
       auto& keeper = *clients_.front()->keeper();
-      EXPECT_TRUE(test::wait_children(keeper, dir_, [](const auto& n) { return n.empty(); }, kWait))
+      EXPECT_TRUE(test::wait_children(
+          keeper, dir_, [](const auto& n) { return n.empty(); }, kWait))
           << "lock nodes left behind in " << dir_;
       (void)keeper.try_remove(dir_);
       for (const auto& path : also_remove_) (void)keeper.try_remove(path);
@@ -328,8 +333,9 @@ class CuratorInteropTest : public ::testing::Test {
   }
 
   bool wait_queue_length(std::size_t n) {
-    return test::wait_children(*clients_.front()->keeper(), dir_,
-                               [n](const auto& names) { return names.size() == n; }, kWait);
+    return test::wait_children(
+        *clients_.front()->keeper(), dir_, [n](const auto& names) { return names.size() == n; },
+        kWait);
   }
 
   std::string dir_;
@@ -415,7 +421,8 @@ TYPED_TEST(CuratorExclusionTest, OneFifoQueueAcrossLibraries) {
   EXPECT_TRUE(granted.wait(kWait));
   waiter.join();
   EXPECT_EQ(second_node, queue.back());
-  EXPECT_EQ(queue_at_grant, std::vector<std::string>{second_node}) << "granted before Curator released";
+  EXPECT_EQ(queue_at_grant, std::vector<std::string>{second_node})
+      << "granted before Curator released";
 }
 
 // Curator's nodes and ours have the same form and share the directory's one
@@ -467,7 +474,8 @@ TEST_F(CuratorInteropTest, SortsLockNamesAsCuratorDoes) {
   std::vector<std::string> names;
   for (const auto& sequence : sequences)
     names.push_back(detail::protected_lock_prefix(detail::new_guid()) + sequence);
-  EXPECT_EQ(java.call("sort " + joined(names)), "sorted " + joined(detail::sorted_lock_nodes(names)));
+  EXPECT_EQ(java.call("sort " + joined(names)),
+            "sorted " + joined(detail::sorted_lock_nodes(names)));
 }
 
 // Names as the server makes them once the directory's sequence counter has
@@ -488,9 +496,8 @@ TEST_F(CuratorInteropTest, SortsNegativeSequencesAsCuratorDoes) {
   ASSERT_EQ(java.reply(), "ready");
   constexpr std::int32_t kMin = std::numeric_limits<std::int32_t>::min();
   constexpr std::int32_t kMax = std::numeric_limits<std::int32_t>::max();
-  const std::vector<std::int32_t> cversions = {kMax - 1, kMin,  -1,          kMax,      0,
-                                               -1000,    kMin + 1, -999999999, -1000000000,
-                                               7,        -2,   kMin + 2};
+  const std::vector<std::int32_t> cversions = {
+      kMax - 1, kMin, -1, kMax, 0, -1000, kMin + 1, -999999999, -1000000000, 7, -2, kMin + 2};
   std::vector<std::string> names;
   for (const auto cversion : cversions)
     names.push_back(detail::protected_lock_prefix(detail::new_guid()) + server_sequence(cversion));
@@ -534,7 +541,8 @@ TEST_F(CuratorInteropTest, SharedCounterLosesNoIncrement) {
 
   InterProcessMutex gate(gate_client, dir_);
   ASSERT_TRUE(gate.try_acquire_for(kWait));
-  const std::string count = "count " + dir_ + " " + counter + " " + std::to_string(kEach) + " " + ms(kWait);
+  const std::string count =
+      "count " + dir_ + " " + counter + " " + std::to_string(kEach) + " " + ms(kWait);
   java_a.send(count + " j");
   java_b.send(count + " j");
   // On a thread of its own: an exception must become a failure, not terminate.
@@ -629,10 +637,12 @@ TYPED_TEST(CuratorMixTest, CuratorSemaphoreMutexHoldingRefusesOurs) {
   ASSERT_EQ(layout, std::vector<std::string>{"leases"});
   const auto leases = keeper.children(this->dir_ + "/leases").names;
   ASSERT_EQ(leases.size(), 1u);
-  EXPECT_TRUE(std::regex_match(leases[0], std::regex("_c_[0-9a-f-]{36}-lease-[0-9]{10}"))) << leases[0];
+  EXPECT_TRUE(std::regex_match(leases[0], std::regex("_c_[0-9a-f-]{36}-lease-[0-9]{10}")))
+      << leases[0];
 
   const auto text = refused(lock, this->dir_);
-  EXPECT_NE(text.find("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children "),
+  EXPECT_NE(text.find("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator "
+                      "layout (children "),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("leases/)"), std::string::npos) << text;
@@ -657,7 +667,9 @@ TYPED_TEST(CuratorMixTest, CuratorReadWriteLockHoldingRefusesOurs) {
     EXPECT_TRUE(std::regex_match(nodes[0], std::regex("_c_[0-9a-f-]{36}-" + name + "[0-9]{10}")))
         << nodes[0];
     const auto text = refused(lock, this->dir_);
-    EXPECT_NE(text.find("InterProcessReadWriteLock of Curator or zkrecipes (node " + nodes[0] + ")"), std::string::npos)
+    EXPECT_NE(
+        text.find("InterProcessReadWriteLock of Curator or zkrecipes (node " + nodes[0] + ")"),
+        std::string::npos)
         << text;
     EXPECT_EQ(this->children(), nodes) << "our node was left";
     EXPECT_EQ(java.call("release"), "released");
@@ -751,8 +763,8 @@ TEST_F(CuratorInteropTest, ReadWriteCounterLosesNothingAndNoWriterRunsBesideARea
   also_remove_.push_back(counter);
   ASSERT_EQ(java_a.reply(), "ready");
   ASSERT_EQ(java_b.reply(), "ready");
-  const std::string command = "rw-count " + dir_ + " " + counter + " " + std::to_string(kWrites) + " " +
-                              std::to_string(kReads) + " " + ms(kWait) + " j";
+  const std::string command = "rw-count " + dir_ + " " + counter + " " + std::to_string(kWrites) +
+                              " " + std::to_string(kReads) + " " + ms(kWait) + " j";
   java_a.send(command);
   java_b.send(command);
   std::atomic<int> overlaps{0};
@@ -761,7 +773,8 @@ TEST_F(CuratorInteropTest, ReadWriteCounterLosesNothingAndNoWriterRunsBesideARea
       InterProcessReadWriteLock lock(c, dir_);
       Keeper& keeper = *c.keeper();
       for (int i = 0; i < kWrites + kReads; ++i) {
-        const bool write = (i + 1) * kWrites / (kWrites + kReads) > i * kWrites / (kWrites + kReads);
+        const bool write =
+            (i + 1) * kWrites / (kWrites + kReads) > i * kWrites / (kWrites + kReads);
         auto& side = write ? lock.write_lock() : lock.read_lock();
         if (!side.try_acquire_for(kWait)) {
           ADD_FAILURE() << "no grant within " << kWait.count() << " s at " << i;
@@ -785,7 +798,8 @@ TEST_F(CuratorInteropTest, ReadWriteCounterLosesNothingAndNoWriterRunsBesideARea
     std::jthread ours_a([&] { run(c1); });
     std::jthread ours_b([&] { run(c2); });
   }
-  const std::string done = "rw-counted " + std::to_string(kWrites) + " " + std::to_string(kReads) + " 0";
+  const std::string done =
+      "rw-counted " + std::to_string(kWrites) + " " + std::to_string(kReads) + " 0";
   EXPECT_EQ(java_a.reply(), done) << "a Curator reader saw a write while it held";
   EXPECT_EQ(java_b.reply(), done) << "a Curator reader saw a write while it held";
   EXPECT_EQ(overlaps.load(), 0) << "one of our readers saw a write while it held";
@@ -813,7 +827,8 @@ TEST_F(CuratorInteropTest, CuratorMutexHoldingRefusesOurReadWriteLock) {
       ADD_FAILURE() << "granted beside Curator's mutex";
     } catch (const KeeperError& e) {
       EXPECT_EQ(e.errc(), Errc::foreign_lock_protocol) << e.what();
-      EXPECT_NE(std::string(e.what()).find("a mutex, InterProcessMutex"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("a mutex, InterProcessMutex"), std::string::npos)
+          << e.what();
     }
   }
   EXPECT_TRUE(wait_queue_length(1)) << "our node was left";
@@ -885,9 +900,10 @@ TEST_F(CuratorInteropTest, SemaphoreLeasesNeverExceedTheBoundAcrossLibraries) {
   const auto overall = std::max<std::size_t>({most.load(), static_cast<std::size_t>(java_most(a)),
                                               static_cast<std::size_t>(java_most(b))});
   EXPECT_LE(overall, static_cast<std::size_t>(kMax)) << "more holders than leases";
-  EXPECT_EQ(overall, static_cast<std::size_t>(kMax)) << "the bound was never reached: no contention";
-  EXPECT_TRUE(test::wait_children(*c1.keeper(), dir_ + "/leases",
-                                  [](const auto& n) { return n.empty(); }, kWait));
+  EXPECT_EQ(overall, static_cast<std::size_t>(kMax))
+      << "the bound was never reached: no contention";
+  EXPECT_TRUE(test::wait_children(
+      *c1.keeper(), dir_ + "/leases", [](const auto& n) { return n.empty(); }, kWait));
   for (const char* child : {"/leases", "/locks"}) (void)c1.keeper()->try_remove(dir_ + child);
 }
 
@@ -908,8 +924,8 @@ TEST_F(CuratorInteropTest, CuratorSemaphoreMutexAndOursExcludeEachOther) {
   EXPECT_TRUE(ours.release());
   EXPECT_EQ(java.call("semaphore-mutex " + dir_ + " " + ms(kWait)), "acquired");
   EXPECT_EQ(java.call("release"), "released");
-  EXPECT_TRUE(test::wait_children(*c.keeper(), dir_ + "/leases",
-                                  [](const auto& n) { return n.empty(); }, kWait));
+  EXPECT_TRUE(test::wait_children(
+      *c.keeper(), dir_ + "/leases", [](const auto& n) { return n.empty(); }, kWait));
   for (const char* child : {"/leases", "/locks"}) (void)c.keeper()->try_remove(dir_ + child);
 }
 

@@ -45,9 +45,8 @@ class SessionLog {
   // True once `state` has been reported `times` times.
   bool wait_for(SessionState state, milliseconds timeout, int times = 1) {
     std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, timeout, [&] {
-      return std::count(states_.begin(), states_.end(), state) >= times;
-    });
+    return changed_.wait_for(
+        lock, timeout, [&] { return std::count(states_.begin(), states_.end(), state) >= times; });
   }
   std::vector<SessionState> states() const {
     std::lock_guard lock(mutex_);
@@ -190,7 +189,8 @@ TEST_F(KeeperTest, CreatesEveryMode) {
   EXPECT_EQ(with_ttl.stat.ephemeral_owner, 0);
   EXPECT_EQ(keeper_->get(at("t")).data, "x");
 
-  const auto seq_ttl = keeper_->create(at("ts-"), "", CreateMode::persistent_sequential_with_ttl, ttl);
+  const auto seq_ttl =
+      keeper_->create(at("ts-"), "", CreateMode::persistent_sequential_with_ttl, ttl);
   EXPECT_EQ(seq_ttl.path.size(), at("ts-").size() + 10);
 
   EXPECT_EQ(keeper_->children(root_).names.size(), 7u);
@@ -206,8 +206,9 @@ TEST_F(KeeperTest, RefusesBadArgumentsBeforeSendingAnything) {
   const CreateOptions empty_acl{.acl = AclList{}, .ttl = 0ms};
 
   for (const std::string& bad : {std::string(), std::string("relative"), at("x/"), at("a//b"),
-                                at("./b"), at("x\n"), std::string("/zookeeper/x")}) {
-    EXPECT_THROW((void)keeper_->async_create(bad, "", CreateMode::persistent), std::invalid_argument)
+                                 at("./b"), at("x\n"), std::string("/zookeeper/x")}) {
+    EXPECT_THROW((void)keeper_->async_create(bad, "", CreateMode::persistent),
+                 std::invalid_argument)
         << bad;
     EXPECT_THROW((void)keeper_->async_remove(bad), std::invalid_argument) << bad;
     EXPECT_THROW((void)keeper_->async_set(bad, "x"), std::invalid_argument) << bad;
@@ -224,9 +225,9 @@ TEST_F(KeeperTest, RefusesBadArgumentsBeforeSendingAnything) {
                std::invalid_argument);
   EXPECT_THROW((void)keeper_->async_create(at("t"), "", CreateMode::persistent, empty_acl),
                std::invalid_argument);
-  EXPECT_THROW((void)keeper_->async_multi({op::Create{at("t"), "", CreateMode::persistent_with_ttl,
-                                                      ttl}}),
-               std::invalid_argument);
+  EXPECT_THROW(
+      (void)keeper_->async_multi({op::Create{at("t"), "", CreateMode::persistent_with_ttl, ttl}}),
+      std::invalid_argument);
   EXPECT_THROW((void)keeper_->async_multi({create_op(at("ok")), op::Check{at("a//b")}}),
                std::invalid_argument);
   // The C client misreads the reply to a container create in a multi.
@@ -623,9 +624,9 @@ TEST_F(KeeperTest, TwoHundredRequestsInFlightCompleteInOrder) {
 
 TEST(KeeperHostsTest, BadHostListIsRefusedBeforeConnecting) {
   for (const std::string hosts :
-       {"", "localhost", "127.0.0.1:", ":2181", "127.0.0.1:0", "127.0.0.1:65536",
-        "127.0.0.1:2181,", "127.0.0.1:2181,,127.0.0.1:2182", "127.0.0.1:2181/chroot",
-        "127.0.0.1 :2181", "::1:2181", "[::1:2181", "host_name:2181", "127.0.0.1:02181"}) {
+       {"", "localhost", "127.0.0.1:", ":2181", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:2181,",
+        "127.0.0.1:2181,,127.0.0.1:2182", "127.0.0.1:2181/chroot", "127.0.0.1 :2181", "::1:2181",
+        "[::1:2181", "host_name:2181", "127.0.0.1:02181"}) {
     KeeperConfig config;
     config.hosts = hosts;
     EXPECT_THROW((void)connect_keeper(config, nullptr), std::invalid_argument) << hosts;
@@ -776,8 +777,8 @@ TEST_F(KeeperTest, JoiningWithAWrongPasswordFailsAndTheOwnerKeepsItsSession) {
   // a request in flight may see connection_loss; the next one waits for the
   // reconnection. The session itself lives on.
   RecordingSleeper sleeper;
-  const auto stat = call_with_retry(RetryNTimes(3, 0ms), sleeper,
-                                    [&] { return owner->exists(at("e")); });
+  const auto stat =
+      call_with_retry(RetryNTimes(3, 0ms), sleeper, [&] { return owner->exists(at("e")); });
   ASSERT_TRUE(stat);
   EXPECT_EQ(stat->ephemeral_owner, owner_id);
   EXPECT_EQ(owner->session_id(), owner_id);

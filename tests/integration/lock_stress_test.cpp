@@ -17,13 +17,13 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <barrier>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -52,8 +52,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
 using exclusion::HolderInterval;
+using std::chrono::milliseconds;
 
 constexpr auto kWait = 30s;
 // Beyond a worker's own time bound: its connect (30 s at worst), its check for
@@ -138,7 +138,9 @@ class LockStressTest : public ::testing::Test {
         else ++left;
         ++lines;
       }
-      if (left > 0) std::cout << "[ stress   ] (" << left << " more lines in " << entry.path().string() << ")\n";
+      if (left > 0)
+        std::cout << "[ stress   ] (" << left << " more lines in " << entry.path().string()
+                  << ")\n";
     }
   }
 
@@ -153,13 +155,20 @@ class LockStressTest : public ::testing::Test {
     const auto start = Clock::now();
     for (int i = 0; i < load.workers; ++i) {
       outputs.push_back(files_dir_ / ("worker-" + std::to_string(i) + ".intervals"));
-      std::vector<std::string> argv{ZKR_LOCK_WORKER, test::connect_string(), lock_path_, kind,
-                                    std::to_string(load.threads), std::to_string(load.acquisitions),
-                                    std::to_string(load.seconds), counter_path_, outputs.back()};
+      std::vector<std::string> argv{ZKR_LOCK_WORKER,
+                                    test::connect_string(),
+                                    lock_path_,
+                                    kind,
+                                    std::to_string(load.threads),
+                                    std::to_string(load.acquisitions),
+                                    std::to_string(load.seconds),
+                                    counter_path_,
+                                    outputs.back()};
       if (load.acquire_timeout_ms > 0)
         argv.push_back("--acquire-timeout-ms=" + std::to_string(load.acquire_timeout_ms));
       if (load.faults) argv.push_back("--faults");
-      argv.push_back("--reports=" + (files_dir_ / ("worker-" + std::to_string(i) + ".timeouts")).string());
+      argv.push_back("--reports=" +
+                     (files_dir_ / ("worker-" + std::to_string(i) + ".timeouts")).string());
       workers.push_back(std::make_unique<test::ChildProcess>(argv));
     }
     if (meanwhile) {
@@ -224,13 +233,12 @@ class LockStressTest : public ::testing::Test {
   void expect_exclusion(const std::string& label, const Outcome& outcome, int workers) {
     const auto acquisitions = static_cast<std::int64_t>(outcome.intervals.size());
     // Read holds of a read/write lock make no increment.
-    const auto increments = static_cast<std::int64_t>(std::count_if(
-        outcome.intervals.begin(), outcome.intervals.end(),
-        [](const auto& i) { return i.kind != exclusion::kSharedKind; }));
+    const auto increments = static_cast<std::int64_t>(
+        std::count_if(outcome.intervals.begin(), outcome.intervals.end(),
+                      [](const auto& i) { return i.kind != exclusion::kSharedKind; }));
     const double seconds = static_cast<double>(outcome.elapsed.count()) / 1000.0;
-    std::cout << "[ stress   ] " << label << ": " << acquisitions << " acquisitions in "
-              << seconds << " s, " << static_cast<double>(acquisitions) / seconds
-              << " acquisitions/s\n";
+    std::cout << "[ stress   ] " << label << ": " << acquisitions << " acquisitions in " << seconds
+              << " s, " << static_cast<double>(acquisitions) / seconds << " acquisitions/s\n";
     const auto report = exclusion::check_exclusion(outcome.intervals, outcome.counter, increments);
     std::cout << exclusion::format_report(report);
     // Readers that never shared would prove nothing about sharing.
@@ -238,8 +246,7 @@ class LockStressTest : public ::testing::Test {
       EXPECT_GE(report.most_shared_at_once, 2u);
     }
 
-    EXPECT_TRUE(outcome.worker_failures.empty())
-        << testing::PrintToString(outcome.worker_failures);
+    EXPECT_TRUE(outcome.worker_failures.empty()) << testing::PrintToString(outcome.worker_failures);
     expect_contention(outcome.intervals, workers);
     EXPECT_TRUE(report.ok());
     EXPECT_EQ(report.overlaps, 0u);
@@ -250,9 +257,9 @@ class LockStressTest : public ::testing::Test {
     // gave that session up and closed it while no server answered; the
     // ensemble drops such a session (and its nodes) only when it expires it,
     // up to a session timeout (15 s, the workers' default) after it is back.
-    const bool drained = test::wait_children(*client_->keeper(), lock_path_,
-                                             [](const auto& names) { return names.empty(); },
-                                             kLeftoverWait);
+    const bool drained = test::wait_children(
+        *client_->keeper(), lock_path_, [](const auto& names) { return names.empty(); },
+        kLeftoverWait);
     EXPECT_TRUE(drained) << "lock nodes left: " << testing::PrintToString(lock_nodes_left());
   }
 
@@ -300,9 +307,10 @@ TEST_P(LockKindStressTest, MultiProcessMutualExclusion) {
 // Waiters that give up all the time: each timed-out acquire leaves the queue
 // (its node deleted now or in the background) while others walk past it.
 TEST_P(LockKindStressTest, MutualExclusionWhileWaitersTimeOut) {
-  const Load load{.workers = 6, .threads = 3, .acquisitions = 60, .seconds = 30,
-                  .acquire_timeout_ms = 30};
-  expect_exclusion(GetParam() + " with 30 ms acquire timeouts", run(GetParam(), load), load.workers);
+  const Load load{
+      .workers = 6, .threads = 3, .acquisitions = 60, .seconds = 30, .acquire_timeout_ms = 30};
+  expect_exclusion(GetParam() + " with 30 ms acquire timeouts", run(GetParam(), load),
+                   load.workers);
 }
 
 // A follower, then the leader, killed and restarted while the workers run.
@@ -314,8 +322,8 @@ TEST_P(LockKindStressTest, MutualExclusionThroughServerRestarts) {
   ZKR_REQUIRE_SERVER_FAULTS();
   // The workers run until the faults are over (then the test stops them);
   // their own bounds are only a backstop.
-  const Load load{.workers = 6, .threads = 3, .acquisitions = 100'000, .seconds = 240,
-                  .faults = true};
+  const Load load{
+      .workers = 6, .threads = 3, .acquisitions = 100'000, .seconds = 240, .faults = true};
   std::vector<int> down;  // restarted at the end whatever happens
   // Each fault waits for progress since the last one: the lock must stay
   // available with one server down, and come back after each restart.
@@ -343,7 +351,8 @@ TEST_P(LockKindStressTest, MutualExclusionThroughServerRestarts) {
       step(2 * stride, "restart", follower);
       step(3 * stride, "kill", leader);
       step(4 * stride, "restart", leader);
-      if (!counter_reaches(5 * stride, kStepWait)) ADD_FAILURE() << "no progress after the restarts";
+      if (!counter_reaches(5 * stride, kStepWait))
+        ADD_FAILURE() << "no progress after the restarts";
     } catch (const std::exception& e) {
       ADD_FAILURE() << "injecting faults: " << e.what();
     }
@@ -410,7 +419,8 @@ TEST_F(LockStressTest, ContendersRacingTheDirectoryRemoval) {
       auto keeper = client_->keeper();
       const auto give_up = std::chrono::steady_clock::now() + kWait;
       for (;;) {
-        if (!test::wait_children(*keeper, dir, [](const auto& n) { return n.empty(); }, kWait))
+        if (!test::wait_children(
+                *keeper, dir, [](const auto& n) { return n.empty(); }, kWait))
           throw std::runtime_error("lock nodes left in " + dir + " after every release");
         const auto removed = keeper->try_remove(dir);
         if (removed.ok()) ++removals;

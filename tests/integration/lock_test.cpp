@@ -31,7 +31,8 @@ class LockIntegrationTest : public ::testing::Test {
     locks_.clear();
     if (!clients_.empty()) {
       auto& keeper = *clients_.front()->keeper();
-      EXPECT_TRUE(test::wait_children(keeper, dir_, [](const auto& n) { return n.empty(); }, kWait))
+      EXPECT_TRUE(test::wait_children(
+          keeper, dir_, [](const auto& n) { return n.empty(); }, kWait))
           << "lock nodes left behind in " << dir_;
       if (!keep_directory_) (void)keeper.try_remove(dir_);
     }
@@ -56,8 +57,9 @@ class LockIntegrationTest : public ::testing::Test {
   }
 
   bool wait_queue_length(std::size_t n) {
-    return test::wait_children(*clients_.front()->keeper(), dir_,
-                               [n](const auto& names) { return names.size() == n; }, kWait);
+    return test::wait_children(
+        *clients_.front()->keeper(), dir_, [n](const auto& names) { return names.size() == n; },
+        kWait);
   }
 
   std::string dir_;
@@ -161,7 +163,8 @@ TYPED_TEST(LockIntegrationTest, HolderSessionExpiredNextWaiterWinsOldHolderIsTol
   const auto rejected = guarded_write(*holder_client.keeper(), lease, {op::Set{resource, "stale"}});
   EXPECT_EQ(rejected.error, Errc::no_node);
   EXPECT_GT(waiter_lease->fencing_token(), lease.fencing_token());
-  EXPECT_TRUE(guarded_write(*holder_client.keeper(), *waiter_lease, {op::Set{resource, "waiter"}}).ok());
+  EXPECT_TRUE(
+      guarded_write(*holder_client.keeper(), *waiter_lease, {op::Set{resource, "waiter"}}).ok());
   EXPECT_EQ(holder_client.keeper()->get(resource).data, "waiter");
   checked.open();
   next.join();
@@ -217,8 +220,8 @@ TYPED_TEST(LockIntegrationTest, TimeoutsAndDestructionLeaveNoNodes) {
     TypeParam forgotten(c, this->dir_ + "-forgotten");
     ASSERT_TRUE(forgotten.try_acquire());
   }  // destroyed while held: released
-  EXPECT_TRUE(test::wait_children(*c.keeper(), this->dir_ + "-forgotten",
-                                  [](const auto& n) { return n.empty(); }, kWait));
+  EXPECT_TRUE(test::wait_children(
+      *c.keeper(), this->dir_ + "-forgotten", [](const auto& n) { return n.empty(); }, kWait));
   holder.release();
 }
 

@@ -113,11 +113,18 @@ TEST(KeeperMisuse, EveryOperationRefusesEveryBadPathAndSendsNothing) {
   keeper->create(root);
   const auto at = [&](const std::string& rest) { return root + rest; };
   const std::vector<std::string> bad_everywhere = {
-      at("/.."), at("/x/.."), at("/."), at("/x/./y"), root + std::string("/a\0b", 4),
-      at("/a\x7f"), at("/a\xc2\x9f"), at("/\x1b[0m"),
+      at("/.."),
+      at("/x/.."),
+      at("/."),
+      at("/x/./y"),
+      root + std::string("/a\0b", 4),
+      at("/a\x7f"),
+      at("/a\xc2\x9f"),
+      at("/\x1b[0m"),
       "/" + std::string(kMaxPathLength, 'x'),
   };
-  const std::vector<std::string> bad_writes = {"/zookeeper", "/zookeeper/quota/x", "/zookeeper/config"};
+  const std::vector<std::string> bad_writes = {"/zookeeper", "/zookeeper/quota/x",
+                                               "/zookeeper/config"};
   const auto before = *keeper->exists(root);
   const auto top_before = *keeper->exists("/");
 
@@ -132,27 +139,60 @@ TEST(KeeperMisuse, EveryOperationRefusesEveryBadPathAndSendsNothing) {
     (void)path;
   };
   for (const auto& bad : bad_everywhere) {
-    refused(bad, [&] { (void)keeper->async_create(bad, "", CreateMode::persistent); }, "create");
-    refused(bad, [&] { (void)keeper->async_create(bad, "", CreateMode::ephemeral_sequential); },
-            "create sequential");
-    refused(bad, [&] { (void)keeper->async_remove(bad); }, "remove");
-    refused(bad, [&] { (void)keeper->async_set(bad, "x"); }, "set");
-    refused(bad, [&] { (void)keeper->async_exists(bad); }, "exists");
-    refused(bad, [&] { (void)keeper->async_get(bad); }, "get");
-    refused(bad, [&] { (void)keeper->async_children(bad); }, "children");
-    refused(bad, [&] { (void)keeper->async_sync(bad); }, "sync");
-    refused(bad, [&] { keeper->create_parents(bad + "/child"); }, "create_parents");
+    refused(
+        bad, [&] { (void)keeper->async_create(bad, "", CreateMode::persistent); }, "create");
+    refused(
+        bad, [&] { (void)keeper->async_create(bad, "", CreateMode::ephemeral_sequential); },
+        "create sequential");
+    refused(
+        bad, [&] { (void)keeper->async_remove(bad); }, "remove");
+    refused(
+        bad, [&] { (void)keeper->async_set(bad, "x"); }, "set");
+    refused(
+        bad, [&] { (void)keeper->async_exists(bad); }, "exists");
+    refused(
+        bad, [&] { (void)keeper->async_get(bad); }, "get");
+    refused(
+        bad, [&] { (void)keeper->async_children(bad); }, "children");
+    refused(
+        bad, [&] { (void)keeper->async_sync(bad); }, "sync");
+    refused(
+        bad, [&] { keeper->create_parents(bad + "/child"); }, "create_parents");
     // A multi is refused whole, whichever operation is bad.
-    refused(bad, [&] { (void)keeper->async_multi({op::Create{at("/ok")}, op::Create{bad}}); }, "multi create");
-    refused(bad, [&] { (void)keeper->async_multi({op::Create{at("/ok")}, op::Remove{bad}}); }, "multi remove");
-    refused(bad, [&] { (void)keeper->async_multi({op::Create{at("/ok")}, op::Set{bad}}); }, "multi set");
-    refused(bad, [&] { (void)keeper->async_multi({op::Create{at("/ok")}, op::Check{bad}}); }, "multi check");
+    refused(
+        bad,
+        [&] {
+          (void)keeper->async_multi({op::Create{at("/ok")}, op::Create{bad}});
+        },
+        "multi create");
+    refused(
+        bad,
+        [&] {
+          (void)keeper->async_multi({op::Create{at("/ok")}, op::Remove{bad}});
+        },
+        "multi remove");
+    refused(
+        bad,
+        [&] {
+          (void)keeper->async_multi({op::Create{at("/ok")}, op::Set{bad}});
+        },
+        "multi set");
+    refused(
+        bad,
+        [&] {
+          (void)keeper->async_multi({op::Create{at("/ok")}, op::Check{bad}});
+        },
+        "multi check");
   }
   for (const auto& bad : bad_writes) {
-    refused(bad, [&] { (void)keeper->async_create(bad + "/x", "", CreateMode::persistent); }, "create");
-    refused(bad, [&] { (void)keeper->async_remove(bad); }, "remove");
-    refused(bad, [&] { (void)keeper->async_set(bad, "x"); }, "set");
-    refused(bad, [&] { (void)keeper->async_multi({op::Set{bad}}); }, "multi set");
+    refused(
+        bad, [&] { (void)keeper->async_create(bad + "/x", "", CreateMode::persistent); }, "create");
+    refused(
+        bad, [&] { (void)keeper->async_remove(bad); }, "remove");
+    refused(
+        bad, [&] { (void)keeper->async_set(bad, "x"); }, "set");
+    refused(
+        bad, [&] { (void)keeper->async_multi({op::Set{bad}}); }, "multi set");
   }
   // Reads of the reserved subtree are allowed, as on the server.
   EXPECT_TRUE(keeper->exists("/zookeeper"));
@@ -306,7 +346,8 @@ TEST_F(AclMisuseTest, EveryLockUnderAProtectedRootFailsWithNoAuthAndLeavesNothin
   EXPECT_EQ(keeper->children(root_).names, std::vector<std::string>{"existing"});
   EXPECT_TRUE(keeper->children(existing).names.empty());
   // The open path's lock was taken, then given back: no node of ours left.
-  EXPECT_TRUE(test::wait_children(*keeper, open_dir, [](const auto& n) { return n.empty(); }, kWait));
+  EXPECT_TRUE(test::wait_children(
+      *keeper, open_dir, [](const auto& n) { return n.empty(); }, kWait));
   (void)keeper->try_remove(open_dir);
 }
 
@@ -354,8 +395,8 @@ TEST(ClientDestroyed, WhileAnAcquireWaitsTheAcquireFailsWithClosing) {
   InterProcessSemaphoreMutex timed(*doomed, dir);
   auto waiting = std::async(std::launch::async, [&] { forever.acquire(); });
   auto bounded = std::async(std::launch::async, [&] { return timed.try_acquire_for(kWait * 4); });
-  ASSERT_TRUE(test::wait_children(*holder_client->keeper(), dir,
-                                  [](const auto& n) { return n.size() == 3; }, kWait));
+  ASSERT_TRUE(test::wait_children(
+      *holder_client->keeper(), dir, [](const auto& n) { return n.size() == 3; }, kWait));
 
   const auto start = Clock::now();
   doomed.reset();
@@ -363,7 +404,8 @@ TEST(ClientDestroyed, WhileAnAcquireWaitsTheAcquireFailsWithClosing) {
   ASSERT_EQ(waiting.wait_for(kWait), std::future_status::ready);
   expect_keeper_error([&] { waiting.get(); }, Errc::closing, dir, "waiting acquire()");
   ASSERT_EQ(bounded.wait_for(kWait), std::future_status::ready);
-  expect_keeper_error([&] { (void)bounded.get(); }, Errc::closing, dir, "waiting try_acquire_for()");
+  expect_keeper_error([&] { (void)bounded.get(); }, Errc::closing, dir,
+                      "waiting try_acquire_for()");
 
   // Only the holder's node is left, and it still holds.
   auto keeper = holder_client->keeper();

@@ -133,8 +133,8 @@ TEST_F(SharedRootsTest, DeletedNamespaceIsMadeAgain) {
   raw->sync(ns);
   const auto made_first = raw->exists(ns)->czxid;
   remove_tree(*raw, ns);
-  ASSERT_TRUE(test::wait_children(*raw, base_,
-                                  [](const auto& names) { return names.size() == 1; }, kWait))
+  ASSERT_TRUE(test::wait_children(
+      *raw, base_, [](const auto& names) { return names.size() == 1; }, kWait))
       << "the namespace was not made again";
   EXPECT_GT(raw->exists(ns)->czxid, made_first);
   ASSERT_TRUE(lock.try_acquire_for(kWait));

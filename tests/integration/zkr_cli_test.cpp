@@ -13,10 +13,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/inotify.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,13 +28,13 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <utility>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "support/child_process.hpp"
 #include "lock_directory.hpp"
+#include "support/child_process.hpp"
 #include "support/ensemble.hpp"
 #include "support/waits.hpp"
 #include "zkr/client.hpp"
@@ -51,8 +51,8 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr auto kWait = 30s;        // for a condition that should hold in well under a second
-constexpr auto kProcessWait = 90s; // for a zkr run to end
+constexpr auto kWait = 30s;         // for a condition that should hold in well under a second
+constexpr auto kProcessWait = 90s;  // for a zkr run to end
 // zkr's own connect deadline in these tests: generous, because the machine
 // running them may be loaded (once, under a load average of 10, a zkr run
 // failed to queue within 30 s and its reason went unseen; failures now show
@@ -183,7 +183,8 @@ class Pidfd {
     for (;;) {
       pollfd fd{fd_, POLLIN, 0};
       const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
-      const int ready = ::poll(&fd, 1, static_cast<int>(std::max<milliseconds::rep>(0, left.count())));
+      const int ready =
+          ::poll(&fd, 1, static_cast<int>(std::max<milliseconds::rep>(0, left.count())));
       if (ready > 0) return true;
       if (ready == 0 || left <= 0ms) return false;  // else EINTR: poll again
     }
@@ -214,9 +215,9 @@ class Zkr {
     // exec: the shell only redirects; the process the test signals is zkr.
     std::vector<std::string> argv;
     if (without_zk_connect) argv = {"/usr/bin/env", "-u", "ZK_CONNECT"};
-    argv.insert(argv.end(), {"/bin/sh", "-c",
-                             "exec \"$0\" \"$@\" >" + quoted(out_) + " 2>" + quoted(err_),
-                             ZKR_CLI});
+    argv.insert(
+        argv.end(),
+        {"/bin/sh", "-c", "exec \"$0\" \"$@\" >" + quoted(out_) + " 2>" + quoted(err_), ZKR_CLI});
     argv.insert(argv.end(), args.begin(), args.end());
     process_ = std::make_unique<test::ChildProcess>(argv);
   }
@@ -295,7 +296,7 @@ Ran run_zkr(const TempDir& dir, const std::vector<std::string>& args,
 TEST(ZkrCliUsage, HelpForEveryVerb) {
   TempDir dir;
   const std::vector<std::vector<std::string>> helps{
-      {"--help"}, {"help"}, {"help", "lock"}, {"lock", "--help"},
+      {"--help"},     {"help"},         {"help", "lock"},    {"lock", "--help"},
       {"help", "ls"}, {"ls", "--help"}, {"help", "cleanup"}, {"cleanup", "-h"}};
   for (const auto& args : helps) {
     const auto ran = run_zkr(dir, args);
@@ -354,8 +355,10 @@ TEST(ZkrCliUsage, BadInputIsRefusedWithAClearMessage) {
       // Numbers out of range are refused, not wrapped (2^32 once became 0).
       {{"ls", "/a", "--max-depth", "4294967296"}, "--max-depth: expected a whole number from 0 to"},
       {{"ls", "/a", "--max-depth", "-1"}, "--max-depth: expected a whole number from 0 to"},
-      {{"cleanup", "/a", "--max-depth", "4294967297"}, "--max-depth: expected a whole number from 0 to"},
-      {{"ls", "/a", "--max-children", "18446744073709551616"}, "--max-children: expected a whole number from 1 to"},
+      {{"cleanup", "/a", "--max-depth", "4294967297"},
+       "--max-depth: expected a whole number from 0 to"},
+      {{"ls", "/a", "--max-children", "18446744073709551616"},
+       "--max-children: expected a whole number from 1 to"},
       {{"lock", "/a", "--session-timeout", "30d", "--", "true"}, "--session-timeout: at most"},
       {{"cleanup", "/a", "--dry-run=yes"}, "--dry-run takes no value"},
   };
@@ -365,7 +368,8 @@ TEST(ZkrCliUsage, BadInputIsRefusedWithAClearMessage) {
     const auto ran = run_zkr(dir, c.args, c.without_zk_connect);
     EXPECT_EQ(ran.code, 64) << "zkr " << shown << "\n" << ran.err;
     EXPECT_NE(ran.err.find(c.says), std::string::npos)
-        << "zkr " << shown << ": stderr does not say '" << c.says << "':\n" << ran.err;
+        << "zkr " << shown << ": stderr does not say '" << c.says << "':\n"
+        << ran.err;
     EXPECT_TRUE(ran.out.empty()) << "zkr " << shown << " wrote on stdout:\n" << ran.out;
   }
 }
@@ -373,10 +377,9 @@ TEST(ZkrCliUsage, BadInputIsRefusedWithAClearMessage) {
 TEST(ZkrCliUsage, UnreachableEnsembleFailsAtTheConnectDeadline) {
   TempDir dir;
   // Nothing listens on port 1 of the loopback: connections are refused.
-  const std::vector<std::vector<std::string>> runs{
-      {"lock", "/zkr-cli-unreachable", "--", "true"},
-      {"ls", "/zkr-cli-unreachable"},
-      {"cleanup", "/zkr-cli-unreachable"}};
+  const std::vector<std::vector<std::string>> runs{{"lock", "/zkr-cli-unreachable", "--", "true"},
+                                                   {"ls", "/zkr-cli-unreachable"},
+                                                   {"cleanup", "/zkr-cli-unreachable"}};
   for (const auto& args : runs) {
     auto with_connect = args;
     with_connect.insert(with_connect.begin() + 1,
@@ -429,7 +432,8 @@ class ZkrCliTest : public ::testing::Test {
   // `zkr lock PATH OPTIONS -- sh -c SCRIPT`, with the ensemble given explicitly.
   std::unique_ptr<Zkr> start_lock(const std::string& path, const std::string& script,
                                   const std::vector<std::string>& options = {}) {
-    std::vector<std::string> args{"lock", path, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout};
+    std::vector<std::string> args{
+        "lock", path, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout};
     args.insert(args.end(), options.begin(), options.end());
     args.insert(args.end(), {"--", "/bin/sh", "-c", script});
     return std::make_unique<Zkr>(dir_, args);
@@ -450,12 +454,11 @@ class ZkrCliTest : public ::testing::Test {
       // Retried: a server of ours may be catching up after a freeze test.
       if (!client_->with_retry([&](Keeper& k) { return k.exists(path, watch); })) {
         count = 0;
-      } else if (auto listed = client_->with_retry(
-                     [&](Keeper& k) {
-                       auto r = k.try_children(path, watch);
-                       if (!r.ok() && is_retryable(r.error())) throw KeeperError(r.error(), path);
-                       return r;
-                     });
+      } else if (auto listed = client_->with_retry([&](Keeper& k) {
+                   auto r = k.try_children(path, watch);
+                   if (!r.ok() && is_retryable(r.error())) throw KeeperError(r.error(), path);
+                   return r;
+                 });
                  listed.ok()) {
         count = listed.value().names.size();
       } else if (listed.error() != Errc::no_node) {
@@ -557,9 +560,9 @@ TEST_F(ZkrCliTest, TimeoutWhileAnotherHoldsExitsWithItsOwnCode) {
   const auto marker = dir_ / "ran";
   for (const std::string timeout : {"300ms", "0"}) {
     const auto start = Clock::now();
-    const auto ran = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout,
-                                    "--timeout", timeout, "--", "/bin/sh", "-c",
-                                    "touch " + quoted(marker)});
+    const auto ran = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(),
+                                    "--connect-timeout", kConnectTimeout, "--timeout", timeout,
+                                    "--", "/bin/sh", "-c", "touch " + quoted(marker)});
     EXPECT_EQ(ran.code, 75) << ran.err;
     EXPECT_NE(ran.err.find("timed out"), std::string::npos) << ran.err;
     if (timeout == "300ms") {
@@ -579,8 +582,10 @@ TEST_F(ZkrCliTest, LostLockTerminatesTheCommandAndExitsWithItsOwnCode) {
   const auto ev = quoted(events.path());
   // The command reports SIGTERM and exits 0: zkr must still say "lost".
   auto holder = start_lock(path,
-                           "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
-                           "echo started > " + ev + "; sleep 300 & wait",
+                           "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev +
+                               "; exit 0' TERM; "
+                               "echo started > " +
+                               ev + "; sleep 300 & wait",
                            {"--kill-after", "20s"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
   ASSERT_TRUE(queue_reaches(path, 1));  // our server has seen the node too
@@ -603,11 +608,13 @@ TEST_F(ZkrCliTest, LinkToTheEnsembleLostCountsAsLockLost) {
   // short session so that the C client notices the silence within seconds.
   const std::string server = "127.0.0.1:" + test::ensemble("port 1");
   auto holder = std::make_unique<Zkr>(
-      dir_, std::vector<std::string>{
-                "lock", path, "--connect", server, "--connect-timeout", kConnectTimeout,
-                "--session-timeout", "4s", "--kill-after", "20s", "--", "/bin/sh", "-c",
-                "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
-                "echo started > " + ev + "; sleep 300 & wait"});
+      dir_, std::vector<std::string>{"lock", path, "--connect", server, "--connect-timeout",
+                                     kConnectTimeout, "--session-timeout", "4s", "--kill-after",
+                                     "20s", "--", "/bin/sh", "-c",
+                                     "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev +
+                                         "; exit 0' TERM; "
+                                         "echo started > " +
+                                         ev + "; sleep 300 & wait"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
   test::Repair thaw("thaw 1");
   test::ensemble("freeze 1");
@@ -628,10 +635,9 @@ TEST_F(ZkrCliTest, LinkToTheEnsembleLostCountsAsLockLost) {
 TEST_F(ZkrCliTest, CommandIgnoringSigtermIsKilledAfterTheGracePeriod) {
   const std::string path = root_ + "/stubborn";
   Fifo events(dir_ / "events");
-  auto holder = start_lock(path,
-                           "trap '' TERM; echo started > " + quoted(events.path()) +
-                               "; exec sleep 300",
-                           {"--kill-after", "500ms"});
+  auto holder =
+      start_lock(path, "trap '' TERM; echo started > " + quoted(events.path()) + "; exec sleep 300",
+                 {"--kill-after", "500ms"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
   ASSERT_TRUE(queue_reaches(path, 1));  // our server has seen the node too
   const auto nodes = nodes_of(path);
@@ -645,18 +651,19 @@ TEST_F(ZkrCliTest, CommandIgnoringSigtermIsKilledAfterTheGracePeriod) {
 
 TEST_F(ZkrCliTest, CommandThatCannotRunExitsLikeAShellAndLeavesNoNode) {
   const std::string path = root_ + "/notfound";
-  const auto missing = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout, "--",
-                                      "zkr-cli-test-no-such-command", "arg"});
+  const auto missing =
+      run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout",
+                     kConnectTimeout, "--", "zkr-cli-test-no-such-command", "arg"});
   EXPECT_EQ(missing.code, 127) << missing.err;
-  EXPECT_NE(missing.err.find("zkr-cli-test-no-such-command: command not found"),
-            std::string::npos)
+  EXPECT_NE(missing.err.find("zkr-cli-test-no-such-command: command not found"), std::string::npos)
       << missing.err;
   EXPECT_TRUE(queue_reaches(path, 0)) << "the lock was not released";
 
   const auto not_executable = dir_ / "not-executable";
   std::ofstream(not_executable) << "#!/bin/sh\nexit 0\n";  // mode 0644
-  const auto denied = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout, "--",
-                                     not_executable.string()});
+  const auto denied =
+      run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout",
+                     kConnectTimeout, "--", not_executable.string()});
   EXPECT_EQ(denied.code, 126) << denied.err;
   EXPECT_TRUE(queue_reaches(path, 0)) << "the lock was not released";
 }
@@ -670,18 +677,21 @@ TEST_F(ZkrCliTest, PathOfAnotherLockProtocolIsRefusedWithItsOwnCode) {
   keeper().create(path + "/leases");
   const auto marker = dir_ / "ran";
   const auto status = dir_ / "status";
-  const auto ran = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout",
-                                  kConnectTimeout, "--status-file", status.string(), "--", "/bin/sh", "-c",
-                                  "touch " + quoted(marker)});
+  const auto ran =
+      run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout",
+                     kConnectTimeout, "--status-file", status.string(), "--", "/bin/sh", "-c",
+                     "touch " + quoted(marker)});
   EXPECT_EQ(ran.code, 78) << ran.err;
   EXPECT_NE(ran.err.find("foreign_lock_protocol at " + path), std::string::npos) << ran.err;
-  EXPECT_NE(ran.err.find("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children leases/)"),
+  EXPECT_NE(ran.err.find("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator "
+                         "layout (children leases/)"),
             std::string::npos)
       << ran.err;
   EXPECT_EQ(read_file(status), "{\"outcome\":\"error\",\"exit\":78}\n");
   EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran";
   keeper().sync(path);  // zkr's delete was answered, maybe by another server
-  EXPECT_EQ(keeper().children(path).names, std::vector<std::string>{"leases"}) << "our node was left behind";
+  EXPECT_EQ(keeper().children(path).names, std::vector<std::string>{"leases"})
+      << "our node was left behind";
 }
 
 TEST_F(ZkrCliTest, SignalsToZkrArePassedOnToTheCommand) {
@@ -693,9 +703,9 @@ TEST_F(ZkrCliTest, SignalsToZkrArePassedOnToTheCommand) {
     Fifo events(dir_ / ("events-" + std::to_string(signo)));
     const auto ev = quoted(events.path());
     const std::string name = signo == SIGTERM ? "TERM" : signo == SIGHUP ? "HUP" : "INT";
-    auto holder = start_lock(path, "trap 'kill -KILL $! 2>/dev/null; echo got-" + name + " > " + ev +
-                                       "; exit 7' " + name + "; echo started > " + ev +
-                                       "; sleep 300 & wait");
+    auto holder =
+        start_lock(path, "trap 'kill -KILL $! 2>/dev/null; echo got-" + name + " > " + ev +
+                             "; exit 7' " + name + "; echo started > " + ev + "; sleep 300 & wait");
     ASSERT_EQ(events.read_line(), "started") << holder->err();
     holder->signal(signo);
     EXPECT_EQ(events.read_line(), "got-" + name) << holder->err();
@@ -734,7 +744,8 @@ TEST_F(ZkrCliTest, LsShowsHolderAndWaiters) {
   auto third = start_lock(path, "true", {"--holder", odd_holder});
   ASSERT_TRUE(queue_reaches(path, 3)) << third->err();
 
-  const auto table = run_zkr(dir_, {"ls", root_, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
+  const auto table = run_zkr(dir_, {"ls", root_, "--connect", test::connect_string(),
+                                    "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(table.code, 0) << table.err;
   const auto lines = lines_of(table.out);
   ASSERT_EQ(lines.size(), 2u) << table.out;
@@ -746,7 +757,8 @@ TEST_F(ZkrCliTest, LsShowsHolderAndWaiters) {
   EXPECT_EQ(row[2], "2");
   EXPECT_TRUE(row[3].ends_with("s")) << "age: " << row[3];
 
-  const auto json = run_zkr(dir_, {"ls", root_, "--json", "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
+  const auto json = run_zkr(dir_, {"ls", root_, "--json", "--connect", test::connect_string(),
+                                   "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(json.code, 0) << json.err;
   const auto objects = lines_of(json.out);
   ASSERT_EQ(objects.size(), 1u) << json.out;
@@ -781,11 +793,13 @@ TEST_F(ZkrCliTest, ReadersRunTogetherWritersAloneAndLsShowsThem) {
   Fifo events(dir_ / "events");
   Fifo gate_a(dir_ / "gate-a"), gate_b(dir_ / "gate-b");
   const auto ev = quoted(events.path());
-  auto reader_a = start_lock(path, "echo started-A > " + ev + "; read go < " + quoted(gate_a.path()),
-                             {"--read", "--holder", "reader-A"});
+  auto reader_a =
+      start_lock(path, "echo started-A > " + ev + "; read go < " + quoted(gate_a.path()),
+                 {"--read", "--holder", "reader-A"});
   ASSERT_TRUE(queue_reaches(path, 1)) << reader_a->err();
-  auto reader_b = start_lock(path, "echo started-B > " + ev + "; read go < " + quoted(gate_b.path()),
-                             {"--read", "--holder", "reader-B"});
+  auto reader_b =
+      start_lock(path, "echo started-B > " + ev + "; read go < " + quoted(gate_b.path()),
+                 {"--read", "--holder", "reader-B"});
   // Both commands run at once: neither ends before both have started.
   std::set<std::string> started{events.read_line().value_or(""), events.read_line().value_or("")};
   EXPECT_EQ(started, (std::set<std::string>{"started-A", "started-B"})) << reader_b->err();
@@ -810,7 +824,8 @@ TEST_F(ZkrCliTest, ReadersRunTogetherWritersAloneAndLsShowsThem) {
 
   auto writer = start_lock(path, "echo W >> " + quoted(log), {"--write", "--holder", "writer-W"});
   ASSERT_TRUE(queue_reaches(path, 3)) << writer->err();
-  auto late_reader = start_lock(path, "echo C >> " + quoted(log), {"--read", "--holder", "reader-C"});
+  auto late_reader =
+      start_lock(path, "echo C >> " + quoted(log), {"--read", "--holder", "reader-C"});
   ASSERT_TRUE(queue_reaches(path, 4)) << late_reader->err();
 
   const auto table = with({"ls", root_});
@@ -858,8 +873,8 @@ TEST_F(ZkrCliTest, SemaphoreRunsUpToNCommandsAtOnce) {
     args.insert(args.begin() + 2, connect.begin(), connect.end());
     return run_zkr(dir_, args);
   };
-  const auto third = with({"lock", path, "--semaphore", "2", "--timeout", "0", "--", "/bin/sh", "-c",
-                           "touch " + quoted(marker)});
+  const auto third = with({"lock", path, "--semaphore", "2", "--timeout", "0", "--", "/bin/sh",
+                           "-c", "touch " + quoted(marker)});
   EXPECT_EQ(third.code, 75) << third.err;
   const auto mutex = with({"lock", path, "--", "/bin/sh", "-c", "touch " + quoted(marker)});
   EXPECT_EQ(mutex.code, 78) << mutex.err;
@@ -897,31 +912,32 @@ TEST_F(ZkrCliTest, SemaphoreRunsUpToNCommandsAtOnce) {
   EXPECT_EQ(waiting->wait(), 0) << waiting->err();
   gate_b.write_line("go");
   EXPECT_EQ(b->wait(), 0) << b->err();
-  EXPECT_TRUE(test::wait_children(keeper(), path + "/leases", [](const auto& n) { return n.empty(); },
-                                  kWait));
+  EXPECT_TRUE(test::wait_children(
+      keeper(), path + "/leases", [](const auto& n) { return n.empty(); }, kWait));
 }
 
 TEST_F(ZkrCliTest, LsRefusesADirectoryTooLargeToListAndSaysHowToProceed) {
   for (const std::string name : {"a", "b", "c"}) keeper().create(root_ + "/" + name);
   const auto refused =
-      run_zkr(dir_, {"ls", root_, "--max-children", "2", "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
+      run_zkr(dir_, {"ls", root_, "--max-children", "2", "--connect", test::connect_string(),
+                     "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(refused.code, 65) << refused.err;
   EXPECT_NE(refused.err.find(root_ + " has 3 children"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("--max-children"), std::string::npos) << refused.err;
 
   const auto allowed =
-      run_zkr(dir_, {"ls", root_, "--max-children", "3", "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
+      run_zkr(dir_, {"ls", root_, "--max-children", "3", "--connect", test::connect_string(),
+                     "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(allowed.code, 0) << allowed.err;
   EXPECT_NE(allowed.err.find("no locks under"), std::string::npos) << allowed.err;
 }
 
 TEST_F(ZkrCliTest, MissingRootIsReportedAsSuch) {
   for (const std::string verb : {"ls", "cleanup"}) {
-    const auto ran =
-        run_zkr(dir_, {verb, root_ + "/not-there", "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
+    const auto ran = run_zkr(dir_, {verb, root_ + "/not-there", "--connect", test::connect_string(),
+                                    "--connect-timeout", kConnectTimeout});
     EXPECT_EQ(ran.code, 66) << verb << ": " << ran.err;
-    EXPECT_NE(ran.err.find("no such path: " + root_ + "/not-there"), std::string::npos)
-        << ran.err;
+    EXPECT_NE(ran.err.find("no such path: " + root_ + "/not-there"), std::string::npos) << ran.err;
   }
 }
 
@@ -943,8 +959,8 @@ TEST_F(ZkrCliTest, CleanupDryRunListsThenCleanupRemovesOnlyWhatIsUnused) {
   ASSERT_TRUE(queue_reaches(held, 1)) << holder->err();
   const auto held_node = nodes_of(held).at(0);
 
-  const auto dry = run_zkr(dir_, {"cleanup", root_, "--dry-run", "--connect",
-                                  test::connect_string()});
+  const auto dry =
+      run_zkr(dir_, {"cleanup", root_, "--dry-run", "--connect", test::connect_string()});
   EXPECT_EQ(dry.code, 0) << dry.err;
   const auto listed = lines_of(dry.out);
   for (const auto& p : empties)
@@ -957,7 +973,8 @@ TEST_F(ZkrCliTest, CleanupDryRunListsThenCleanupRemovesOnlyWhatIsUnused) {
   EXPECT_NE(dry.err.find("dry run: would remove"), std::string::npos) << dry.err;
   for (const auto& p : empties) EXPECT_TRUE(exists(p)) << "--dry-run removed " << p;
 
-  const auto swept = run_zkr(dir_, {"cleanup", root_, "--connect", test::connect_string(), "--connect-timeout", kConnectTimeout});
+  const auto swept = run_zkr(dir_, {"cleanup", root_, "--connect", test::connect_string(),
+                                    "--connect-timeout", kConnectTimeout});
   EXPECT_EQ(swept.code, 0) << swept.err;
   for (const auto& p : empties) {
     EXPECT_FALSE(exists(p)) << p << " was not removed";
@@ -966,15 +983,18 @@ TEST_F(ZkrCliTest, CleanupDryRunListsThenCleanupRemovesOnlyWhatIsUnused) {
   EXPECT_NE(swept.err.find("removed "), std::string::npos) << swept.err;
   EXPECT_TRUE(exists(join_path(held, held_node))) << "the held lock's node was removed";
   EXPECT_TRUE(exists(root_)) << "the root was removed without --remove-root";
-  for (const auto& p : foreign) EXPECT_TRUE(exists(p)) << "another application's " << p << " was removed";
+  for (const auto& p : foreign)
+    EXPECT_TRUE(exists(p)) << "another application's " << p << " was removed";
   EXPECT_TRUE(exists(root_ + "/config"));
 
   // Not even asked to sweep the whole tree does it touch the server's own.
-  const auto everything = run_zkr(dir_, {"cleanup", "/", "--dry-run", "--connect", test::connect_string()});
+  const auto everything =
+      run_zkr(dir_, {"cleanup", "/", "--dry-run", "--connect", test::connect_string()});
   EXPECT_EQ(everything.code, 0) << everything.err;
   EXPECT_EQ(everything.out.find("/zookeeper"), std::string::npos) << everything.out;
   for (const auto& p : foreign)
-    EXPECT_EQ(everything.out.find(p + "\n"), std::string::npos) << p << " listed:\n" << everything.out;
+    EXPECT_EQ(everything.out.find(p + "\n"), std::string::npos) << p << " listed:\n"
+                                                                << everything.out;
 
   gate.write_line("go");
   EXPECT_EQ(holder->wait(), 0) << holder->err();
@@ -1045,10 +1065,10 @@ TEST_F(ZkrCliTest, LostLockEndsTheWholeGroupBeforeTheNextWaiterRuns) {
   Fifo granted(dir_ / "granted");
   Fifo go(dir_ / "go");
   auto waiter = std::make_unique<Zkr>(
-      dir_, std::vector<std::string>{"lock", path, "--connect", others, "--connect-timeout",
-                                     kConnectTimeout, "--", "/bin/sh", "-c",
-                                     "echo granted > " + quoted(granted.path()) + "; read x < " +
-                                         quoted(go.path())});
+      dir_,
+      std::vector<std::string>{
+          "lock", path, "--connect", others, "--connect-timeout", kConnectTimeout, "--", "/bin/sh",
+          "-c", "echo granted > " + quoted(granted.path()) + "; read x < " + quoted(go.path())});
   ASSERT_TRUE(queue_reaches(path, 2)) << waiter->err();
 
   test::Repair thaw("thaw 1");
@@ -1072,8 +1092,8 @@ TEST_F(ZkrCliTest, KillAfterReachesAGrandchildThatIgnoresSigterm) {
   Fifo events(dir_ / "events");
   // The grandchild ignores SIGTERM (an ignored signal stays ignored across
   // exec) and says so; its parent, the shell, dies of SIGTERM.
-  const std::string script = "sh -c 'trap \"\" TERM; echo ready $$ > " + events.path() +
-                             "; exec sleep 300' & wait";
+  const std::string script =
+      "sh -c 'trap \"\" TERM; echo ready $$ > " + events.path() + "; exec sleep 300' & wait";
   auto holder = start_lock(path, script, {"--kill-after", "500ms"});
   const auto pids = pids_after_word(events.read_line());
   ASSERT_EQ(pids.size(), 1u) << holder->err();
@@ -1110,9 +1130,9 @@ TEST_F(ZkrCliTest, StatusFileTellsZkrsOutcomeApartFromTheCommandsCode) {
     auto zkr = start_lock(path, "exit " + std::to_string(code), {"--status-file", status.string()});
     EXPECT_EQ(zkr->wait(), code) << zkr->err();
     // ...and the status file tells them apart.
-    EXPECT_EQ(read_file(status), "{\"outcome\":\"held_throughout\",\"exit\":" +
-                                     std::to_string(code) + ",\"command_status\":" +
-                                     std::to_string(code) + "}\n");
+    EXPECT_EQ(read_file(status),
+              "{\"outcome\":\"held_throughout\",\"exit\":" + std::to_string(code) +
+                  ",\"command_status\":" + std::to_string(code) + "}\n");
   }
 
   Fifo events(dir_ / "events");
@@ -1123,18 +1143,16 @@ TEST_F(ZkrCliTest, StatusFileTellsZkrsOutcomeApartFromTheCommandsCode) {
   // The file is emptied at the start: a stale line cannot pass for this run's.
   EXPECT_EQ(read_file(status), "");
   const auto timeout_status = dir_ / "timeout.json";
-  const auto timed_out = run_zkr(
-      dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout",
-             kConnectTimeout, "--timeout", "0", "--status-file", timeout_status.string(), "--",
-             "true"});
+  const auto timed_out = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(),
+                                        "--connect-timeout", kConnectTimeout, "--timeout", "0",
+                                        "--status-file", timeout_status.string(), "--", "true"});
   EXPECT_EQ(timed_out.code, 75) << timed_out.err;
   EXPECT_EQ(read_file(timeout_status), "{\"outcome\":\"timeout\",\"exit\":75}\n");
 
   keeper().remove(join_path(path, nodes_of(path).at(0)));
   EXPECT_EQ(holder->wait(), 79) << holder->err();
-  EXPECT_EQ(read_file(status),
-            "{\"outcome\":\"lock_lost\",\"exit\":79,\"command_status\":" +
-                std::to_string(128 + SIGTERM) + "}\n");
+  EXPECT_EQ(read_file(status), "{\"outcome\":\"lock_lost\",\"exit\":79,\"command_status\":" +
+                                   std::to_string(128 + SIGTERM) + "}\n");
 
   const auto missing = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(),
                                       "--connect-timeout", kConnectTimeout, "--status-file",
@@ -1162,10 +1180,10 @@ TEST_F(ZkrCliTest, CommandsCodeComesBackOnlyIfTheLockIsConfirmedAfterItEnds) {
   const auto status = dir_ / "status.json";
   Fifo events(dir_ / "events");
   Fifo gate(dir_ / "gate");
-  auto holder = start_lock(path,
-                           "echo started > " + quoted(events.path()) + "; read x < " +
-                               quoted(gate.path()) + "; exit 3",
-                           {"--status-file", status.string()});
+  auto holder = start_lock(
+      path,
+      "echo started > " + quoted(events.path()) + "; read x < " + quoted(gate.path()) + "; exit 3",
+      {"--status-file", status.string()});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
   ASSERT_TRUE(queue_reaches(path, 1));
   const auto node = join_path(path, nodes_of(path).at(0));
@@ -1188,8 +1206,8 @@ TEST_F(ZkrCliTest, HolderTextWithControlCharactersOrTooLongIsRefusedBeforeAnythi
   const auto marker = dir_ / "ran";
   for (const auto& [holder, says] : cases) {
     const auto ran = run_zkr(dir_, {"lock", path, "--connect", test::connect_string(),
-                                    "--connect-timeout", kConnectTimeout, "--holder", holder,
-                                    "--", "/bin/sh", "-c", "touch " + quoted(marker)});
+                                    "--connect-timeout", kConnectTimeout, "--holder", holder, "--",
+                                    "/bin/sh", "-c", "touch " + quoted(marker)});
     EXPECT_EQ(ran.code, 64) << says << "\n" << ran.err;
     EXPECT_NE(ran.err.find(says), std::string::npos) << ran.err;
     EXPECT_FALSE(std::filesystem::exists(marker)) << says << ": the command ran";
@@ -1197,8 +1215,8 @@ TEST_F(ZkrCliTest, HolderTextWithControlCharactersOrTooLongIsRefusedBeforeAnythi
   }
   // The longest holder allowed is taken, and shown by zkr ls.
   Fifo gate(dir_ / "gate");
-  auto longest = start_lock(path, "read go < " + quoted(gate.path()),
-                            {"--holder", std::string(1024, 'h')});
+  auto longest =
+      start_lock(path, "read go < " + quoted(gate.path()), {"--holder", std::string(1024, 'h')});
   ASSERT_TRUE(queue_reaches(path, 1)) << longest->err();
   const auto listed = run_zkr(dir_, {"ls", path, "--connect", test::connect_string(),
                                      "--connect-timeout", kConnectTimeout});
@@ -1215,8 +1233,10 @@ TEST_F(ZkrCliTest, RevokedThenDeletedHolderNodeIsALostLock) {
   Fifo events(dir_ / "events");
   const auto ev = quoted(events.path());
   auto holder = start_lock(path,
-                           "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev + "; exit 0' TERM; "
-                           "echo started > " + ev + "; sleep 12 & wait",
+                           "trap 'kill -KILL $! 2>/dev/null; echo got-term > " + ev +
+                               "; exit 0' TERM; "
+                               "echo started > " +
+                               ev + "; sleep 12 & wait",
                            {"--kill-after", "20s"});
   ASSERT_EQ(events.read_line(), "started") << holder->err();
   ASSERT_TRUE(queue_reaches(path, 1));

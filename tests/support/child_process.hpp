@@ -50,8 +50,8 @@ class ChildProcess {
   pid_t pid_ = -1;
   std::mutex mutex_;
   std::condition_variable done_;
-  bool exited_ = false;       // guarded by mutex_: a zombie now, or reaped
-  std::optional<int> status_; // guarded by mutex_
+  bool exited_ = false;        // guarded by mutex_: a zombie now, or reaped
+  std::optional<int> status_;  // guarded by mutex_
   std::thread reaper_;
 };
 

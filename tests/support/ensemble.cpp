@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <condition_variable>
-#include <mutex>
-#include <optional>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace zkr::test {

@@ -33,7 +33,8 @@ std::string unique_path(const std::string& name);
 // session from a second handle (same id and password), then closes that
 // handle, until a join is answered "expired". Returns once the servers have
 // ended the session; throws std::runtime_error if that takes past `timeout`.
-void expire_session(const Keeper& victim, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+void expire_session(const Keeper& victim,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // Index (1-based) of the server `keeper` is connected to; throws if none.
 int connected_server(const Keeper& keeper);
@@ -56,10 +57,10 @@ class Repair {
 }  // namespace zkr::test
 
 // In a test body: skip unless an ensemble is configured (and faults possible).
-#define ZKR_REQUIRE_ENSEMBLE()                                                  \
-  do {                                                                          \
-    if (::zkr::test::connect_string().empty())                                  \
-      GTEST_SKIP() << "no ensemble: set ZK_CONNECT or run scripts/test";        \
+#define ZKR_REQUIRE_ENSEMBLE()                                           \
+  do {                                                                   \
+    if (::zkr::test::connect_string().empty())                           \
+      GTEST_SKIP() << "no ensemble: set ZK_CONNECT or run scripts/test"; \
   } while (0)
 #define ZKR_REQUIRE_SERVER_FAULTS()                                             \
   do {                                                                          \

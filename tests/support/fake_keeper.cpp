@@ -192,7 +192,7 @@ struct WatchReg {
     done,    // delivered, or dropped because its reply was lost
   };
   Watcher watcher;
-  std::string path;  // as the client named it: every event of this watch carries it
+  std::string path;            // as the client named it: every event of this watch carries it
   State state = State::armed;  // guarded by Server::mu_
 };
 using Reg = std::shared_ptr<WatchReg>;
@@ -212,7 +212,7 @@ struct Session {
   // that break gets instead of its value. A reply remembers breaks.size() when
   // it is queued.
   std::vector<Errc> breaks;
-  std::vector<Reg> outstanding;                   // watches not yet done, oldest first
+  std::vector<Reg> outstanding;                  // watches not yet done, oldest first
   std::vector<std::pair<Reg, WatchEvent>> held;  // fired while disconnected
 
   std::string to_server(const std::string& path) const {
@@ -282,7 +282,8 @@ class Server : public std::enable_shared_from_this<Server> {
   bool wait_idle(milliseconds timeout) {
     std::unique_lock lock(mu_);
     if (std::this_thread::get_id() == event_thread_)
-      throw std::logic_error("FakeEnsemble::wait_idle called on the event thread: it would wait for itself");
+      throw std::logic_error(
+          "FakeEnsemble::wait_idle called on the event thread: it would wait for itself");
     return idle_cv_.wait_for(lock, timeout,
                              [&] { return stopped_ || (queue_.empty() && !running_); });
   }
@@ -444,8 +445,8 @@ class Server : public std::enable_shared_from_this<Server> {
     });
   }
 
-  std::future<Result<Children>> children(const std::shared_ptr<Session>& s,
-                                         const std::string& path, Watcher watcher) {
+  std::future<Result<Children>> children(const std::shared_ptr<Session>& s, const std::string& path,
+                                         Watcher watcher) {
     return request<Result<Children>>(s, path, [&](Reg& reg) -> Result<Children> {
       const std::string server_path = s->to_server(path);
       const auto it = tree_.find(server_path);
@@ -540,9 +541,9 @@ class Server : public std::enable_shared_from_this<Server> {
 
   std::size_t node_count() const {
     std::lock_guard lock(mu_);
-    return static_cast<std::size_t>(std::count_if(tree_.begin(), tree_.end(), [](const auto& entry) {
-      return entry.first != "/" && !is_reserved(entry.first);
-    }));
+    return static_cast<std::size_t>(std::count_if(
+        tree_.begin(), tree_.end(),
+        [](const auto& entry) { return entry.first != "/" && !is_reserved(entry.first); }));
   }
 
   std::vector<std::string> ephemerals_of(std::int64_t session_id) const {
@@ -589,12 +590,9 @@ class Server : public std::enable_shared_from_this<Server> {
       return future;
     }
     Errc refused = Errc::ok;
-    if (stopping_ || s->state == SessionState::closed)
-      refused = Errc::closing;
-    else if (s->state == SessionState::expired)
-      refused = Errc::session_expired;
-    else if (s->state == SessionState::connecting)
-      refused = Errc::connection_loss;
+    if (stopping_ || s->state == SessionState::closed) refused = Errc::closing;
+    else if (s->state == SessionState::expired) refused = Errc::session_expired;
+    else if (s->state == SessionState::connecting) refused = Errc::connection_loss;
     if (refused != Errc::ok) {
       post([promise, value = failure<V>(refused, path)]() mutable {
         promise->set_value(std::move(value));
@@ -614,10 +612,8 @@ class Server : public std::enable_shared_from_this<Server> {
     post([this, s, generation, promise, value = std::move(value), path = std::move(path),
           reg = std::move(reg)]() mutable {
       const Errc lost = reply_lost(*s, generation, reg);
-      if (lost == Errc::ok)
-        promise->set_value(std::move(value));
-      else
-        promise->set_value(failure<V>(lost, path));
+      if (lost == Errc::ok) promise->set_value(std::move(value));
+      else promise->set_value(failure<V>(lost, path));
     });
   }
 
@@ -692,12 +688,9 @@ class Server : public std::enable_shared_from_this<Server> {
           trigger(child_watches_, c.path, EventType::deleted);
           trigger(child_watches_, parent_of(c.path), EventType::child);
           break;
-        case EventType::changed:
-          trigger(data_watches_, c.path, EventType::changed);
-          break;
+        case EventType::changed: trigger(data_watches_, c.path, EventType::changed); break;
         case EventType::child:
-        case EventType::session_ended:
-          break;
+        case EventType::session_ended: break;
       }
     }
   }
@@ -797,8 +790,8 @@ class Server : public std::enable_shared_from_this<Server> {
   std::int64_t zxid_ = 0;
   std::int64_t sessions_opened_ = 0;
   std::map<std::int64_t, std::shared_ptr<Session>> sessions_;  // live and expired, not closed
-  WatchTable data_watches_;   // set by exists and get
-  WatchTable child_watches_;  // set by children
+  WatchTable data_watches_;                                    // set by exists and get
+  WatchTable child_watches_;                                   // set by children
 };
 
 }  // namespace fake

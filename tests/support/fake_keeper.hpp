@@ -138,7 +138,8 @@ class FakeEnsemble {
   std::size_t reap_containers();
   // Removes every TTL node without children whose last change (mtime) is more
   // than its ttl before `now`.
-  std::size_t reap_ttl(std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+  std::size_t reap_ttl(
+      std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
   // ---- Introspection, for assertions: the tree as the server has it now (every
   // ---- request already sent included). Paths are absolute, without chroot.

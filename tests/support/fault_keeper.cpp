@@ -23,7 +23,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-
 template <class T>
 Errc error_of(const Result<T>& r) {
   return r.error();
@@ -281,15 +280,13 @@ FaultKeeper::~FaultKeeper() {
   // Dropped from our own relay thread (a watcher or hook held the last
   // reference): it cannot join itself. It owns the relay and ends once the
   // replies still queued are delivered.
-  if (relay_thread_.get_id() == std::this_thread::get_id())
-    relay_thread_.detach();
-  else
-    relay_thread_.join();
+  if (relay_thread_.get_id() == std::this_thread::get_id()) relay_thread_.detach();
+  else relay_thread_.join();
 }
 
 template <class V, class Send>
-std::future<V> FaultKeeper::send(OpKind kind, std::vector<std::string_view> paths,
-                                 Watcher* watcher, Send send_inner) {
+std::future<V> FaultKeeper::send(OpKind kind, std::vector<std::string_view> paths, Watcher* watcher,
+                                 Send send_inner) {
   const std::string path = paths.empty() ? std::string() : std::string(paths.front());
   std::optional<Fault> fault = faults_->take(kind, paths);
   auto ticket = std::make_shared<Ticket>();
@@ -325,7 +322,9 @@ std::future<V> FaultKeeper::send(OpKind kind, std::vector<std::string_view> path
       reply = send_inner().share();
     }
     Relay::Reply queued;
-    queued.ready = [reply] { return reply.wait_for(milliseconds::zero()) == std::future_status::ready; };
+    queued.ready = [reply] {
+      return reply.wait_for(milliseconds::zero()) == std::future_status::ready;
+    };
     queued.wait = [reply] { reply.wait(); };
     queued.finish = [reply, promise, fault, ticket, kind, path] {
       V value = reply.get();
@@ -370,9 +369,8 @@ std::future<Result<NodeData>> FaultKeeper::async_get(std::string path, Watcher w
 std::future<Result<Stat>> FaultKeeper::async_set(std::string path, std::string data,
                                                  Version version) {
   detail::check_set(path, data);
-  return send<Result<Stat>>(OpKind::set, {path}, nullptr, [&] {
-    return inner_->async_set(path, std::move(data), version);
-  });
+  return send<Result<Stat>>(OpKind::set, {path}, nullptr,
+                            [&] { return inner_->async_set(path, std::move(data), version); });
 }
 
 std::future<Result<Children>> FaultKeeper::async_children(std::string path, Watcher watcher) {

@@ -16,7 +16,8 @@ bool watch_until(const std::function<bool(const std::shared_ptr<Latch>&)>& look,
   for (;;) {
     auto changed = std::make_shared<Latch>();
     if (look(changed)) return true;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left <= std::chrono::milliseconds(0) || !changed->wait(left)) return false;
   }
 }
@@ -32,7 +33,8 @@ bool wait_children(Keeper& keeper, const std::string& dir, const ChildrenPredica
           // No dir: watch for its creation, and judge the empty list. If it
           // was created since the listing, the watch set is on its data,
           // which may never change: look again at once.
-          if (keeper.exists(dir, [changed](const WatchEvent&) { changed->open(); })) changed->open();
+          if (keeper.exists(dir, [changed](const WatchEvent&) { changed->open(); }))
+            changed->open();
           return pred({});
         }
         return pred(listed.value().names);

@@ -43,9 +43,9 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <cstdio>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -111,8 +111,14 @@ int positive(const std::string& text, const char* name) {
 Config parse_args(int argc, char** argv) {
   if (argc < 9)
     throw std::invalid_argument("expected 8 arguments, got " + std::to_string(argc - 1));
-  Config config{argv[1], argv[2], argv[3], positive(argv[4], "THREADS"),
-                positive(argv[5], "ACQUISITIONS"), positive(argv[6], "SECONDS"), argv[7], argv[8]};
+  Config config{argv[1],
+                argv[2],
+                argv[3],
+                positive(argv[4], "THREADS"),
+                positive(argv[5], "ACQUISITIONS"),
+                positive(argv[6], "SECONDS"),
+                argv[7],
+                argv[8]};
   if (config.kind != "mutex" && config.kind != "semaphore" && config.kind != "readwrite" &&
       config.kind != "none")
     throw std::invalid_argument("KIND must be mutex, semaphore, readwrite or none, got '" +
@@ -123,12 +129,10 @@ Config parse_args(int argc, char** argv) {
     if (option.starts_with(timeout_option))
       config.acquire_timeout =
           milliseconds(positive(option.substr(timeout_option.size()), "--acquire-timeout-ms"));
-    else if (option == "--faults")
-      config.faults = true;
+    else if (option == "--faults") config.faults = true;
     else if (option.starts_with("--reports=") && option.size() > 10)
       config.reports = option.substr(10);
-    else
-      throw std::invalid_argument("unknown option '" + option + "'");
+    else throw std::invalid_argument("unknown option '" + option + "'");
   }
   zkr::validate_path(config.lock_path);
   zkr::validate_path(config.counter_path);
@@ -255,9 +259,8 @@ std::string server_view(const std::string& host, const std::string& dir) {
 void report_timeout(zkr::Client& client, const Config& config, std::int64_t asked_ns) {
   const auto& dir = config.lock_path;
   std::string text = "lock_worker pid " + std::to_string(::getpid()) + " thread " +
-                     std::to_string(::gettid()) + ": acquire asked at " +
-                     std::to_string(asked_ns) + " ns timed out at " +
-                     std::to_string(monotonic_ns()) + " ns; queue now:";
+                     std::to_string(::gettid()) + ": acquire asked at " + std::to_string(asked_ns) +
+                     " ns timed out at " + std::to_string(monotonic_ns()) + " ns; queue now:";
   try {
     auto keeper = client.keeper_when_connected();
     text += " (our session 0x" + hex(keeper->session_id()) + ")";
@@ -295,8 +298,8 @@ void report_timeout(zkr::Client& client, const Config& config, std::int64_t aske
 
 struct ThreadResult {
   std::vector<HolderInterval> intervals;
-  int timeouts = 0;        // acquires that gave up before the time bound
-  int lost = 0;            // holds whose lease said lost before the release
+  int timeouts = 0;  // acquires that gave up before the time bound
+  int lost = 0;      // holds whose lease said lost before the release
   bool hit_time_bound = false;
   std::vector<std::string> errors;
 };
@@ -324,12 +327,12 @@ void run_thread(zkr::Client& client, const Config& config, Clock::time_point dea
         }
         continue;
       }
-      HolderInterval interval{pid, thread, monotonic_ns(), 0, token_of(lock), kind_of(lock, config)};
+      HolderInterval interval{pid, thread,         monotonic_ns(),
+                              0,   token_of(lock), kind_of(lock, config)};
       try {
         if (reading(lock))
           (void)client.with_retry([&](zkr::Keeper& k) { return k.get(config.counter_path); });
-        else
-          increment(client, config.counter_path);
+        else increment(client, config.counter_path);
       } catch (const std::exception& e) {
         result.errors.push_back(std::string("increment: ") + e.what());
       }
@@ -389,8 +392,7 @@ int run(const Config& config) {
           run_thread<zkr::InterProcessSemaphoreMutex>(client, config, deadline, result);
         else if (config.kind == "readwrite")
           run_thread<ReadWriteTurns>(client, config, deadline, result);
-        else
-          run_thread<NoLock>(client, config, deadline, result);
+        else run_thread<NoLock>(client, config, deadline, result);
       });
     }
   }
@@ -412,8 +414,8 @@ int run(const Config& config) {
     errors.push_back(std::to_string(lost) + " holds were lost while held");
   if (config.kind != "none") {
     try {
-      const auto leaked = client.with_retry(
-          [&](zkr::Keeper&) { return leaked_nodes(client, config.lock_path); });
+      const auto leaked =
+          client.with_retry([&](zkr::Keeper&) { return leaked_nodes(client, config.lock_path); });
       for (const auto& name : leaked)
         errors.push_back("lock node " + name + " of our session left after every release");
     } catch (const std::exception& e) {
@@ -426,9 +428,9 @@ int run(const Config& config) {
   out.close();
   if (!out) errors.push_back("cannot write " + config.output);
 
-  std::cout << "lock_worker pid " << ::getpid() << ": " << config.kind << ", "
-            << intervals.size() << " acquisitions in " << elapsed.count() << " ms, " << timeouts
-            << " timeouts, " << lost << " holds lost"
+  std::cout << "lock_worker pid " << ::getpid() << ": " << config.kind << ", " << intervals.size()
+            << " acquisitions in " << elapsed.count() << " ms, " << timeouts << " timeouts, "
+            << lost << " holds lost"
             << (hit_time_bound ? ", stopped by the time bound or SIGTERM" : "") << ", "
             << errors.size() << " errors\n"
             << std::flush;
@@ -444,10 +446,11 @@ int main(int argc, char** argv) {
   try {
     config = parse_args(argc, argv);
   } catch (const std::invalid_argument& e) {
-    std::cerr << "lock_worker: " << e.what()
-              << "\nusage: zkr-test-lock_worker CONNECT LOCK_PATH mutex|semaphore|readwrite|none THREADS "
-                 "ACQUISITIONS SECONDS COUNTER_PATH OUTPUT [--acquire-timeout-ms=N] [--faults] "
-                 "[--reports=FILE]\n";
+    std::cerr
+        << "lock_worker: " << e.what()
+        << "\nusage: zkr-test-lock_worker CONNECT LOCK_PATH mutex|semaphore|readwrite|none THREADS "
+           "ACQUISITIONS SECONDS COUNTER_PATH OUTPUT [--acquire-timeout-ms=N] [--faults] "
+           "[--reports=FILE]\n";
     return 64;
   }
   // SA_RESTART: a thread that takes the signal in a system call goes on.

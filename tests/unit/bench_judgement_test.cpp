@@ -8,15 +8,15 @@
 namespace zkr::bench {
 namespace {
 
-exclusion::HolderInterval hold(std::int64_t thread, std::int64_t enter, std::int64_t exit, std::int64_t token,
-                               const std::string& kind) {
+exclusion::HolderInterval hold(std::int64_t thread, std::int64_t enter, std::int64_t exit,
+                               std::int64_t token, const std::string& kind) {
   return {1, thread, enter, exit, token, kind};
 }
 
 TEST(BenchJudgement, RoundsKeepTheMostReadersAtOnce) {
   // Round one: three readers together, then a writer. Round two: two together.
-  Judgement sum = judge({hold(0, 10, 20, 1, "read"), hold(1, 11, 21, 2, "read"), hold(2, 12, 22, 3, "read"),
-                         hold(3, 30, 40, 4, "write")},
+  Judgement sum = judge({hold(0, 10, 20, 1, "read"), hold(1, 11, 21, 2, "read"),
+                         hold(2, 12, 22, 3, "read"), hold(3, 30, 40, 4, "write")},
                         1);
   sum.add(judge({hold(0, 100, 110, 5, "read"), hold(1, 101, 111, 6, "read")}, 0));
   EXPECT_EQ(sum.report.most_shared_at_once, 3u);

@@ -9,7 +9,8 @@ namespace zkr::bench {
 namespace {
 
 TEST(BenchW4Verdict, FlatLatencyMeetsTheTarget) {
-  const auto v = w4_flatness_verdict("hashed", {{0, 4.0, 1.0}, {1000, 1.0, 1.0}, {1'000'000, 1.2, 1.0}}, true);
+  const auto v =
+      w4_flatness_verdict("hashed", {{0, 4.0, 1.0}, {1000, 1.0, 1.0}, {1'000'000, 1.2, 1.0}}, true);
   EXPECT_TRUE(v.met) << v.detail;
   EXPECT_TRUE(v.meaningful);
   EXPECT_FALSE(v.check);
@@ -19,14 +20,16 @@ TEST(BenchW4Verdict, FlatLatencyMeetsTheTarget) {
 TEST(BenchW4Verdict, GrowthIsAMissEvenWhenNZeroWasSlower) {
   // Against N = 0 (4.0 ms) the 1.5 ms at 1M would be 0.38x: "met". Against
   // the smallest N above 0 it is 1.5x.
-  const auto v = w4_flatness_verdict("hashed", {{0, 4.0, 1.0}, {1000, 1.0, 1.0}, {1'000'000, 1.5, 1.0}}, true);
+  const auto v =
+      w4_flatness_verdict("hashed", {{0, 4.0, 1.0}, {1000, 1.0, 1.0}, {1'000'000, 1.5, 1.0}}, true);
   EXPECT_FALSE(v.met) << v.detail;
   EXPECT_NE(v.detail.find("1.50x"), std::string::npos) << v.detail;
   EXPECT_NE(v.detail.find("N=1000"), std::string::npos) << v.detail;
 }
 
 TEST(BenchW4Verdict, TheBaselineIsTheSmallestNAboveZeroInAnyOrder) {
-  const auto v = w4_flatness_verdict("hashed", {{100000, 1.1, 1.0}, {1'000'000, 1.3, 1.0}, {1000, 1.0, 1.0}, {0, 9.0, 1.0}}, true);
+  const auto v = w4_flatness_verdict(
+      "hashed", {{100000, 1.1, 1.0}, {1'000'000, 1.3, 1.0}, {1000, 1.0, 1.0}, {0, 9.0, 1.0}}, true);
   EXPECT_FALSE(v.met) << v.detail;  // 1.3 over 1.0
   EXPECT_NE(v.detail.find("1.30x"), std::string::npos) << v.detail;
 }

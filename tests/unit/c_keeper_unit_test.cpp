@@ -22,10 +22,9 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(ValidateHostsTest, AcceptsHostPortLists) {
-  for (const char* hosts :
-       {"127.0.0.1:2181", "localhost:2181", "zk-1.example.com:1",
-        "127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:65535", "[::1]:2181", "[fe80::1]:2181,a:2",
-        "[::ffff:127.0.0.1]:2181", "A-B.c:10"}) {
+  for (const char* hosts : {"127.0.0.1:2181", "localhost:2181", "zk-1.example.com:1",
+                            "127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:65535", "[::1]:2181",
+                            "[fe80::1]:2181,a:2", "[::ffff:127.0.0.1]:2181", "A-B.c:10"}) {
     EXPECT_NO_THROW(validate_hosts(hosts)) << hosts;
   }
 }
@@ -42,31 +41,31 @@ void expect_refused(const std::string& hosts, const std::string& piece) {
 }
 
 TEST(ValidateHostsTest, RefusesEachBadPieceByName) {
-  expect_refused("127.0.0.1", "127.0.0.1");                       // no port
-  expect_refused("127.0.0.1:", "127.0.0.1:");                     // empty port
-  expect_refused(":2181", ":2181");                               // no host
-  expect_refused("a:0", "a:0");                                   // port 0
-  expect_refused("a:65536", "a:65536");                           // port too big
-  expect_refused("a:123456", "a:123456");                         // port too long
-  expect_refused("a:02181", "a:02181");                           // octal to the C client
-  expect_refused("a:0x10", "a:0x10");                             // hex to the C client
+  expect_refused("127.0.0.1", "127.0.0.1");    // no port
+  expect_refused("127.0.0.1:", "127.0.0.1:");  // empty port
+  expect_refused(":2181", ":2181");            // no host
+  expect_refused("a:0", "a:0");                // port 0
+  expect_refused("a:65536", "a:65536");        // port too big
+  expect_refused("a:123456", "a:123456");      // port too long
+  expect_refused("a:02181", "a:02181");        // octal to the C client
+  expect_refused("a:0x10", "a:0x10");          // hex to the C client
   expect_refused("a:-1", "a:-1");
   expect_refused("a:+1", "a:+1");
-  expect_refused("a:1,,b:2", "");                                 // empty entry
-  expect_refused("a:1,", "");                                     // trailing comma
+  expect_refused("a:1,,b:2", "");  // empty entry
+  expect_refused("a:1,", "");      // trailing comma
   expect_refused(",a:1", "");
-  expect_refused("a:1,b:2/app", "b:2/app");                       // chroot suffix
-  expect_refused("a :1", "a :1");                                 // space
+  expect_refused("a:1,b:2/app", "b:2/app");  // chroot suffix
+  expect_refused("a :1", "a :1");            // space
   expect_refused(" a:1", " a:1");
-  expect_refused("a:1\n", "a:1\\x0a");                            // control, shown escaped
-  expect_refused("a_b:1", "a_b:1");                               // outside [A-Za-z0-9.-]
-  expect_refused("::1:2181", "::1:2181");                         // IPv6 without brackets
-  expect_refused("[::1:2181", "[::1:2181");                       // unclosed
+  expect_refused("a:1\n", "a:1\\x0a");       // control, shown escaped
+  expect_refused("a_b:1", "a_b:1");          // outside [A-Za-z0-9.-]
+  expect_refused("::1:2181", "::1:2181");    // IPv6 without brackets
+  expect_refused("[::1:2181", "[::1:2181");  // unclosed
   expect_refused("[]:2181", "[]:2181");
-  expect_refused("[::1]", "[::1]");                               // no port
+  expect_refused("[::1]", "[::1]");  // no port
   expect_refused("[::1]2181", "[::1]2181");
   expect_refused("[::g]:1", "[::g]:1");
-  expect_refused("[127.0.0.1]:1", "[127.0.0.1]:1");               // not IPv6
+  expect_refused("[127.0.0.1]:1", "[127.0.0.1]:1");  // not IPv6
   expect_refused("a:1:2", "a:1:2");
   EXPECT_THROW(validate_hosts(""), std::invalid_argument);
   EXPECT_THROW(validate_hosts(std::string(300, 'a') + ":1"), std::invalid_argument);
@@ -78,7 +77,8 @@ TEST(ValidateHostsTest, RefusesEachBadPieceByName) {
 // decimal port in 1..65535 without a leading 0.
 bool is_host_list(const std::string& hosts) {
   static const std::regex kHostList([] {
-    const std::string port = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])";
+    const std::string port =
+        "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])";
     const std::string host = "([A-Za-z0-9.-]{1,253}|\\[[0-9A-Fa-f.:]*:[0-9A-Fa-f.:]*\\])";
     const std::string entry = host + ":" + port;
     return entry + "(," + entry + ")*";
@@ -93,10 +93,11 @@ bool is_host_list(const std::string& hosts) {
 TEST(ValidateHostsTest, AcceptsExactlyTheGrammarOnRandomInput) {
   std::mt19937 rng(20240601);
   const std::string alphabet = std::string("ab1:,[]/ .-0") + "\x01" + "\xff";
-  const std::vector<std::string> hosts_part = {"a", "ab", "1.0", "a-b", "A.b", "[::1]", "[:]",
-                                               "[a:b]", "[1.2]", "", "a_b", "[::1", "[]", "::1"};
-  const std::vector<std::string> ports = {"1", "0", "65535", "65536", "01", "2181", "99999",
-                                          "",  "1a", "6553", "-1", "+1", "655350"};
+  const std::vector<std::string> hosts_part = {"a",     "ab",   "1.0",   "a-b",   "A.b",
+                                               "[::1]", "[:]",  "[a:b]", "[1.2]", "",
+                                               "a_b",   "[::1", "[]",    "::1"};
+  const std::vector<std::string> ports = {"1", "0",  "65535", "65536", "01", "2181",  "99999",
+                                          "",  "1a", "6553",  "-1",    "+1", "655350"};
   int accepted = 0;
   int refused = 0;
   for (int i = 0; i < 30000; ++i) {
@@ -175,8 +176,8 @@ TEST(ConnectKeeperTest, ClosingANeverConnectedKeeperAnswersEverything) {
   logger->set_level(spdlog::level::off);
 
   std::vector<SessionState> states;
-  auto keeper = connect_keeper(config_for("127.0.0.1:1"),
-                               [&states](SessionState s) { states.push_back(s); });
+  auto keeper =
+      connect_keeper(config_for("127.0.0.1:1"), [&states](SessionState s) { states.push_back(s); });
   EXPECT_EQ(keeper->session_id(), 0);
   EXPECT_EQ(keeper->connected_host(), "");
   EXPECT_EQ(keeper->session_timeout(), 15000ms);  // nothing negotiated yet
@@ -184,7 +185,8 @@ TEST(ConnectKeeperTest, ClosingANeverConnectedKeeperAnswersEverything) {
   std::promise<WatchEvent> fired;
   auto watched = keeper->async_exists("/a", [&fired](const WatchEvent& e) { fired.set_value(e); });
   std::vector<std::future<Result<Created>>> creates;
-  for (int i = 0; i < 50; ++i) creates.push_back(keeper->async_create("/a", "", CreateMode::persistent));
+  for (int i = 0; i < 50; ++i)
+    creates.push_back(keeper->async_create("/a", "", CreateMode::persistent));
   auto multi = keeper->async_multi({op::Check{"/a", 1}});
   keeper.reset();
   logger->set_level(level);

@@ -58,15 +58,17 @@ class CleanupTest : public ::testing::Test {
   }
   // Another application's empty nodes, as Kafka keeps them.
   void foreign_tree() {
-    for (const char* path : {"/admin/delete_topics", "/brokers/ids", "/config/changes",
-                             "/isr_change_notification"})
+    for (const char* path :
+         {"/admin/delete_topics", "/brokers/ids", "/config/changes", "/isr_change_notification"})
       raw_->create_parents(kRoot + path + "/x");
   }
   // A node named like a lock node that no session owns.
   std::string orphan_node(const std::string& dir) {
     raw_->create_parents(dir + "/x");
-    return raw_->create(dir + "/_c_0b7c1a62-6f4a-4d1e-9a6c-2a8d1c0e4f55-lock-", "host=gone",
-                        CreateMode::persistent_sequential).path;
+    return raw_
+        ->create(dir + "/_c_0b7c1a62-6f4a-4d1e-9a6c-2a8d1c0e4f55-lock-", "host=gone",
+                 CreateMode::persistent_sequential)
+        .path;
   }
 
   std::vector<std::string> removed_by(const CleanOptions& base, CleanReport* report = nullptr) {
@@ -91,7 +93,8 @@ class CleanupTest : public ::testing::Test {
   FakeEnsemble ensemble_;
   std::shared_ptr<Faults> faults_ = std::make_shared<Faults>();
   // Counts listings: a hook that does nothing, for as many as a test makes.
-  test::FaultRule* children_rule_ = &faults_->on(OpKind::children).after([](auto&) {}).times(1'000'000);
+  test::FaultRule* children_rule_ =
+      &faults_->on(OpKind::children).after([](auto&) {}).times(1'000'000);
   std::unique_ptr<Client> client_;
   std::shared_ptr<Keeper> raw_;
 };
@@ -137,14 +140,14 @@ TEST_F(CleanupTest, RemovesOnlyItsOwnEmptyDirectoriesAndNoLiveLock) {
   foreign_tree();
   const auto orphan = orphan_node(locks.path_for("orphaned"));
   raw_->create(kRoot + "/settings", "someone's data");  // not a lock directory: kept
-  raw_->create(kRoot + "/unmarked");                  // empty, but not ours: kept
+  raw_->create(kRoot + "/unmarked");                    // empty, but not ours: kept
 
   auto held = locks.semaphore_mutex("held");
   ASSERT_TRUE(held->try_acquire());
   auto waiter = locks.semaphore_mutex("held");
   std::thread waiting([&] { EXPECT_TRUE(waiter->try_acquire_for(kWait)); });
-  ASSERT_TRUE(test::wait_children(*raw_, locks.path_for("held"),
-                                  [](const auto& names) { return names.size() == 2; }, kWait));
+  ASSERT_TRUE(test::wait_children(
+      *raw_, locks.path_for("held"), [](const auto& names) { return names.size() == 2; }, kWait));
 
   CleanReport report;
   const auto removed = removed_by({}, &report);
@@ -159,8 +162,8 @@ TEST_F(CleanupTest, RemovesOnlyItsOwnEmptyDirectoriesAndNoLiveLock) {
   EXPECT_TRUE(ensemble_.exists_now(kRoot + "/settings"));
   EXPECT_EQ(ensemble_.data_now(kRoot + "/settings"), "someone's data");
   EXPECT_TRUE(ensemble_.exists_now(kRoot + "/unmarked"));
-  for (const char* path : {"/admin/delete_topics", "/brokers/ids", "/config/changes",
-                           "/isr_change_notification"})
+  for (const char* path :
+       {"/admin/delete_topics", "/brokers/ids", "/config/changes", "/isr_change_notification"})
     EXPECT_TRUE(ensemble_.exists_now(kRoot + path)) << path;
   EXPECT_TRUE(ensemble_.exists_now(kRoot));  // the root is the caller's
   ASSERT_EQ(ensemble_.children_now(locks.path_for("held")).size(), 2u);
@@ -229,8 +232,9 @@ TEST_F(CleanupTest, DryRunReportsTheSamePathsAndRemovesNothing) {
   EXPECT_EQ(real.empty_directories, dry.empty_directories);
   EXPECT_EQ(real.empty_directories, 9u);
   EXPECT_EQ(real.foreign_lock_nodes, 1u);
-  EXPECT_EQ(ensemble_.children_now(kRoot),
-            (std::vector<std::string>{"admin", "brokers", "c", "config", "isr_change_notification"}));
+  EXPECT_EQ(
+      ensemble_.children_now(kRoot),
+      (std::vector<std::string>{"admin", "brokers", "c", "config", "isr_change_notification"}));
 }
 
 TEST_F(CleanupTest, WorksPageByPageOnABigDirectory) {
@@ -322,9 +326,9 @@ TEST_F(CleanupTest, ScanShowsHolderWaitersAndKey) {
       EXPECT_TRUE(waiters[i]->try_acquire_for(kWait));
       EXPECT_TRUE(waiters[i]->release());
     });
-    ASSERT_TRUE(test::wait_children(*raw_, locks.path_for("sha256:9f86"),
-                                    [i](const auto& names) { return names.size() == 2u + i; },
-                                    kWait));
+    ASSERT_TRUE(test::wait_children(
+        *raw_, locks.path_for("sha256:9f86"),
+        [i](const auto& names) { return names.size() == 2u + i; }, kWait));
   }
   auto other = locks.mutex("plain");
   ASSERT_TRUE(other->try_acquire());

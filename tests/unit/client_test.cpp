@@ -5,9 +5,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <initializer_list>
 #include <map>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -20,10 +20,10 @@
 #include <spdlog/logger.h>
 
 #include "background_remover.hpp"
+#include "client_internals.hpp"
 #include "support/fake_keeper.hpp"
 #include "support/waits.hpp"
 #include "zkr/client.hpp"
-#include "client_internals.hpp"
 
 namespace zkr {
 namespace {
@@ -47,10 +47,10 @@ std::future<T> ready(T value) {
 struct Nodes {
   std::mutex mutex;
   std::condition_variable changed;
-  std::set<std::string> paths{"/"};        // guarded by mutex
-  std::deque<Errc> remove_failures;        // guarded by mutex: next removes fail so
-  std::map<std::string, Errc> refused;     // guarded by mutex: creates of these fail so
-  int removes = 0;                         // guarded by mutex: remove requests seen
+  std::set<std::string> paths{"/"};     // guarded by mutex
+  std::deque<Errc> remove_failures;     // guarded by mutex: next removes fail so
+  std::map<std::string, Errc> refused;  // guarded by mutex: creates of these fail so
+  int removes = 0;                      // guarded by mutex: remove requests seen
 
   bool contains(const std::string& p) {
     std::lock_guard lock(mutex);
@@ -80,7 +80,9 @@ class ScriptedKeeper : public Keeper {
  public:
   ScriptedKeeper(KeeperConfig keeper_config, SessionCallback on_state, std::int64_t id,
                  std::shared_ptr<Nodes> nodes)
-      : config(std::move(keeper_config)), on_state_(std::move(on_state)), id_(id),
+      : config(std::move(keeper_config)),
+        on_state_(std::move(on_state)),
+        id_(id),
         nodes_(std::move(nodes)) {}
 
   // What the C client's event thread would do.
@@ -172,9 +174,8 @@ class Factory {
   KeeperFactory make() {
     return [this](const KeeperConfig& config, SessionCallback on_state) {
       std::lock_guard lock(mutex_);
-      auto k = std::make_shared<ScriptedKeeper>(config, std::move(on_state),
-                                                0x100 + static_cast<std::int64_t>(built_.size()),
-                                                nodes);
+      auto k = std::make_shared<ScriptedKeeper>(
+          config, std::move(on_state), 0x100 + static_cast<std::int64_t>(built_.size()), nodes);
       built_.push_back(k);
       cv_.notify_all();
       return k;
@@ -914,7 +915,8 @@ TEST(RemoveInBackground, ByNamePrefixDeletesTheProtectedNode) {
   Client client(options_for(factory));
   factory.keeper(0)->report(S::connected);
   ASSERT_TRUE(client.block_until_connected(kWait));
-  detail::ClientInternals::remove_in_background(client, "/a/_c_1234-lock-", 1, /*by_name_prefix=*/true);
+  detail::ClientInternals::remove_in_background(client, "/a/_c_1234-lock-", 1,
+                                                /*by_name_prefix=*/true);
   EXPECT_TRUE(factory.nodes->wait_gone("/a/_c_1234-lock-0000000003"));
   EXPECT_TRUE(factory.nodes->contains("/a/_c_9999-lock-0000000004"));
 }
@@ -931,7 +933,8 @@ TEST(RemoveInBackground, NothingToDoForAnEndedSession) {
   second->report(S::connected);
   ASSERT_TRUE(client.block_until_connected(kWait));
   ASSERT_EQ(client.session_epoch(), 2u);
-  detail::ClientInternals::remove_in_background(client, "/a/n1", 1);  // epoch 1 is over: its ephemerals went with it
+  detail::ClientInternals::remove_in_background(client, "/a/n1",
+                                                1);  // epoch 1 is over: its ephemerals went with it
   EXPECT_FALSE(factory.nodes->wait_removes(1, 100ms));
   EXPECT_TRUE(factory.nodes->contains("/a/n1"));
 }

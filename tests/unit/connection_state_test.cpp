@@ -57,8 +57,8 @@ TEST(ConnectionStateMachine, NoDuplicateAnnouncements) {
   Driver d;
   d << S::connected << S::connected << S::connecting << S::connecting << S::connecting
     << S::connected << S::connected << S::connecting << S::connected;
-  EXPECT_EQ(d.announced, (std::vector<C>{C::connected, C::suspended, C::reconnected,
-                                         C::suspended, C::reconnected}));
+  EXPECT_EQ(d.announced, (std::vector<C>{C::connected, C::suspended, C::reconnected, C::suspended,
+                                         C::reconnected}));
 }
 
 TEST(ConnectionStateMachine, ExpiredIsLostAndAsksForANewSession) {
@@ -69,8 +69,7 @@ TEST(ConnectionStateMachine, ExpiredIsLostAndAsksForANewSession) {
   EXPECT_FALSE(d.machine.is_connected());
   // The new session: connecting says nothing (still lost), connected is reconnected.
   d << S::connecting << S::connected;
-  EXPECT_EQ(d.announced,
-            (std::vector<C>{C::connected, C::suspended, C::lost, C::reconnected}));
+  EXPECT_EQ(d.announced, (std::vector<C>{C::connected, C::suspended, C::lost, C::reconnected}));
   EXPECT_EQ(d.new_sessions, 1);
 }
 
@@ -147,8 +146,8 @@ TEST(ConnectionStateMachine, ReadOnly) {
   EXPECT_EQ(d.announced, (std::vector<C>{C::read_only, C::connected}));
   // ...and later ones "reconnected", from read_only or suspended alike.
   d << S::connected_read_only << S::connected << S::connecting << S::connected_read_only;
-  EXPECT_EQ(d.announced, (std::vector<C>{C::read_only, C::connected, C::read_only,
-                                         C::reconnected, C::suspended, C::read_only}));
+  EXPECT_EQ(d.announced, (std::vector<C>{C::read_only, C::connected, C::read_only, C::reconnected,
+                                         C::suspended, C::read_only}));
   d << S::connected_read_only;
   EXPECT_EQ(d.announced.size(), 6u);
 }

@@ -46,17 +46,16 @@ TEST(Errc, ConvertsToStdErrorCode) {
 }
 
 TEST(Errc, ConnectionErrorsAreExactlyTheLinkAndSessionOnes) {
-  std::set<Errc> expected{Errc::connection_loss, Errc::operation_timeout,
-                          Errc::session_expired, Errc::session_moved,
-                          Errc::invalid_state,   Errc::closing,
+  std::set<Errc> expected{Errc::connection_loss,     Errc::operation_timeout, Errc::session_expired,
+                          Errc::session_moved,       Errc::invalid_state,     Errc::closing,
                           Errc::ssl_connection_error};
   for (const Errc e : kAllErrc)
     EXPECT_EQ(is_connection_error(e), expected.count(e) == 1) << errc_name(e);
 }
 
 TEST(Errc, OnlyTransientErrorsAreRetryable) {
-  std::set<Errc> expected{Errc::connection_loss, Errc::operation_timeout,
-                          Errc::session_moved, Errc::throttled_op};
+  std::set<Errc> expected{Errc::connection_loss, Errc::operation_timeout, Errc::session_moved,
+                          Errc::throttled_op};
   for (const Errc e : kAllErrc) EXPECT_EQ(is_retryable(e), expected.count(e) == 1) << errc_name(e);
   // The ones a retry must never paper over.
   EXPECT_FALSE(is_retryable(Errc::no_auth));

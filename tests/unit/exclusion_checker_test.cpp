@@ -31,9 +31,7 @@ TEST(ExclusionChecker, DisjointIntervalsWithGrowingTokensPass) {
   EXPECT_TRUE(report.examples.empty());
 }
 
-TEST(ExclusionChecker, AnEmptyRunPasses) {
-  EXPECT_TRUE(check_exclusion({}, 0, 0).ok());
-}
+TEST(ExclusionChecker, AnEmptyRunPasses) { EXPECT_TRUE(check_exclusion({}, 0, 0).ok()); }
 
 TEST(ExclusionChecker, OverlapIsReported) {
   const auto report = check_exclusion({held(0, 10, 1, 100), held(5, 15, 2, 200)}, 2, 2);
@@ -125,18 +123,20 @@ TEST(ExclusionChecker, ReportSaysWhetherExclusionHeld) {
 
 // ---- A read/write lock's shared holds (kind "read").
 
-HolderInterval read(std::int64_t enter, std::int64_t exit, std::int64_t token, std::int64_t pid = 300) {
+HolderInterval read(std::int64_t enter, std::int64_t exit, std::int64_t token,
+                    std::int64_t pid = 300) {
   return {pid, pid + 1, enter, exit, token, "read"};
 }
-HolderInterval write(std::int64_t enter, std::int64_t exit, std::int64_t token, std::int64_t pid = 400) {
+HolderInterval write(std::int64_t enter, std::int64_t exit, std::int64_t token,
+                     std::int64_t pid = 400) {
   return {pid, pid + 1, enter, exit, token, "write"};
 }
 
 TEST(ExclusionChecker, ReadersMayShareAndCountNoIncrement) {
   // Readers with tokens in any order among themselves, between writers.
-  const auto report = check_exclusion(
-      {write(0, 10, 1), read(11, 30, 5, 1), read(12, 20, 3, 2), read(15, 25, 4, 3), write(31, 40, 6)},
-      2, 2);
+  const auto report = check_exclusion({write(0, 10, 1), read(11, 30, 5, 1), read(12, 20, 3, 2),
+                                       read(15, 25, 4, 3), write(31, 40, 6)},
+                                      2, 2);
   EXPECT_TRUE(report.ok()) << format_report(report);
   EXPECT_EQ(report.shared_intervals, 3u);
   EXPECT_EQ(report.most_shared_at_once, 3u);
@@ -146,7 +146,8 @@ TEST(ExclusionChecker, ReadersMayShareAndCountNoIncrement) {
 TEST(ExclusionChecker, AReaderBesideAWriterIsAnOverlapEitherWayRound) {
   const auto reader_late = check_exclusion({write(0, 10, 1), read(5, 15, 2)}, 1, 1);
   EXPECT_EQ(reader_late.overlaps, 1u) << format_report(reader_late);
-  const auto writer_late = check_exclusion({read(0, 10, 1), read(1, 30, 2, 9), write(20, 25, 3)}, 1, 1);
+  const auto writer_late =
+      check_exclusion({read(0, 10, 1), read(1, 30, 2, 9), write(20, 25, 3)}, 1, 1);
   EXPECT_EQ(writer_late.overlaps, 1u) << format_report(writer_late);
   EXPECT_NE(examples_of(writer_late).find("held the lock"), std::string::npos);
 }
@@ -154,7 +155,8 @@ TEST(ExclusionChecker, AReaderBesideAWriterIsAnOverlapEitherWayRound) {
 TEST(ExclusionChecker, TokensOfSharedHoldsExceedTheLastWritersAndAWritersExceedAll) {
   const auto reader_below = check_exclusion({write(0, 10, 5), read(11, 20, 4)}, 1, 1);
   EXPECT_EQ(reader_below.token_inversions, 1u) << format_report(reader_below);
-  const auto writer_below = check_exclusion({read(0, 10, 7), read(1, 10, 3, 9), write(11, 20, 6)}, 1, 1);
+  const auto writer_below =
+      check_exclusion({read(0, 10, 7), read(1, 10, 3, 9), write(11, 20, 6)}, 1, 1);
   EXPECT_EQ(writer_below.token_inversions, 1u) << format_report(writer_below);
 }
 

@@ -244,7 +244,8 @@ TEST(FakeKeeper, InvalidArgumentsThrowBeforeAnythingIsSent) {
   FakeEnsemble ensemble;
   auto k = ensemble.connect();
   const auto zxid = ensemble.last_zxid();
-  EXPECT_THROW((void)k->async_create("relative", "", CreateMode::persistent), std::invalid_argument);
+  EXPECT_THROW((void)k->async_create("relative", "", CreateMode::persistent),
+               std::invalid_argument);
   EXPECT_THROW((void)k->async_create("/a/", "", CreateMode::persistent), std::invalid_argument);
   EXPECT_THROW((void)k->async_create("/a//b", "", CreateMode::persistent), std::invalid_argument);
   EXPECT_THROW((void)k->async_create("/zookeeper/x", "", CreateMode::persistent),
@@ -266,8 +267,7 @@ TEST(FakeKeeper, InvalidArgumentsThrowBeforeAnythingIsSent) {
   EXPECT_THROW((void)k->async_children("/a/./b"), std::invalid_argument);
   EXPECT_THROW((void)k->async_exists("no-slash"), std::invalid_argument);
   EXPECT_THROW((void)k->async_sync("/a/"), std::invalid_argument);
-  EXPECT_THROW((void)k->async_multi({create_op("/ok"), remove_op("bad")}),
-               std::invalid_argument);
+  EXPECT_THROW((void)k->async_multi({create_op("/ok"), remove_op("bad")}), std::invalid_argument);
   CreateOptions good_ttl;
   good_ttl.ttl = 10ms;
   EXPECT_THROW((void)k->async_multi({create_op("/t", CreateMode::persistent_with_ttl, good_ttl)}),
@@ -530,7 +530,8 @@ TEST(FakeKeeper, DisconnectLosesPendingRepliesAndHoldsEventsUntilReconnect) {
   a->exists("/d", log.watcher("a"));
   a->create("/p");
   gate.block_event_thread(*b, "/gate");
-  auto applied = a->async_create("/p/x", "", CreateMode::persistent);  // applied; its reply is still queued
+  auto applied =
+      a->async_create("/p/x", "", CreateMode::persistent);  // applied; its reply is still queued
   auto watched = a->async_get("/p", log.watcher("lost-watch"));
   ensemble.disconnect(a->session_id());
   gate.open();

@@ -104,14 +104,14 @@ TEST_F(FaultKeeperTest, FailNeverReachesTheServer) {
 TEST_F(FaultKeeperTest, LoseReplyAfterApplyFiresTheStatedNumberOfTimes) {
   keeper->create("/locks");
   auto& rule = faults->on(OpKind::create, "/locks/").lose_reply_after_apply().times(2);
-  EXPECT_EQ(keeper->try_create("/locks/a", "", CreateMode::ephemeral).error(), Errc::connection_loss);
+  EXPECT_EQ(keeper->try_create("/locks/a", "", CreateMode::ephemeral).error(),
+            Errc::connection_loss);
   EXPECT_EQ(keeper->try_create("/locks/b-", "", CreateMode::ephemeral_sequential).error(),
             Errc::connection_loss);
   EXPECT_EQ(keeper->try_create("/locks/c").error(), Errc::ok);
   EXPECT_EQ(rule.fired(), 2);
   // The server applied both: the nodes exist though the caller heard nothing.
-  EXPECT_EQ(ensemble.children_now("/locks"),
-            (std::vector<std::string>{"a", "b-0000000001", "c"}));
+  EXPECT_EQ(ensemble.children_now("/locks"), (std::vector<std::string>{"a", "b-0000000001", "c"}));
 }
 
 TEST_F(FaultKeeperTest, LoseReplyPassesAnErrorReplyThrough) {
@@ -237,7 +237,8 @@ TEST_F(FaultKeeperTest, ARuleWithoutActionMatchesNothing) {
 
 TEST_F(FaultKeeperTest, InvalidPathsThrowWithoutUsingAFiring) {
   auto& rule = faults->on(OpKind::any).fail(Errc::connection_loss);
-  EXPECT_THROW((void)keeper->async_create("bad", "", CreateMode::persistent), std::invalid_argument);
+  EXPECT_THROW((void)keeper->async_create("bad", "", CreateMode::persistent),
+               std::invalid_argument);
   EXPECT_THROW((void)keeper->async_get("/a/"), std::invalid_argument);
   EXPECT_THROW((void)keeper->async_multi({create_op("x")}), std::invalid_argument);
   EXPECT_THROW((void)keeper->async_remove("/zookeeper"), std::invalid_argument);

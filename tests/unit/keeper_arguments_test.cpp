@@ -310,10 +310,9 @@ TEST(KeeperArgumentsTest, ClientAndCKeeperShareTheAuthRule) {
     const DigestAuth auth{user, "pw"};
     const std::string expected = refusal_of([&] { detail::check_digest_auth(auth); });
     ASSERT_NE(expected, "(accepted)") << user;
-    EXPECT_EQ(refusal_of([&] {
-                (void)connect_keeper(config_for("127.0.0.1:1", "", auth), nullptr);
-              }),
-              expected);
+    EXPECT_EQ(
+        refusal_of([&] { (void)connect_keeper(config_for("127.0.0.1:1", "", auth), nullptr); }),
+        expected);
     ClientOptions options;
     options.connect_string = "127.0.0.1:2181";
     options.auth = auth;

@@ -8,9 +8,9 @@
 
 #include <atomic>
 
+#include "client_internals.hpp"
 #include "directory_registry.hpp"
 #include "lock_fixture.hpp"
-#include "client_internals.hpp"
 
 namespace zkr {
 namespace {
@@ -25,7 +25,9 @@ class DirectoryRegistryTest : public LockUnitTest<InterProcessMutex> {
     options.directory_grace = g;
     return options;
   }
-  static detail::DirectoryRegistry& registry(Contender& c) { return *detail::ClientInternals::directory_registry(*c.client); }
+  static detail::DirectoryRegistry& registry(Contender& c) {
+    return *detail::ClientInternals::directory_registry(*c.client);
+  }
 
   // Writes (zxids used up) by n acquire+release cycles of `lock`.
   std::int64_t writes_of_cycles(InterProcessMutex& lock, int n) {

@@ -21,7 +21,8 @@ TEST(ForeignLockNodes, CuratorSemaphoreByItsLocksAndLeasesChildren) {
   EXPECT_EQ(found->protocol, ForeignProtocol::curator_semaphore);
   EXPECT_EQ(found->nodes, (std::vector<std::string>{"locks", "leases"}));
   EXPECT_EQ(found->description(),
-            "a semaphore, InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children locks/, leases/)");
+            "a semaphore, InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator "
+            "layout (children locks/, leases/)");
 }
 
 // Its internal mutex's "locks" comes first and its "leases" may outlive it
@@ -29,7 +30,9 @@ TEST(ForeignLockNodes, CuratorSemaphoreByItsLocksAndLeasesChildren) {
 TEST(ForeignLockNodes, EitherSemaphoreChildAloneIsEnough) {
   const auto locks = find_foreign_lock_nodes({"locks", kOurs});
   ASSERT_TRUE(locks);
-  EXPECT_EQ(locks->description(), "a semaphore, InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children locks/)");
+  EXPECT_EQ(locks->description(),
+            "a semaphore, InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator "
+            "layout (children locks/)");
   const auto leases = find_foreign_lock_nodes({"leases"});
   ASSERT_TRUE(leases);
   EXPECT_EQ(leases->protocol, ForeignProtocol::curator_semaphore);
@@ -41,18 +44,21 @@ TEST(ForeignLockNodes, CuratorReadWriteLockByItsWriteNode) {
   const auto found = find_foreign_lock_nodes({kOurs, write, "config"});
   ASSERT_TRUE(found);
   EXPECT_EQ(found->protocol, ForeignProtocol::read_write_lock);
-  EXPECT_EQ(found->description(), "a read/write lock, InterProcessReadWriteLock of Curator or zkrecipes (node " + write + ")");
+  EXPECT_EQ(
+      found->description(),
+      "a read/write lock, InterProcessReadWriteLock of Curator or zkrecipes (node " + write + ")");
 }
 
 TEST(ForeignLockNodes, CuratorReadWriteLockByItsReadNodes) {
-  const std::vector<std::string> children{"_c_b-__READ__0000000005", kOurs, "_c_a-__READ__0000000004",
-                                          "_c_c-__WRIT__0000000006"};
+  const std::vector<std::string> children{"_c_b-__READ__0000000005", kOurs,
+                                          "_c_a-__READ__0000000004", "_c_c-__WRIT__0000000006"};
   const auto found = find_foreign_lock_nodes(children);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->protocol, ForeignProtocol::read_write_lock);
   // In name order, whatever order the server listed them in.
-  EXPECT_EQ(found->nodes, (std::vector<std::string>{"_c_a-__READ__0000000004", "_c_b-__READ__0000000005",
-                                                    "_c_c-__WRIT__0000000006"}));
+  EXPECT_EQ(found->nodes,
+            (std::vector<std::string>{"_c_a-__READ__0000000004", "_c_b-__READ__0000000005",
+                                      "_c_c-__WRIT__0000000006"}));
   EXPECT_EQ(found->description(),
             "a read/write lock, InterProcessReadWriteLock of Curator or zkrecipes (node "
             "_c_a-__READ__0000000004 and 2 more)");
@@ -61,8 +67,8 @@ TEST(ForeignLockNodes, CuratorReadWriteLockByItsReadNodes) {
 // Names as the server makes them, however they were asked for: without
 // Curator's protection, and once the directory's counter has gone negative.
 TEST(ForeignLockNodes, ReadWriteNodesWithoutProtectionOrWithANegativeSequence) {
-  for (const std::string name : {"__WRIT__0000000000", "__READ__2147483647", "_c_g-__READ__-2147483648",
-                                 "_c_g-__WRIT__-000000001"})
+  for (const std::string name : {"__WRIT__0000000000", "__READ__2147483647",
+                                 "_c_g-__READ__-2147483648", "_c_g-__WRIT__-000000001"})
     EXPECT_TRUE(find_foreign_lock_nodes({name})) << name;
 }
 
@@ -77,15 +83,31 @@ TEST(ForeignLockNodes, SemaphoreIsReportedWhenBothProtocolsAreThere) {
 TEST(ForeignLockNodes, OtherNamesAreNotForeignLocks) {
   const std::vector<std::string> not_foreign{
       kOurs,
-      "lock-0000000002",                            // Curator's mutex without protection: ours
-      std::string(kLayoutNodeName),                 // a LockFactory's layout record
-      std::string(kProbePrefix) + new_guid(),       // the directory-removal proof's probe
-      "config", "zz-lock-not-a-number", "",
-      "lock", "lease", "leases2", "locks-", "my-locks", "Leases", "LOCKS", " leases", "leases ",
-      "_c_" + kGuid + "-lease-0000000001",          // a lease belongs in leases/, not here
-      "__WRIT__", "__READ__", "_c_g-__WRIT__", "_c_g-__WRIT__123", "_c_g-__READ__0000000003x",
-      "_c_g-__WRIT__00000000001234", "_c_g-__write__0000000003", "_c_g-__READ_0000000003",
-      "_c_g-__WRIT__lock-0000000001",               // ends as a lock node: one of our queue's
+      "lock-0000000002",                       // Curator's mutex without protection: ours
+      std::string(kLayoutNodeName),            // a LockFactory's layout record
+      std::string(kProbePrefix) + new_guid(),  // the directory-removal proof's probe
+      "config",
+      "zz-lock-not-a-number",
+      "",
+      "lock",
+      "lease",
+      "leases2",
+      "locks-",
+      "my-locks",
+      "Leases",
+      "LOCKS",
+      " leases",
+      "leases ",
+      "_c_" + kGuid + "-lease-0000000001",  // a lease belongs in leases/, not here
+      "__WRIT__",
+      "__READ__",
+      "_c_g-__WRIT__",
+      "_c_g-__WRIT__123",
+      "_c_g-__READ__0000000003x",
+      "_c_g-__WRIT__00000000001234",
+      "_c_g-__write__0000000003",
+      "_c_g-__READ_0000000003",
+      "_c_g-__WRIT__lock-0000000001",  // ends as a lock node: one of our queue's
       "_c_g-__READ__0000000001-config"};
   for (const auto& name : not_foreign)
     EXPECT_FALSE(find_foreign_lock_nodes({name})) << '"' << name << '"';
@@ -106,7 +128,8 @@ TEST(ForeignLockNodes, ToAReadWriteLockTheMutexQueueIsForeign) {
   EXPECT_EQ(found->nodes, (std::vector<std::string>{kOurs, "lock-0000000009"}));
   EXPECT_EQ(found->description(),
             "a mutex, InterProcessMutex of Curator or zkrecipes or zkrecipes' "
-            "InterProcessSemaphoreMutex (node " + kOurs + " and 1 more)");
+            "InterProcessSemaphoreMutex (node " +
+                kOurs + " and 1 more)");
   const auto semaphore = find_foreign_lock_nodes({read, "leases"}, QueueFamily::read_write);
   ASSERT_TRUE(semaphore);
   EXPECT_EQ(semaphore->protocol, ForeignProtocol::curator_semaphore);

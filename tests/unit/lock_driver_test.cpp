@@ -23,8 +23,8 @@ TEST(LockDriver, GuidsAreFreshAndWellFormed) {
 
 TEST(LockDriver, SequenceIsTheNumberAfterTheLastLockName) {
   EXPECT_EQ(lock_sequence("_c_abc-lock-0000000042"), 42);
-  EXPECT_EQ(lock_sequence("lock-0000000007"), 7);             // unprotected (Curator without protection)
-  EXPECT_EQ(lock_sequence("_c_x-lock-y-lock-0000000003"), 3);  // the last "lock-" counts
+  EXPECT_EQ(lock_sequence("lock-0000000007"), 7);  // unprotected (Curator without protection)
+  EXPECT_EQ(lock_sequence("_c_x-lock-y-lock-0000000003"), 3);          // the last "lock-" counts
   EXPECT_EQ(lock_sequence("_c_abc-lock--2147483648"), -2147483648LL);  // overflowed counter
   EXPECT_EQ(lock_sequence("leases"), std::nullopt);
   EXPECT_EQ(lock_sequence("_c_abc-lock-"), std::nullopt);
@@ -33,9 +33,9 @@ TEST(LockDriver, SequenceIsTheNumberAfterTheLastLockName) {
 }
 
 TEST(LockDriver, SortsBySequenceNotByNameAndDropsForeignChildren) {
-  const std::vector<std::string> children{
-      "_c_zzz-lock-0000000003", "config", "_c_aaa-lock-0000000010",
-      "_c_mmm-lock-0000000001", "lock-0000000002",  "readme-lock-x"};
+  const std::vector<std::string> children{"_c_zzz-lock-0000000003", "config",
+                                          "_c_aaa-lock-0000000010", "_c_mmm-lock-0000000001",
+                                          "lock-0000000002",        "readme-lock-x"};
   EXPECT_EQ(sorted_lock_nodes(children),
             (std::vector<std::string>{"_c_mmm-lock-0000000001", "lock-0000000002",
                                       "_c_zzz-lock-0000000003", "_c_aaa-lock-0000000010"}));
@@ -60,7 +60,8 @@ TEST(LockDriver, FindsOurProtectedNodeByGuidOnly) {
 }
 
 TEST(LockDriver, FirstNodeHolds) {
-  const auto position = queue_position({"a-lock-0000000001", "b-lock-0000000002"}, "a-lock-0000000001");
+  const auto position =
+      queue_position({"a-lock-0000000001", "b-lock-0000000002"}, "a-lock-0000000001");
   EXPECT_TRUE(position.found);
   EXPECT_TRUE(position.holds);
   EXPECT_TRUE(position.lower.empty());
@@ -128,7 +129,8 @@ TEST(ReadWriteDriver, AWriterWaitsForEveryoneBeforeIt) {
   const auto w3 = queue_position(kMixedQueue, "w3-__WRIT__0000000003", QueueKind::write);
   EXPECT_FALSE(w3.holds);
   EXPECT_EQ(w3.lower, (std::vector<std::string>{"r1-__READ__0000000001", "r2-__READ__0000000002"}));
-  EXPECT_TRUE(queue_position({"w3-__WRIT__0000000003"}, "w3-__WRIT__0000000003", QueueKind::write).holds);
+  EXPECT_TRUE(
+      queue_position({"w3-__WRIT__0000000003"}, "w3-__WRIT__0000000003", QueueKind::write).holds);
 }
 
 // A reader whose thread holds the write lock (its node first) is granted at
@@ -136,19 +138,20 @@ TEST(ReadWriteDriver, AWriterWaitsForEveryoneBeforeIt) {
 TEST(ReadWriteDriver, DowngradeIsGrantedThroughTheHeldWriteNode) {
   const std::vector<std::string> queue{"w1-__WRIT__0000000001", "r2-__READ__0000000002",
                                        "r3-__READ__0000000003"};
-  const auto plain = queue_position(queue, "r3-__READ__0000000003", QueueKind::read,
-                                    "w1-__WRIT__0000000001");
+  const auto plain =
+      queue_position(queue, "r3-__READ__0000000003", QueueKind::read, "w1-__WRIT__0000000001");
   EXPECT_TRUE(plain.holds);
   EXPECT_FALSE(plain.ahead_of_writers);
   const std::vector<std::string> behind{"w1-__WRIT__0000000001", "w2-__WRIT__0000000002",
                                         "r3-__READ__0000000003"};
-  const auto pinned = queue_position(behind, "r3-__READ__0000000003", QueueKind::read,
-                                     "w1-__WRIT__0000000001");
+  const auto pinned =
+      queue_position(behind, "r3-__READ__0000000003", QueueKind::read, "w1-__WRIT__0000000001");
   EXPECT_TRUE(pinned.holds);
   EXPECT_TRUE(pinned.ahead_of_writers);
   // The write node gone (lost): no exemption, the reader waits like anyone.
-  const auto lost = queue_position({"w2-__WRIT__0000000002", "r3-__READ__0000000003"},
-                                   "r3-__READ__0000000003", QueueKind::read, "w1-__WRIT__0000000001");
+  const auto lost =
+      queue_position({"w2-__WRIT__0000000002", "r3-__READ__0000000003"}, "r3-__READ__0000000003",
+                     QueueKind::read, "w1-__WRIT__0000000001");
   EXPECT_FALSE(lost.holds);
   EXPECT_EQ(lost.lower, std::vector<std::string>{"w2-__WRIT__0000000002"});
 }

@@ -99,15 +99,15 @@ TEST_F(LockFactoryTest, HashedLayoutIsStableAndSpreadsKeysEvenly) {
   LockFactory locks(client(), "/app/locks", LockLayout::hashed(256));
   // A key's bucket must never change between processes or releases.
   EXPECT_EQ(locks.path_for("train-1"), locks.bucket_for("train-1") + "/train-1");
-  EXPECT_EQ(locks.bucket_for("train-1"), LockFactory(client(), "/app/locks", LockLayout::hashed(256))
-                                             .bucket_for("train-1"));
+  EXPECT_EQ(locks.bucket_for("train-1"),
+            LockFactory(client(), "/app/locks", LockLayout::hashed(256)).bucket_for("train-1"));
   std::map<std::string, int> load;
   constexpr int kKeys = 256 * 100;
   for (int i = 0; i < kKeys; ++i) ++load[locks.bucket_for("key-" + std::to_string(i))];
   EXPECT_EQ(load.size(), 256u);
   for (const auto& [bucket, n] : load) {
     EXPECT_EQ(bucket.size(), std::string("/app/locks/xx").size()) << bucket;
-    EXPECT_GT(n, 50) << bucket;   // mean 100: a bad hash would pile keys up
+    EXPECT_GT(n, 50) << bucket;  // mean 100: a bad hash would pile keys up
     EXPECT_LT(n, 160) << bucket;
   }
 }
@@ -131,7 +131,6 @@ TEST_F(LockFactoryTest, LocksByKeyExcludeEachOther) {
   c->release();
   EXPECT_TRUE(ensemble_.children_now(locks.path_for("order/42")).empty());
 }
-
 
 // The first lock a factory makes records its layout under the root; a factory
 // with the same layout agrees, one with another refuses (naming the root, the
@@ -168,7 +167,7 @@ TEST_F(LockFactoryTest, ADifferentLayoutOnTheSameRootIsRefused) {
   EXPECT_THROW((void)other.multi_lock({"x", "y"}), LayoutMismatch);
   EXPECT_THROW(other.check_layout(), LayoutMismatch);
   EXPECT_THROW((void)LockFactory(client(), "/app/locks").mutex("x"), LayoutMismatch);  // flat
-  EXPECT_EQ(ensemble_.data_now(record), "zkr-lock-layout v1 hashed 16");  // untouched
+  EXPECT_EQ(ensemble_.data_now(record), "zkr-lock-layout v1 hashed 16");               // untouched
   // Another root is another record.
   EXPECT_NO_THROW((void)LockFactory(client(), "/app/other", LockLayout::hashed(64)).mutex("x"));
 }

@@ -62,8 +62,8 @@ class LockUnitTest : public ::testing::Test {
 
   // Waits until n lock nodes queue in the directory.
   bool wait_queue_length(std::size_t n) {
-    return test::wait_children(raw(), kDir, [n](const auto& names) { return names.size() == n; },
-                               kWait);
+    return test::wait_children(
+        raw(), kDir, [n](const auto& names) { return names.size() == n; }, kWait);
   }
 
   std::int64_t session_of(Contender& c) { return c.client->keeper()->session_id(); }

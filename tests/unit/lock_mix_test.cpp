@@ -69,7 +69,8 @@ TYPED_TEST(LockMixTest, CuratorSemaphoreChildrenRefuseEveryAcquireForm) {
   const auto start = std::chrono::steady_clock::now();
   const std::string text = this->refused(*lock, [&] { return lock->try_acquire(); });
   EXPECT_THAT(text, HasSubstr(kDir));
-  EXPECT_THAT(text, HasSubstr("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator layout (children locks/, leases/)"));
+  EXPECT_THAT(text, HasSubstr("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' "
+                              "Curator layout (children locks/, leases/)"));
   (void)this->refused(*lock, [&] { return lock->try_acquire_for(kWait); });
   (void)this->refused(*lock, [&] { return lock->acquire(), true; });
   EXPECT_LT(std::chrono::steady_clock::now() - start, kWait / 2) << "it waited";
@@ -87,7 +88,8 @@ TYPED_TEST(LockMixTest, EitherSemaphoreChildAloneRefuses) {
     this->put_children(dir, {child});
     auto& a = this->contender();
     TypeParam lock(*a.client, dir);
-    EXPECT_THAT(this->refused(lock, [&] { return lock.try_acquire_for(kWait); }, dir),
+    EXPECT_THAT(this->refused(
+                    lock, [&] { return lock.try_acquire_for(kWait); }, dir),
                 HasSubstr("(children " + child + "/)"));
     EXPECT_EQ(this->ensemble_.children_now(dir), std::vector<std::string>{child});
   }
@@ -99,8 +101,11 @@ TYPED_TEST(LockMixTest, CuratorReadWriteLockNodesRefuse) {
     this->put_children(dir, {node});
     auto& a = this->contender();
     TypeParam lock(*a.client, dir);
-    EXPECT_THAT(this->refused(lock, [&] { return lock.try_acquire_for(kWait); }, dir),
-                HasSubstr("a read/write lock, InterProcessReadWriteLock of Curator or zkrecipes (node " + node + ")"));
+    EXPECT_THAT(
+        this->refused(
+            lock, [&] { return lock.try_acquire_for(kWait); }, dir),
+        HasSubstr("a read/write lock, InterProcessReadWriteLock of Curator or zkrecipes (node " +
+                  node + ")"));
     EXPECT_EQ(this->ensemble_.children_now(dir), std::vector<std::string>{node});
     EXPECT_TRUE(this->no_ephemerals_of(a));
   }
@@ -122,7 +127,8 @@ TYPED_TEST(LockMixTest, ForeignNodesArrivingWhileWeWaitRefuseTheGrant) {
     came.open();
   });
   std::string text;
-  std::thread waiter([&] { text = this->refused(*waiting, [&] { return waiting->try_acquire_for(kWait); }); });
+  std::thread waiter(
+      [&] { text = this->refused(*waiting, [&] { return waiting->try_acquire_for(kWait); }); });
   ASSERT_TRUE(came.wait(kWait));
   EXPECT_TRUE(held->release());
   waiter.join();
@@ -145,7 +151,8 @@ TYPED_TEST(LockMixTest, AFailedProofListingIsMadeAgainBeforeTheGrant) {
   });
   auto& lost = w.faults->on(OpKind::children, kDir).fail(Errc::connection_loss);
   std::string text;
-  std::thread waiter([&] { text = this->refused(*waiting, [&] { return waiting->try_acquire_for(kWait); }); });
+  std::thread waiter(
+      [&] { text = this->refused(*waiting, [&] { return waiting->try_acquire_for(kWait); }); });
   ASSERT_TRUE(came.wait(kWait));
   EXPECT_TRUE(held->release());
   waiter.join();
@@ -170,9 +177,11 @@ TYPED_TEST(LockMixTest, EveryWaiterOfALongerQueueRefuses) {
     came.open();
   });
   std::string text1, text2;
-  std::thread t1([&] { text1 = this->refused(*first, [&] { return first->try_acquire_for(kWait); }); });
+  std::thread t1(
+      [&] { text1 = this->refused(*first, [&] { return first->try_acquire_for(kWait); }); });
   ASSERT_TRUE(this->wait_queue_length(2));
-  std::thread t2([&] { text2 = this->refused(*second, [&] { return second->try_acquire_for(kWait); }); });
+  std::thread t2(
+      [&] { text2 = this->refused(*second, [&] { return second->try_acquire_for(kWait); }); });
   ASSERT_TRUE(came.wait(kWait));
   EXPECT_TRUE(held->release());
   t1.join();
@@ -203,7 +212,11 @@ TYPED_TEST(LockMixTest, TheListingThatRecoversALostCreateIsCheckedToo) {
 TYPED_TEST(LockMixTest, OtherChildrenAreStillIgnored) {
   const std::vector<std::string> others{std::string(kLayoutNodeName),
                                         std::string(detail::kProbePrefix) + detail::new_guid(),
-                                        "config", "lease", "locks2", "my-leases", "__WRIT__",
+                                        "config",
+                                        "lease",
+                                        "locks2",
+                                        "my-leases",
+                                        "__WRIT__",
                                         "_c_g-__READ__12"};
   this->put_children(kDir, others);
   auto lock = this->lock_for(this->contender());
@@ -221,7 +234,8 @@ TEST_F(LockMixOfMutexTest, MultiLockIsRefusedWholeAndGivesBackWhatItTook) {
   this->put_children(other, {"leases"});
   auto& a = this->contender();
   MultiLock both(*a.client, {other, kDir});
-  EXPECT_THAT(this->refused(both, [&] { return both.try_acquire_for(kWait); }, other),
+  EXPECT_THAT(this->refused(
+                  both, [&] { return both.try_acquire_for(kWait); }, other),
               HasSubstr("InterProcessSemaphoreV2"));
   EXPECT_FALSE(both.is_acquired_in_this_process());
   EXPECT_TRUE(this->lock_nodes().empty()) << "the first lock was not given back";
@@ -236,8 +250,12 @@ TEST_F(LockMixOfMutexTest, LockFactoryLocksRefuseToo) {
   this->put_children(dir, {kReadNode});
   auto mutex = factory.mutex("orders/42");
   auto semaphore_mutex = factory.semaphore_mutex("orders/42");
-  EXPECT_THAT(this->refused(*mutex, [&] { return mutex->try_acquire(); }, dir), HasSubstr(kReadNode));
-  EXPECT_THAT(this->refused(*semaphore_mutex, [&] { return semaphore_mutex->try_acquire(); }, dir), HasSubstr(kReadNode));
+  EXPECT_THAT(this->refused(
+                  *mutex, [&] { return mutex->try_acquire(); }, dir),
+              HasSubstr(kReadNode));
+  EXPECT_THAT(this->refused(
+                  *semaphore_mutex, [&] { return semaphore_mutex->try_acquire(); }, dir),
+              HasSubstr(kReadNode));
   EXPECT_EQ(this->ensemble_.children_now(dir), std::vector<std::string>{kReadNode});
 }
 

@@ -61,7 +61,8 @@ TYPED_TEST(LockUnitTest, DataWrittenIntoAWaitingNodeNeverSkipsTheHolder) {
   });
   ASSERT_TRUE(this->wait_queue_length(3));
   const std::string middle_node = kDir + "/" + this->queue()[1];
-  for (const char* forged : {"x\nheld", "\nheld", "held", "__REVOKE__"}) this->raw().set(middle_node, forged);
+  for (const char* forged : {"x\nheld", "\nheld", "held", "__REVOKE__"})
+    this->raw().set(middle_node, forged);
   this->raw().remove(middle_node);
   ASSERT_TRUE(this->ensemble_.wait_idle());
   EXPECT_FALSE(granted) << "a waiter skipped the holder";
@@ -77,8 +78,9 @@ TYPED_TEST(LockUnitTest, DataWrittenIntoAWaitingNodeNeverSkipsTheHolder) {
 TYPED_TEST(LockUnitTest, HolderTextWithAControlCharacterOrTooLongIsRefusedUpFront) {
   auto& a = this->contender();
   const auto before = this->ensemble_.last_zxid();
-  for (std::string bad : {std::string("x\nheld"), std::string("tab\there"), std::string("nul\0x", 5),
-                          std::string("del\x7f"), std::string(kMaxHolderIdLength + 1, 'h')}) {
+  for (std::string bad :
+       {std::string("x\nheld"), std::string("tab\there"), std::string("nul\0x", 5),
+        std::string("del\x7f"), std::string(kMaxHolderIdLength + 1, 'h')}) {
     LockOptions options;
     options.holder_id = bad;
     try {
@@ -157,7 +159,8 @@ TYPED_TEST(LockUnitTest, TheLostTokenStopsWhenTheFirstReplySaysTheNodeIsGone) {
   // Between the listing that grants the lock and the watch on our node,
   // someone deletes our node.
   a.faults->on(OpKind::children, kDir).after([&](auto&) {
-    for (const auto& name : this->ensemble_.children_now(kDir)) this->raw().remove(kDir + "/" + name);
+    for (const auto& name : this->ensemble_.children_now(kDir))
+      this->raw().remove(kDir + "/" + name);
   });
   ASSERT_TRUE(lock->try_acquire());
   Latch stopped;
@@ -229,7 +232,7 @@ TYPED_TEST(LockUnitTest, ACreateAppliedAfterWeGaveItUpIsDeletedNotQueued) {
   auto& a = this->contender();
   auto lock = this->lock_for(a);
   this->raw().create("/locks");  // so that the directory is made in the first round
-  std::string given_up;  // the protected prefix of the create that "failed"
+  std::string given_up;          // the protected prefix of the create that "failed"
   a.faults->on(OpKind::create, kDir + "/_c_").fail(Errc::connection_loss).after([&](auto& call) {
     given_up = call.path;
   });
@@ -250,11 +253,10 @@ TYPED_TEST(LockUnitTest, ACreateAppliedAfterWeGaveItUpIsDeletedNotQueued) {
   ASSERT_EQ(listings, 2);
   const auto ours = node_name(lock->lease().node_path());
   EXPECT_EQ(ours.find(node_name(given_up)), std::string::npos) << "the old name was used again";
-  ASSERT_TRUE(test::wait_children(this->raw(), kDir,
-                                  [&](const auto& names) {
-                                    return names == std::vector<std::string>{std::string(ours)};
-                                  },
-                                  kWait))
+  ASSERT_TRUE(test::wait_children(
+      this->raw(), kDir,
+      [&](const auto& names) { return names == std::vector<std::string>{std::string(ours)}; },
+      kWait))
       << "the late node was not deleted";
   lock->release();
   ASSERT_TRUE(this->wait_queue_length(0));
@@ -384,10 +386,12 @@ TEST_F(SemaphoreMutexSharingTest, AGrantNeverOverwritesAnotherAndReleasesGoOldes
   EXPECT_LT(first.fencing_token(), second->fencing_token());
   // The lost holder's write is refused; the new holder's goes through.
   auto& keeper = *a.client->keeper();
-  EXPECT_EQ(guarded_write(keeper, first, {op::Create{"/written-by-first", "", CreateMode::persistent, {}}})
+  EXPECT_EQ(guarded_write(keeper, first,
+                          {op::Create{"/written-by-first", "", CreateMode::persistent, {}}})
                 .error,
             Errc::no_node);
-  EXPECT_TRUE(guarded_write(keeper, *second, {op::Create{"/written-by-second", "", CreateMode::persistent, {}}})
+  EXPECT_TRUE(guarded_write(keeper, *second,
+                            {op::Create{"/written-by-second", "", CreateMode::persistent, {}}})
                   .ok());
   // The thread whose hold was lost releases: its own grant goes, not the new one.
   EXPECT_TRUE(shared->release());
@@ -400,8 +404,9 @@ TEST_F(SemaphoreMutexSharingTest, AGrantNeverOverwritesAnotherAndReleasesGoOldes
   EXPECT_FALSE(shared->release());
   ASSERT_TRUE(wait_queue_length(0));
   // A released lease is refused without a round trip.
-  EXPECT_EQ(guarded_write(keeper, *second, {op::Create{"/late", "", CreateMode::persistent, {}}}).error,
-            Errc::no_node);
+  EXPECT_EQ(
+      guarded_write(keeper, *second, {op::Create{"/late", "", CreateMode::persistent, {}}}).error,
+      Errc::no_node);
   EXPECT_FALSE(ensemble_.exists_now("/late"));
 }
 

@@ -27,9 +27,11 @@ TYPED_TEST(LockUnitTest, UncontendedAcquireUsesCuratorsNamesAndLeavesNothing) {
   EXPECT_TRUE(lock->is_acquired_in_this_process());
   const auto nodes = this->lock_nodes();
   ASSERT_EQ(nodes.size(), 1u);
-  EXPECT_TRUE(std::regex_match(nodes[0], std::regex("_c_[0-9a-f-]{36}-lock-[0-9]{10}"))) << nodes[0];
+  EXPECT_TRUE(std::regex_match(nodes[0], std::regex("_c_[0-9a-f-]{36}-lock-[0-9]{10}")))
+      << nodes[0];
   EXPECT_EQ(lock->lease().node_path(), kDir + "/" + nodes[0]);
-  EXPECT_EQ(lock->lease().fencing_token(), this->ensemble_.exists_now(kDir + "/" + nodes[0])->czxid);
+  EXPECT_EQ(lock->lease().fencing_token(),
+            this->ensemble_.exists_now(kDir + "/" + nodes[0])->czxid);
   EXPECT_EQ(lock->participant_nodes(), std::vector<std::string>{kDir + "/" + nodes[0]});
   EXPECT_TRUE(lock->release());
   EXPECT_FALSE(lock->is_acquired_in_this_process());
@@ -77,7 +79,8 @@ TYPED_TEST(LockUnitTest, ContenderRacingADirectoryRemovalCreatesItAgain) {
   auto& a = this->contender();
   auto lock = this->lock_for(a);
   this->raw().create_parents(kDir, CreateMode::container);  // the parent, not the directory
-  auto& race = a.faults->on(test::OpKind::create, std::regex(kDir)).fail(Errc::node_exists).times(3);
+  auto& race =
+      a.faults->on(test::OpKind::create, std::regex(kDir)).fail(Errc::node_exists).times(3);
   ASSERT_TRUE(lock->try_acquire_for(kWait));
   EXPECT_EQ(race.fired(), 3);
   EXPECT_EQ(this->queue().size(), 1u);
@@ -119,7 +122,8 @@ TYPED_TEST(LockUnitTest, TimedAcquireWithoutALinkReturnsByItsDeadline) {
                       << a.client->options().connection_timeout.count() << " ms";
   this->ensemble_.reconnect(session);
   // The node whose reply was lost goes in the background once the link is back.
-  EXPECT_TRUE(test::wait_children(this->raw(), kDir, [](const auto& n) { return n.empty(); }, kWait));
+  EXPECT_TRUE(test::wait_children(
+      this->raw(), kDir, [](const auto& n) { return n.empty(); }, kWait));
 }
 
 TYPED_TEST(LockUnitTest, GrantsInArrivalOrder) {
@@ -194,8 +198,9 @@ TYPED_TEST(LockUnitTest, PredecessorDeletedBetweenListingAndWatching) {
   held->lease().on_lost([&](LostReason) { told.open(); });
   auto& a = this->contender();
   // Right after our listing, before we watch it, the node before ours goes.
-  auto& rule = a.faults->on(OpKind::children, kDir).after(
-      [&](const test::FaultCall&) { this->raw().remove(holder_node); });
+  auto& rule = a.faults->on(OpKind::children, kDir).after([&](const test::FaultCall&) {
+    this->raw().remove(holder_node);
+  });
   auto lock = this->lock_for(a);
   ASSERT_TRUE(lock->try_acquire_for(kWait));
   EXPECT_EQ(rule.fired(), 1);
@@ -225,8 +230,8 @@ TYPED_TEST(LockUnitTest, TimedOutWaiterDeletesItsNode) {
   ASSERT_TRUE(held->try_acquire());
   auto& a = this->contender();
   auto lock = this->lock_for(a);
-  EXPECT_FALSE(lock->try_acquire());             // one attempt, no wait
-  EXPECT_FALSE(lock->try_acquire_for(50ms));     // a short wait
+  EXPECT_FALSE(lock->try_acquire());          // one attempt, no wait
+  EXPECT_FALSE(lock->try_acquire_for(50ms));  // a short wait
   EXPECT_FALSE(lock->is_acquired_in_this_process());
   ASSERT_TRUE(this->wait_queue_length(1));
   held->release();
@@ -255,9 +260,8 @@ TYPED_TEST(LockUnitTest, WaiterWhoseSessionExpiresQueuesAgainAndNeverTrustsTheOl
   ASSERT_TRUE(test::wait_children(
       this->raw(), kDir,
       [&](const auto& names) {
-        return names.size() == 2 &&
-               std::find(names.begin(), names.end(), first_node[0].substr(kDir.size() + 1)) ==
-                   names.end();
+        return names.size() == 2 && std::find(names.begin(), names.end(),
+                                              first_node[0].substr(kDir.size() + 1)) == names.end();
       },
       kWait));
   EXPECT_FALSE(acquired);
@@ -298,7 +302,7 @@ TYPED_TEST(LockUnitTest, ConnectionLossDuringReleaseDeletesInTheBackground) {
   const auto node = lock->lease().node_path();
   const auto session = this->session_of(a);
   this->ensemble_.disconnect(session);
-  EXPECT_TRUE(lock->release());                // returns at once, state cleared
+  EXPECT_TRUE(lock->release());  // returns at once, state cleared
   EXPECT_FALSE(lock->is_acquired_in_this_process());
   EXPECT_TRUE(this->ensemble_.exists_now(node));  // the server never heard of it
   this->ensemble_.reconnect(session);
@@ -520,7 +524,7 @@ TEST_F(SemaphoreMutexUnitTest, IsNotReentrantAndAnyThreadReleases) {
   auto lock = lock_for(a);
   ASSERT_TRUE(lock->try_acquire());
   EXPECT_FALSE(lock->try_acquire_for(100ms));  // waits behind itself, then gives up
-  EXPECT_EQ(lock_nodes().size(), 1u);           // and its second node is gone
+  EXPECT_EQ(lock_nodes().size(), 1u);          // and its second node is gone
   std::thread other([&] { EXPECT_TRUE(lock->release()); });
   other.join();
   EXPECT_FALSE(lock->is_acquired_in_this_process());

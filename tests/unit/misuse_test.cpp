@@ -11,7 +11,6 @@
 // semaphore mutex (lock_test MutexUnitTest / SemaphoreMutexUnitTest).
 #include <gtest/gtest.h>
 
-
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -148,8 +147,8 @@ class MisuseTest : public ::testing::Test {
   }
 
   bool wait_queue_length(const std::string& dir, std::size_t n) {
-    return test::wait_children(raw(), dir, [n](const auto& names) { return names.size() == n; },
-                               kWait);
+    return test::wait_children(
+        raw(), dir, [n](const auto& names) { return names.size() == n; }, kWait);
   }
 
   FakeEnsemble ensemble_;
@@ -164,13 +163,24 @@ const std::string kDir = "/locks/key";
 TEST_F(MisuseTest, EveryBadPathIsRefusedByEveryLockBeforeAnythingIsSent) {
   auto& a = contender();
   for (const auto& bad : bad_lock_paths()) {
-    expect_refused(bad, [&] { InterProcessMutex lock(*a.client, bad.path); },
-                   "InterProcessMutex");
-    expect_refused(bad, [&] { InterProcessSemaphoreMutex lock(*a.client, bad.path); },
-                   "InterProcessSemaphoreMutex");
+    expect_refused(
+        bad, [&] { InterProcessMutex lock(*a.client, bad.path); }, "InterProcessMutex");
+    expect_refused(
+        bad, [&] { InterProcessSemaphoreMutex lock(*a.client, bad.path); },
+        "InterProcessSemaphoreMutex");
     // Whatever its place in the canonical order, a bad path refuses the whole set.
-    expect_refused(bad, [&] { MultiLock both(*a.client, {"/a", bad.path}); }, "MultiLock");
-    expect_refused(bad, [&] { MultiLock both(*a.client, {bad.path, "/zz"}); }, "MultiLock");
+    expect_refused(
+        bad,
+        [&] {
+          MultiLock both(*a.client, {"/a", bad.path});
+        },
+        "MultiLock");
+    expect_refused(
+        bad,
+        [&] {
+          MultiLock both(*a.client, {bad.path, "/zz"});
+        },
+        "MultiLock");
   }
   EXPECT_EQ(a.sent->fired(), 0);
   EXPECT_EQ(ensemble_.node_count(), 0u);
@@ -193,24 +203,28 @@ TEST_F(MisuseTest, TheLongestLockPathWorksAndItsNodesStayValid) {
   // One more character would let the server name a node we could then
   // neither watch nor delete: refused up front.
   const BadPath longer{dir + "k", "lock path may have"};
-  expect_refused(longer, [&] { InterProcessSemaphoreMutex refused(*a.client, longer.path); },
-                 "InterProcessSemaphoreMutex");
+  expect_refused(
+      longer, [&] { InterProcessSemaphoreMutex refused(*a.client, longer.path); },
+      "InterProcessSemaphoreMutex");
 }
 
 TEST_F(MisuseTest, LockFactoryRefusesBadRootsAndRootsTooLongForTheirKeys) {
   auto& a = contender();
   for (const auto& bad : bad_lock_paths()) {
     if (bad.reason == "lock path may have") continue;  // below, with the layout
-    expect_refused(bad, [&] { LockFactory locks(*a.client, bad.path); }, "LockFactory");
+    expect_refused(
+        bad, [&] { LockFactory locks(*a.client, bad.path); }, "LockFactory");
   }
   // The root must leave room for the longest key, bucket and lock node.
   const std::size_t flat_max = kMaxLockPathLength - 1 - kMaxEncodedKey;
   EXPECT_NO_THROW(LockFactory(*a.client, "/" + std::string(flat_max - 1, 'r')));
   const BadPath flat{"/" + std::string(flat_max, 'r'), "LockFactory root"};
-  expect_refused(flat, [&] { LockFactory locks(*a.client, flat.path); }, "LockFactory flat");
+  expect_refused(
+      flat, [&] { LockFactory locks(*a.client, flat.path); }, "LockFactory flat");
   const BadPath hashed{"/" + std::string(flat_max - 1, 'r'), "LockFactory root"};
-  expect_refused(hashed, [&] { LockFactory locks(*a.client, hashed.path, LockLayout::hashed(16)); },
-                 "LockFactory hashed");
+  expect_refused(
+      hashed, [&] { LockFactory locks(*a.client, hashed.path, LockLayout::hashed(16)); },
+      "LockFactory hashed");
   EXPECT_EQ(a.sent->fired(), 0);
   // A root that passed makes valid lock paths for the longest keys. The first
   // lock made sends only the layout check: a read, then the root and its
@@ -259,8 +273,7 @@ class ReleaseMisuseTest : public MisuseTest {
   std::unique_ptr<Lock> make(Client& client) {
     if constexpr (std::is_same_v<Lock, MultiLock>)
       return std::make_unique<Lock>(client, std::vector<std::string>{kDir, kDir + "-2"});
-    else
-      return std::make_unique<Lock>(client, kDir);
+    else return std::make_unique<Lock>(client, kDir);
   }
 };
 using AllLockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex, MultiLock>;

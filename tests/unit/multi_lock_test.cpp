@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <sstream>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+#include <atomic>
+#include <sstream>
 #include <thread>
 
 #include "support/fake_keeper.hpp"
@@ -53,7 +53,7 @@ TEST_F(MultiLockTest, RollsBackCompletelyWhenOnePathIsTaken) {
   EXPECT_FALSE(both.try_acquire_for(100ms));
   EXPECT_FALSE(both.is_acquired_in_this_process());
   EXPECT_EQ(nodes_under({"/l/a", "/l/c"}), 0u);  // /l/a was taken, then given back
-  EXPECT_EQ(nodes_under({"/l/b"}), 1u);           // only the other holder's
+  EXPECT_EQ(nodes_under({"/l/b"}), 1u);          // only the other holder's
   b.release();
   EXPECT_TRUE(both.try_acquire_for(5s));
   both.release();
@@ -74,16 +74,16 @@ TEST_F(MultiLockTest, ASessionLostWhileTakingTheSetIsNeverGrantedHalfLost) {
       EXPECT_TRUE(both.release());
     }
   });
-  ASSERT_TRUE(test::wait_children(*ensemble_.connect(), "/l/b",
-                                  [](const auto& n) { return n.size() == 2; }, 5s));
+  ASSERT_TRUE(test::wait_children(
+      *ensemble_.connect(), "/l/b", [](const auto& n) { return n.size() == 2; }, 5s));
   ensemble_.expire(mine.keeper()->session_id());
   InterProcessMutex other_a(client(), "/l/a");
   ASSERT_TRUE(other_a.try_acquire_for(5s));  // the lock the set had taken first
-  other_b.release();  // the set's wait for b ends, in its new session
+  other_b.release();                         // the set's wait for b ends, in its new session
   // It must not hold {a, b} while other_a holds a: it starts over and waits
   // for a; when other_a lets go, it gets both.
-  EXPECT_TRUE(test::wait_children(*ensemble_.connect(), "/l/a",
-                                  [](const auto& n) { return n.size() == 2; }, 5s));
+  EXPECT_TRUE(test::wait_children(
+      *ensemble_.connect(), "/l/a", [](const auto& n) { return n.size() == 2; }, 5s));
   EXPECT_FALSE(granted.load());
   other_a.release();
   taking.join();
@@ -197,7 +197,8 @@ TEST_F(MultiLockTest, GuardedWriteRefusesOpsOnTheLocksOwnNodes) {
       {op::Create{sequential_lock_name, "", CreateMode::ephemeral_sequential},
        "create of " + sequential_lock_name},
       // A read/write lock's nodes and a semaphore's lease join a queue or a bound too.
-      {op::Create{"/elsewhere/_c_x-__WRIT__0000000001"}, "create of /elsewhere/_c_x-__WRIT__0000000001"},
+      {op::Create{"/elsewhere/_c_x-__WRIT__0000000001"},
+       "create of /elsewhere/_c_x-__WRIT__0000000001"},
       {op::Create{"/elsewhere/x-__READ__", "", CreateMode::ephemeral_sequential},
        "create of /elsewhere/x-__READ__"},
       {op::Create{"/elsewhere/leases/_c_x-lease-", "", CreateMode::ephemeral_sequential},
@@ -236,7 +237,7 @@ TEST_F(MultiLockTest, RoundsLostToSessionEndsGoOnUntilTheDeadline) {
   options.connect_string = "127.0.0.1:2181";
   options.keeper_factory = test::with_faults(ensemble_.factory(), faults);
   options.retry_policy = std::make_shared<RetryNTimes>(100, 1ms);  // past the old cap of 16
-  std::ostringstream log;  // counts the rounds the set lost
+  std::ostringstream log;                                          // counts the rounds the set lost
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
   options.logger = std::make_shared<spdlog::logger>("rounds", sink);
   options.logger->set_level(spdlog::level::info);
@@ -249,9 +250,10 @@ TEST_F(MultiLockTest, RoundsLostToSessionEndsGoOnUntilTheDeadline) {
   // that goes through.
   std::vector<test::FaultRule*> ends;
   for (int i = 0; i < kSessionsLost; ++i) {
-    ends.push_back(&faults->on(test::OpKind::create, "/l/b/").fail(Errc::session_expired).after([&](auto&) {
-      ensemble_.expire(mine.keeper()->session_id());
-    }));
+    ends.push_back(
+        &faults->on(test::OpKind::create, "/l/b/").fail(Errc::session_expired).after([&](auto&) {
+          ensemble_.expire(mine.keeper()->session_id());
+        }));
     faults->on(test::OpKind::create, "/l/b/").after([](auto&) {});
   }
   MultiLock both(mine, {"/l/a", "/l/b"});
@@ -260,12 +262,14 @@ TEST_F(MultiLockTest, RoundsLostToSessionEndsGoOnUntilTheDeadline) {
   sink->flush();
   const std::string text = log.str();
   int lost_rounds = 0;
-  for (auto at = text.find("starting over"); at != std::string::npos; at = text.find("starting over", at + 1))
+  for (auto at = text.find("starting over"); at != std::string::npos;
+       at = text.find("starting over", at + 1))
     ++lost_rounds;
   EXPECT_GT(lost_rounds, 16) << "the old cap was not reached";
   for (const auto& lease : both.leases()) EXPECT_TRUE(lease.held());
   both.release();
-  EXPECT_TRUE(test::wait_children(*ensemble_.connect(), "/l/a", [](const auto& n) { return n.empty(); }, 5s));
+  EXPECT_TRUE(test::wait_children(
+      *ensemble_.connect(), "/l/a", [](const auto& n) { return n.empty(); }, 5s));
 }
 
 TEST_F(MultiLockTest, RefusesAnEmptyList) {

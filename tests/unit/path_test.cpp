@@ -33,7 +33,10 @@ TEST(ValidatePath, RejectsEachRuleWithItsReason) {
   expect_rejected("//", "empty segment");
   expect_rejected("/a/./b", "relative segment");
   expect_rejected("/a/..", "relative segment");
-  expect_rejected("/a\x01" "b", "control character");
+  expect_rejected(
+      "/a\x01"
+      "b",
+      "control character");
   expect_rejected("/a\tb", "control character");
   expect_rejected("/a\xc2\x85", "control character");
   expect_rejected(std::string("/a\0b", 4), "NUL");

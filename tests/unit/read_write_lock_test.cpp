@@ -42,7 +42,8 @@ class ReadWriteLockTest : public LockUnitTest<InterProcessMutex> {
         raw(), kDir,
         [&](const auto& names) {
           std::string text;
-          for (const auto& name : detail::sorted_queue_nodes(names, detail::QueueFamily::read_write))
+          for (const auto& name :
+               detail::sorted_queue_nodes(names, detail::QueueFamily::read_write))
             text += detail::queue_kind(name) == detail::QueueKind::read ? 'R' : 'W';
           return text == expected;
         },
@@ -59,7 +60,8 @@ TEST_F(ReadWriteLockTest, ReadersShareAndAWriterWaitsForThemAll) {
   ASSERT_TRUE(rb->read_lock().try_acquire());
   EXPECT_FALSE(rw->write_lock().try_acquire());
   EXPECT_EQ(kinds(), "RR");  // the refused writer left nothing
-  auto writer = std::async(std::launch::async, [&] { return rw->write_lock().try_acquire_for(kWait); });
+  auto writer =
+      std::async(std::launch::async, [&] { return rw->write_lock().try_acquire_for(kWait); });
   ASSERT_TRUE(wait_kinds("RRW"));
   ra->read_lock().release();
   ASSERT_TRUE(wait_kinds("RW"));
@@ -116,12 +118,15 @@ TEST_F(ReadWriteLockTest, NodesAreCuratorsAndTokensGrow) {
   const auto read = rw->read_lock().lease();
   const std::regex guid("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
   const std::string g = "[0-9a-f-]{36}";
-  EXPECT_TRUE(std::regex_match(write.node_path(), std::regex(kDir + "/_c_" + g + "-__WRIT__0000000000")))
+  EXPECT_TRUE(
+      std::regex_match(write.node_path(), std::regex(kDir + "/_c_" + g + "-__WRIT__0000000000")))
       << write.node_path();
-  EXPECT_TRUE(std::regex_match(read.node_path(), std::regex(kDir + "/_c_" + g + "-__READ__0000000001")))
+  EXPECT_TRUE(
+      std::regex_match(read.node_path(), std::regex(kDir + "/_c_" + g + "-__READ__0000000001")))
       << read.node_path();
   EXPECT_LT(write.fencing_token(), read.fencing_token());
-  EXPECT_EQ(rw->participant_nodes(), (std::vector<std::string>{write.node_path(), read.node_path()}));
+  EXPECT_EQ(rw->participant_nodes(),
+            (std::vector<std::string>{write.node_path(), read.node_path()}));
   rw->read_lock().release();
   rw->write_lock().release();
 }
@@ -313,9 +318,9 @@ TEST_F(ReadWriteLockTest, ReadWriteNodesOnThePathRefuseTheMutexes) {
   ASSERT_TRUE(rw->read_lock().try_acquire());
   InterProcessMutex mutex(*b.client, kDir);
   InterProcessSemaphoreMutex semaphore_mutex(*b.client, kDir);
-  for (const auto& acquire : std::vector<std::function<bool()>>{
-           [&] { return mutex.try_acquire_for(kWait); },
-           [&] { return semaphore_mutex.try_acquire_for(kWait); }}) {
+  for (const auto& acquire :
+       std::vector<std::function<bool()>>{[&] { return mutex.try_acquire_for(kWait); },
+                                          [&] { return semaphore_mutex.try_acquire_for(kWait); }}) {
     try {
       (void)acquire();
       ADD_FAILURE() << "granted beside a read/write lock";

@@ -61,8 +61,7 @@ TEST(ExponentialBackoffRetry, CappedAtMaxSleep) {
 
 TEST(ExponentialBackoffRetry, NoOverflowAtHighestExponent) {
   ExponentialBackoffRetry policy(milliseconds(1'000'000'000), 29,
-                                 milliseconds(std::numeric_limits<std::int64_t>::max() / 2),
-                                 kSeed);
+                                 milliseconds(std::numeric_limits<std::int64_t>::max() / 2), kSeed);
   const auto d = policy.next_delay(28, 0ms);
   ASSERT_TRUE(d.has_value());
   EXPECT_GT(*d, 0ms);
@@ -218,8 +217,8 @@ TEST(CallWithRetry, ReturnsAtOnceOnSuccess) {
 TEST(CallWithRetry, RetriesRetryableErrors) {
   RetryNTimes policy(5, 10ms);
   RecordingSleeper sleeper;
-  Scripted op{{Errc::connection_loss, Errc::operation_timeout, Errc::session_moved,
-               Errc::throttled_op}};
+  Scripted op{
+      {Errc::connection_loss, Errc::operation_timeout, Errc::session_moved, Errc::throttled_op}};
   EXPECT_EQ(call_with_retry(policy, sleeper, std::ref(op)), 5);
   EXPECT_EQ(sleeper.delays(), std::vector<milliseconds>(4, 10ms));
 }
@@ -252,8 +251,7 @@ TEST(CallWithRetry, SessionExpiredOnlyWithTheOption) {
   {
     RecordingSleeper sleeper;
     Scripted op{{Errc::session_expired, Errc::connection_loss}};
-    EXPECT_EQ(call_with_retry(policy, sleeper, std::ref(op), {.retry_session_expired = true}),
-              3);
+    EXPECT_EQ(call_with_retry(policy, sleeper, std::ref(op), {.retry_session_expired = true}), 3);
     EXPECT_EQ(sleeper.delays().size(), 2u);
   }
 }

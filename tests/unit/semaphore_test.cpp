@@ -31,12 +31,12 @@ class SemaphoreTest : public LockUnitTest<InterProcessMutex> {
   }
   std::vector<std::string> leases() { return ensemble_.children_now(kLeases); }
   bool wait_leases(std::size_t n) {
-    return test::wait_children(raw(), kLeases, [n](const auto& names) { return names.size() == n; },
-                               kWait);
+    return test::wait_children(
+        raw(), kLeases, [n](const auto& names) { return names.size() == n; }, kWait);
   }
   bool wait_locks_queue(std::size_t n) {
-    return test::wait_children(raw(), kLocks, [n](const auto& names) { return names.size() == n; },
-                               kWait);
+    return test::wait_children(
+        raw(), kLocks, [n](const auto& names) { return names.size() == n; }, kWait);
   }
   static std::string big_endian(std::int32_t value) {
     const auto v = static_cast<std::uint32_t>(value);
@@ -71,7 +71,8 @@ TEST_F(SemaphoreTest, CuratorsLayoutAndTokens) {
   auto held = s->try_acquire(2, kWait);
   ASSERT_EQ(held.size(), 2u);
   const std::regex lease(kLeases + "/_c_[0-9a-f]{8}-[0-9a-f-]{27}-lease-[0-9]{10}");
-  for (const auto& h : held) EXPECT_TRUE(std::regex_match(h.lease().node_path(), lease)) << h.lease().node_path();
+  for (const auto& h : held)
+    EXPECT_TRUE(std::regex_match(h.lease().node_path(), lease)) << h.lease().node_path();
   EXPECT_LT(held[0].lease().fencing_token(), held[1].lease().fencing_token());
   EXPECT_EQ(s->participant_nodes(),
             (std::vector<std::string>{held[0].lease().node_path(), held[1].lease().node_path()}));

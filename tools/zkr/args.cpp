@@ -38,8 +38,8 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Op
   ParsedArgs parsed;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    const bool options_over = parsed.operands_.size() >= options_until_operands &&
-                              options_until_operands != kAllOptions;
+    const bool options_over =
+        parsed.operands_.size() >= options_until_operands && options_until_operands != kAllOptions;
     if (arg == "--") {
       parsed.operands_.insert(parsed.operands_.end(), args.begin() + static_cast<long>(i) + 1,
                               args.end());
@@ -65,7 +65,8 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Op
       } else if (eq != std::string::npos) {
         parsed.values_[name].push_back(arg.substr(eq + 1));
       } else {
-        if (i + 1 >= args.size()) throw UsageError("--" + name + " needs a value (" + spec->metavar + ")");
+        if (i + 1 >= args.size())
+          throw UsageError("--" + name + " needs a value (" + spec->metavar + ")");
         parsed.values_[name].push_back(args[++i]);
       }
       continue;

@@ -32,11 +32,11 @@ class UsageError : public std::runtime_error {
 };
 
 struct OptionSpec {
-  std::string name;         // long name without "--"
-  char short_name = 0;      // 0: none
+  std::string name;     // long name without "--"
+  char short_name = 0;  // 0: none
   bool takes_value = false;
-  std::string metavar;      // "D", "HOSTS": for --help
-  std::string help;         // one line
+  std::string metavar;  // "D", "HOSTS": for --help
+  std::string help;     // one line
 };
 
 class ParsedArgs {

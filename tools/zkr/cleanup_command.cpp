@@ -20,7 +20,8 @@ std::vector<OptionSpec> cleanup_specs() {
   const std::vector<OptionSpec> own{
       {"dry-run", 'n', false, "", "remove nothing; list what would be removed"},
       {"remove-root", 0, false, "", "also remove ROOT if it ends up empty"},
-      {"max-children", 0, true, "N", "refuse to list a directory with more than N children (default 10000000)"},
+      {"max-children", 0, true, "N",
+       "refuse to list a directory with more than N children (default 10000000)"},
       {"max-depth", 0, true, "N", "look N levels below ROOT, 0 to 1000 (default 4)"},
       {"progress", 0, false, "", "report progress on stderr even when it is not a terminal"},
   };
@@ -31,11 +32,10 @@ std::vector<OptionSpec> cleanup_specs() {
 std::string summary(const CleanReport& r, bool dry_run) {
   std::string s = dry_run ? "dry run: would remove " : "removed ";
   s += std::to_string(r.empty_directories) + " empty lock director" +
-       (r.empty_directories == 1 ? "y" : "ies") + "; kept " +
-       std::to_string(r.live_lock_nodes) + " live lock node" +
-       (r.live_lock_nodes == 1 ? "" : "s") + "; " + std::to_string(r.directories_seen) +
-       " director" + (r.directories_seen == 1 ? "y" : "ies") + " looked at in " +
-       format_duration(r.elapsed);
+       (r.empty_directories == 1 ? "y" : "ies") + "; kept " + std::to_string(r.live_lock_nodes) +
+       " live lock node" + (r.live_lock_nodes == 1 ? "" : "s") + "; " +
+       std::to_string(r.directories_seen) + " director" + (r.directories_seen == 1 ? "y" : "ies") +
+       " looked at in " + format_duration(r.elapsed);
   if (r.raced > 0)
     s += "; " + std::to_string(r.raced) + " left alone because something appeared under them";
   if (r.not_ours > 0)
@@ -93,7 +93,8 @@ int cleanup_main(const std::vector<std::string>& args) {
     CleanOptions options;
     options.dry_run = parsed.has("dry-run");
     options.remove_root = parsed.has("remove-root");
-    if (auto v = parsed.value("max-children")) options.max_children = parse_count(*v, "--max-children");
+    if (auto v = parsed.value("max-children"))
+      options.max_children = parse_count(*v, "--max-children");
     if (auto v = parsed.value("max-depth"))
       options.max_depth = static_cast<unsigned>(parse_count(*v, "--max-depth", 0, kMaxScanDepth));
     const auto connection = connection_settings(parsed);

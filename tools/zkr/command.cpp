@@ -27,8 +27,8 @@ struct ChildPlan {
   char* const* envp;
   const sigset_t* mask;
   pid_t zkr;
-  int socket;            // the child's end: "go" comes in, an exec errno goes out
-  unsigned fd_limit;     // for the fallback when close_range cannot mark
+  int socket;         // the child's end: "go" comes in, an exec errno goes out
+  unsigned fd_limit;  // for the fallback when close_range cannot mark
 };
 
 [[noreturn]] void become_command(const ChildPlan& plan) {
@@ -42,7 +42,8 @@ struct ChildPlan {
   // thread of zkr opened without O_CLOEXEC while we forked. Marking rather
   // than closing keeps our socket open until the exec succeeds.
   if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    for (unsigned fd = 3; fd < plan.fd_limit; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+    for (unsigned fd = 3; fd < plan.fd_limit; ++fd)
+      ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
   }
   ::sigprocmask(SIG_SETMASK, plan.mask, nullptr);
   // Wait until zkr has armed what must be in place before the command runs.
@@ -86,10 +87,9 @@ Spawned spawn_command(const std::vector<std::string>& argv,
   env.push_back(nullptr);
 
   rlimit files{};
-  const unsigned fd_limit =
-      ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 1'048'576
-          ? static_cast<unsigned>(files.rlim_cur)
-          : 1'048'576;
+  const unsigned fd_limit = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 1'048'576
+                                ? static_cast<unsigned>(files.rlim_cur)
+                                : 1'048'576;
   // A socket, not a pipe: zkr's "go" to a child someone killed must fail
   // (MSG_NOSIGNAL), not raise SIGPIPE in zkr.
   int ends[2];

@@ -31,9 +31,11 @@ std::optional<spdlog::level::level_enum> level_from_env() {
 
 std::vector<OptionSpec> connection_option_specs() {
   return {
-      {"connect", 'c', true, "HOSTS", "ZooKeeper ensemble, host:port[,host:port...] (default $ZK_CONNECT)"},
+      {"connect", 'c', true, "HOSTS",
+       "ZooKeeper ensemble, host:port[,host:port...] (default $ZK_CONNECT)"},
       {"session-timeout", 0, true, "D", "session timeout asked of the server (default 15s)"},
-      {"connect-timeout", 0, true, "D", "give up if the ensemble cannot be reached in D (default 15s)"},
+      {"connect-timeout", 0, true, "D",
+       "give up if the ensemble cannot be reached in D (default 15s)"},
       {"verbose", 'v', false, "", "log more on stderr (-vv, -vvv: more still)"},
       {"help", 'h', false, "", "show this help"},
   };

@@ -31,10 +31,10 @@ class Unreachable : public std::runtime_error {
 };
 
 struct ConnectionSettings {
-  std::string connect;                                  // --connect, else $ZK_CONNECT
-  std::chrono::milliseconds session_timeout{15'000};    // --session-timeout
-  std::chrono::milliseconds connect_timeout{15'000};    // --connect-timeout
-  int verbosity = 0;                                    // -v count
+  std::string connect;                                // --connect, else $ZK_CONNECT
+  std::chrono::milliseconds session_timeout{15'000};  // --session-timeout
+  std::chrono::milliseconds connect_timeout{15'000};  // --connect-timeout
+  int verbosity = 0;                                  // -v count
 };
 
 // --connect, --session-timeout, --connect-timeout, -v, and --help.

@@ -11,16 +11,18 @@
 namespace zkr::cli::exit_code {
 
 inline constexpr int ok = 0;
-inline constexpr int usage = 64;            // EX_USAGE: bad arguments, bad path, unknown verb
-inline constexpr int listing_too_large = 65;  // EX_DATAERR: a directory has more children than --max-children
-inline constexpr int no_such_root = 66;     // EX_NOINPUT: ls/cleanup of a path that does not exist
-inline constexpr int unavailable = 69;      // EX_UNAVAILABLE: ZooKeeper unreachable (connect deadline, lost link)
-inline constexpr int internal = 70;         // EX_SOFTWARE: a bug in zkr or the library
-inline constexpr int os_error = 71;         // EX_OSERR: fork, pipe, signal set-up failed
-inline constexpr int timeout = 75;          // EX_TEMPFAIL: the lock was not acquired in --timeout
-inline constexpr int zookeeper = 76;        // EX_PROTOCOL: ZooKeeper refused an operation (auth, ...)
-inline constexpr int foreign_lock = 78;     // EX_CONFIG: another lock protocol (Curator's semaphore or
-                                            // read/write lock) uses the lock path; not queued
+inline constexpr int usage = 64;  // EX_USAGE: bad arguments, bad path, unknown verb
+inline constexpr int listing_too_large =
+    65;  // EX_DATAERR: a directory has more children than --max-children
+inline constexpr int no_such_root = 66;  // EX_NOINPUT: ls/cleanup of a path that does not exist
+inline constexpr int unavailable =
+    69;  // EX_UNAVAILABLE: ZooKeeper unreachable (connect deadline, lost link)
+inline constexpr int internal = 70;      // EX_SOFTWARE: a bug in zkr or the library
+inline constexpr int os_error = 71;      // EX_OSERR: fork, pipe, signal set-up failed
+inline constexpr int timeout = 75;       // EX_TEMPFAIL: the lock was not acquired in --timeout
+inline constexpr int zookeeper = 76;     // EX_PROTOCOL: ZooKeeper refused an operation (auth, ...)
+inline constexpr int foreign_lock = 78;  // EX_CONFIG: another lock protocol (Curator's semaphore or
+                                         // read/write lock) uses the lock path; not queued
 // Not a sysexits code: no program that follows sysexits(3) returns it, and it
 // is below 126, so it cannot be mistaken for a shell's or a signal's code.
 inline constexpr int lock_lost = 79;        // the lock was lost while the command ran

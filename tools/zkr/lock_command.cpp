@@ -19,9 +19,9 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -51,14 +51,20 @@ using namespace std::chrono_literals;
 std::vector<OptionSpec> lock_specs() {
   auto specs = connection_option_specs();
   const std::vector<OptionSpec> own{
-      {"timeout", 't', true, "D", "give up if the lock is not ours within D of connecting (0: one try)"},
-      {"kill-after", 'k', true, "D", "if the lock is lost: SIGKILL the command D after SIGTERM (default 10s)"},
-      {"holder", 0, true, "TEXT", "who holds the lock, for `zkr ls` (default host=..;pid=..;thread=..)"},
+      {"timeout", 't', true, "D",
+       "give up if the lock is not ours within D of connecting (0: one try)"},
+      {"kill-after", 'k', true, "D",
+       "if the lock is lost: SIGKILL the command D after SIGTERM (default 10s)"},
+      {"holder", 0, true, "TEXT",
+       "who holds the lock, for `zkr ls` (default host=..;pid=..;thread=..)"},
       {"read", 0, false, "", "take PATH as a read/write lock, reading: shared with other readers"},
       {"write", 0, false, "", "take PATH as a read/write lock, writing: alone"},
-      {"semaphore", 0, true, "N", "take one of N leases of a counting semaphore on PATH (Curator's layout)"},
-      {"ignore-suspended", 0, false, "", "count the lock lost only when the session is, not when the link drops"},
-      {"status-file", 0, true, "PATH", "write zkr's own outcome to PATH as one JSON line (see Exit status)"},
+      {"semaphore", 0, true, "N",
+       "take one of N leases of a counting semaphore on PATH (Curator's layout)"},
+      {"ignore-suspended", 0, false, "",
+       "count the lock lost only when the session is, not when the link drops"},
+      {"status-file", 0, true, "PATH",
+       "write zkr's own outcome to PATH as one JSON line (see Exit status)"},
   };
   specs.insert(specs.begin(), own.begin(), own.end());
   return specs;
@@ -127,7 +133,8 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
   }
   if (parsed.has("ignore-suspended")) s.lock_options.suspended_policy = SuspendedPolicy::ignore;
   if (parsed.has("read") + parsed.has("write") + parsed.has("semaphore") > 1)
-    throw UsageError("--read, --write and --semaphore exclude each other: they are three kinds of lock");
+    throw UsageError(
+        "--read, --write and --semaphore exclude each other: they are three kinds of lock");
   if (parsed.has("read")) s.kind = LockSettings::Kind::read;
   if (parsed.has("write")) s.kind = LockSettings::Kind::write;
   if (auto v = parsed.value("semaphore")) {
@@ -152,7 +159,7 @@ class CommandLock {
     } else {
       read_write_.emplace(client, settings.path, settings.lock_options);
       side_ = settings.kind == LockSettings::Kind::read ? &read_write_->read_lock()
-                                                         : &read_write_->write_lock();
+                                                        : &read_write_->write_lock();
     }
   }
   // nullopt: wait as long as it takes; 0: one try.
@@ -194,7 +201,8 @@ class StatusFile {
  public:
   explicit StatusFile(const std::string& path)
       : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) {
-    if (fd_ < 0) throw UsageError("--status-file: cannot open " + path + ": " + std::strerror(errno));
+    if (fd_ < 0)
+      throw UsageError("--status-file: cannot open " + path + ": " + std::strerror(errno));
   }
   ~StatusFile() { ::close(fd_); }
   StatusFile(const StatusFile&) = delete;
@@ -206,7 +214,8 @@ class StatusFile {
   void write(const char* outcome, int exit, std::optional<int> command_status) noexcept {
     if (written_) return;
     written_ = true;
-    std::string line = std::string("{\"outcome\":\"") + outcome + "\",\"exit\":" + std::to_string(exit);
+    std::string line =
+        std::string("{\"outcome\":\"") + outcome + "\",\"exit\":" + std::to_string(exit);
     if (command_status) line += ",\"command_status\":" + std::to_string(*command_status);
     line += "}\n";
     if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
@@ -391,7 +400,8 @@ int lock_main(const std::vector<std::string>& args) {
     auto client = open_client(connection);
     CommandLock lock(*client, settings);
     StatusFile* status_file = status ? &*status : nullptr;
-    const auto queued = queue_for_lock(*client, lock, connection, settings, inbox, status_file, *log);
+    const auto queued =
+        queue_for_lock(*client, lock, connection, settings, inbox, status_file, *log);
     if (queued.error) std::rethrow_exception(queued.error);
     if (!queued.acquired) {
       print_error("timed out after " + format_duration(*settings.timeout) + " waiting for " +
@@ -418,11 +428,11 @@ int lock_main(const std::vector<std::string>& args) {
       if (status) status->write("lock_lost", code, std::nullopt);
     } else {
       std::optional<GroupGuard> guard;
-      const auto spawned = spawn_command(
-          settings.command,
-          {"ZKR_LOCK_PATH=" + settings.path, "ZKR_LOCK_NODE=" + lease.node_path(),
-           "ZKR_FENCING_TOKEN=" + std::to_string(lease.fencing_token())},
-          inbox.original_mask(), [&](pid_t pgid) { guard.emplace(pgid); });
+      const auto spawned =
+          spawn_command(settings.command,
+                        {"ZKR_LOCK_PATH=" + settings.path, "ZKR_LOCK_NODE=" + lease.node_path(),
+                         "ZKR_FENCING_TOKEN=" + std::to_string(lease.fencing_token())},
+                        inbox.original_mask(), [&](pid_t pgid) { guard.emplace(pgid); });
       if (!spawned.pid) {
         print_error(settings.command[0] + ": " +
                     (spawned.error == ENOENT ? std::string("command not found")

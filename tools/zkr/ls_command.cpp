@@ -23,7 +23,8 @@ std::vector<OptionSpec> ls_specs() {
   auto specs = connection_option_specs();
   const std::vector<OptionSpec> own{
       {"json", 0, false, "", "one JSON object per lock and line, with the whole queue"},
-      {"max-children", 0, true, "N", "refuse to list a directory with more than N children (default 100000)"},
+      {"max-children", 0, true, "N",
+       "refuse to list a directory with more than N children (default 100000)"},
       {"max-depth", 0, true, "N", "look N levels below ROOT, 0 to 1000 (default 4)"},
       {"progress", 0, false, "", "report progress on stderr even when it is not a terminal"},
   };
@@ -196,7 +197,8 @@ int ls_main(const std::vector<std::string>& args) {
     const std::string root = parsed.operands()[0];
     validate_path(root);
     ScanOptions options;
-    if (auto v = parsed.value("max-children")) options.max_children = parse_count(*v, "--max-children");
+    if (auto v = parsed.value("max-children"))
+      options.max_children = parse_count(*v, "--max-children");
     if (auto v = parsed.value("max-depth"))
       options.max_depth = static_cast<unsigned>(parse_count(*v, "--max-depth", 0, kMaxScanDepth));
     const auto connection = connection_settings(parsed);

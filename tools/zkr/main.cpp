@@ -26,7 +26,8 @@ struct Verb {
 constexpr Verb kVerbs[] = {
     {"lock", "run a command while holding a lock (flock(1) across machines)", lock_main, lock_help},
     {"ls", "list the locks under a root: holder, waiters, age", ls_main, ls_help},
-    {"cleanup", "remove empty lock directories and orphaned lock nodes", cleanup_main, cleanup_help},
+    {"cleanup", "remove empty lock directories and orphaned lock nodes", cleanup_main,
+     cleanup_help},
     {"bench", "run the lock benchmarks", bench_main, bench_help},
 };
 

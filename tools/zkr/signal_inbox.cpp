@@ -61,7 +61,8 @@ void SignalInbox::wake() noexcept {
   [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof one);
 }
 
-SignalInbox::Event SignalInbox::wait(std::optional<std::chrono::steady_clock::time_point> deadline) {
+SignalInbox::Event SignalInbox::wait(
+    std::optional<std::chrono::steady_clock::time_point> deadline) {
   using namespace std::chrono;
   for (;;) {
     // Signals first: a command's exit and a wake-up arriving together must

@@ -22,7 +22,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Reaped {
-  std::optional<int> leader_code;  // the command's exit code, if it was reaped
+  std::optional<int> leader_code;    // the command's exit code, if it was reaped
   bool stopped_on_terminal = false;  // one of them stopped on SIGTTIN/SIGTTOU
 };
 
@@ -124,8 +124,7 @@ SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<
           kill_at.reset();
         }
         break;
-      case SignalInbox::Event::Kind::woken:
-        break;
+      case SignalInbox::Event::Kind::woken: break;
     }
   }
 }
