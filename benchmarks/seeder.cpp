@@ -27,9 +27,7 @@ struct Shared {
 };
 
 void settle(std::future<Result<Created>>& reply, const std::string& path) {
-  if (reply.wait_for(kReplyTimeout) != std::future_status::ready)
-    throw KeeperError(Errc::operation_timeout, path, "seeding");
-  const auto result = reply.get();
+  const auto result = await_reply(std::move(reply), kReplyTimeout, path);
   if (!result.ok() && result.error() != Errc::node_exists)
     throw KeeperError(result.error(), path, "seeding");
 }

@@ -41,15 +41,6 @@ void check_may_acquire(Client& client, std::string_view kind, const std::string&
 // leaves it to the queue and the retry policy.
 bool connected_by(Client& client, const Deadline& deadline, const std::string& dir);
 
-// The reply, or operation_timeout (naming path) if it has not come by `until`.
-template <class T>
-Result<T> await_until(std::future<Result<T>> reply, const std::string& path,
-                      Clock::time_point until) {
-  if (reply.wait_until(until) != std::future_status::ready)
-    return Result<T>(Errc::operation_timeout, path);
-  return reply.get();
-}
-
 // internals.acquire, its errors naming the lock.
 std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,
                                            const std::optional<HeldWriteNode>& held_write = {});

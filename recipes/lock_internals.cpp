@@ -182,14 +182,7 @@ class Attempt {
     const auto timeout = keeper_->default_timeout();
     auto until = Clock::now() + timeout;
     if (deadline_) until = std::min(until, *deadline_ + timeout);
-    return await_until(std::move(reply), path, until);
-  }
-  template <class T>
-  Result<T> await_until(std::future<Result<T>> reply, const std::string& path,
-                        Clock::time_point until) {
-    if (reply.wait_until(until) != std::future_status::ready)
-      return Result<T>(Errc::operation_timeout, path);
-    return reply.get();
+    return await_reply(std::move(reply), until, path);
   }
   Clock::time_point bounded(Clock::time_point t) const {
     return deadline_ ? std::min(t, *deadline_) : t;

@@ -17,9 +17,7 @@ constexpr RetryOptions kAnySession{.retry_session_expired = true};
 // timeout counts as a lost link, which the retry loop handles.
 template <class T>
 Result<T> await(std::future<Result<T>>& reply, const Keeper& keeper, const std::string& path) {
-  if (reply.wait_for(keeper.default_timeout()) != std::future_status::ready)
-    return Result<T>(Errc::operation_timeout, path);
-  return reply.get();
+  return await_reply(std::move(reply), keeper.default_timeout(), path);
 }
 
 }  // namespace

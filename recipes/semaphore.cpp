@@ -177,7 +177,7 @@ struct SemaphoreCore {
                   const Deadline& deadline) {
     auto until = Clock::now() + keeper.default_timeout();
     if (deadline) until = std::min(until, *deadline + keeper.default_timeout());
-    return await_until(std::move(reply), path, until);
+    return await_reply(std::move(reply), until, path);
   }
 
   // Holding the internal mutex: create our lease node, and wait until the
@@ -284,7 +284,7 @@ struct SemaphoreCore {
       auto keeper = client.keeper();
       if (keeper && client.session_epoch() == epoch && client.is_connected()) {
         const auto removed =
-            await_until(keeper->async_remove(node), node, Clock::now() + keeper->default_timeout());
+            await_reply(keeper->async_remove(node), keeper->default_timeout(), node);
         if (removed.ok() || removed.error() == Errc::no_node) return;
       }
       detail::ClientInternals::remove_in_background(client, node, epoch);

@@ -10,16 +10,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Waits for a Result; a wait past the deadline becomes operation_timeout. The
-// request itself stays in flight: its reply, if any, is dropped with the future.
-template <class T>
-Result<T> await_result(std::future<Result<T>> future, milliseconds timeout,
-                       const std::string& path) {
-  if (future.wait_for(timeout) != std::future_status::ready)
-    return Result<T>(Errc::operation_timeout, path);
-  return future.get();
-}
-
 MultiResult await_multi(std::future<MultiResult> future, milliseconds timeout) {
   if (future.wait_for(timeout) != std::future_status::ready) {
     MultiResult timed_out;
@@ -46,8 +36,8 @@ Created Keeper::create(const std::string& path, std::string data, CreateMode mod
 
 Result<Created> Keeper::try_create(const std::string& path, std::string data, CreateMode mode,
                                    CreateOptions options, OptionalTimeout timeout) {
-  return await_result(async_create(path, std::move(data), mode, std::move(options)),
-                      resolve(*this, timeout), path);
+  return await_reply(async_create(path, std::move(data), mode, std::move(options)),
+                     resolve(*this, timeout), path);
 }
 
 void Keeper::remove(const std::string& path, Version version, OptionalTimeout timeout) {
@@ -56,12 +46,12 @@ void Keeper::remove(const std::string& path, Version version, OptionalTimeout ti
 
 Result<Empty> Keeper::try_remove(const std::string& path, Version version,
                                  OptionalTimeout timeout) {
-  return await_result(async_remove(path, version), resolve(*this, timeout), path);
+  return await_reply(async_remove(path, version), resolve(*this, timeout), path);
 }
 
 std::optional<Stat> Keeper::exists(const std::string& path, Watcher watcher,
                                    OptionalTimeout timeout) {
-  auto result = await_result(async_exists(path, std::move(watcher)), resolve(*this, timeout), path);
+  auto result = await_reply(async_exists(path, std::move(watcher)), resolve(*this, timeout), path);
   if (result.error() == Errc::no_node) return std::nullopt;
   return std::move(result).value();
 }
@@ -72,7 +62,7 @@ NodeData Keeper::get(const std::string& path, Watcher watcher, OptionalTimeout t
 
 Result<NodeData> Keeper::try_get(const std::string& path, Watcher watcher,
                                  OptionalTimeout timeout) {
-  return await_result(async_get(path, std::move(watcher)), resolve(*this, timeout), path);
+  return await_reply(async_get(path, std::move(watcher)), resolve(*this, timeout), path);
 }
 
 Stat Keeper::set(const std::string& path, std::string data, Version version,
@@ -82,7 +72,7 @@ Stat Keeper::set(const std::string& path, std::string data, Version version,
 
 Result<Stat> Keeper::try_set(const std::string& path, std::string data, Version version,
                              OptionalTimeout timeout) {
-  return await_result(async_set(path, std::move(data), version), resolve(*this, timeout), path);
+  return await_reply(async_set(path, std::move(data), version), resolve(*this, timeout), path);
 }
 
 Children Keeper::children(const std::string& path, Watcher watcher, OptionalTimeout timeout) {
@@ -91,7 +81,7 @@ Children Keeper::children(const std::string& path, Watcher watcher, OptionalTime
 
 Result<Children> Keeper::try_children(const std::string& path, Watcher watcher,
                                       OptionalTimeout timeout) {
-  return await_result(async_children(path, std::move(watcher)), resolve(*this, timeout), path);
+  return await_reply(async_children(path, std::move(watcher)), resolve(*this, timeout), path);
 }
 
 MultiResult Keeper::multi(std::vector<Op> ops, OptionalTimeout timeout) {
@@ -111,7 +101,7 @@ MultiResult Keeper::try_multi(std::vector<Op> ops, OptionalTimeout timeout) {
 }
 
 void Keeper::sync(const std::string& path, OptionalTimeout timeout) {
-  (void)await_result(async_sync(path), resolve(*this, timeout), path).value();
+  (void)await_reply(async_sync(path), resolve(*this, timeout), path).value();
 }
 
 void Keeper::create_parents(const std::string& path, CreateMode mode, OptionalTimeout timeout) {
@@ -126,7 +116,7 @@ void Keeper::create_parents(const std::string& path, CreateMode mode, OptionalTi
     pending.emplace_back(std::move(ancestor), std::move(future));
   }
   for (auto& [ancestor, future] : pending) {
-    auto result = await_result(std::move(future), resolve(*this, timeout), ancestor);
+    auto result = await_reply(std::move(future), resolve(*this, timeout), ancestor);
     if (!result.ok() && result.error() != Errc::node_exists)
       throw KeeperError(result.error(), ancestor, "while creating the parents of " + path);
   }

@@ -36,9 +36,10 @@ template <class T>
 std::vector<zkr::Result<T>> await_all(std::vector<std::future<zkr::Result<T>>>& replies) {
   std::vector<zkr::Result<T>> results;
   for (auto& r : replies) {
-    if (r.wait_for(kRequestTimeout) != std::future_status::ready)
+    auto result = zkr::await_reply(std::move(r), kRequestTimeout);
+    if (result.error() == zkr::Errc::operation_timeout)
       throw zkr::KeeperError(zkr::Errc::operation_timeout, "", "pipelined request");
-    results.push_back(r.get());
+    results.push_back(std::move(result));
   }
   return results;
 }

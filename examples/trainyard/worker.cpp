@@ -60,9 +60,7 @@ struct Flag {
 };
 
 zkr::NodeData await(std::future<zkr::Result<zkr::NodeData>> reply, const std::string& path) {
-  if (reply.wait_for(kRequestTimeout) != std::future_status::ready)
-    throw zkr::KeeperError(zkr::Errc::operation_timeout, path);
-  return reply.get().value();
+  return zkr::await_reply(std::move(reply), kRequestTimeout, path).value();
 }
 
 TrainRecord train_of(const zkr::NodeData& data, const std::string& path) {

@@ -110,6 +110,24 @@ class Keeper {
                       OptionalTimeout timeout = {});
 };
 
+// The reply of an asynchronous call, or operation_timeout (naming `path`) if
+// it has not come by `deadline`. The request stays in flight: it may still be
+// applied, and its late reply is dropped with the future. The one wait with a
+// deadline that the library and its tools use:
+//   auto listed = zkr::await_reply(keeper->async_children("/a"), 2s, "/a");
+template <class T>
+Result<T> await_reply(std::future<Result<T>> reply, std::chrono::steady_clock::time_point deadline,
+                      std::string path = {}) {
+  if (reply.wait_until(deadline) != std::future_status::ready)
+    return Result<T>(Errc::operation_timeout, std::move(path));
+  return reply.get();
+}
+template <class T>
+Result<T> await_reply(std::future<Result<T>> reply, std::chrono::milliseconds timeout,
+                      std::string path = {}) {
+  return await_reply(std::move(reply), std::chrono::steady_clock::now() + timeout, std::move(path));
+}
+
 struct DigestAuth {
   std::string user;
   std::string password;
