@@ -1,6 +1,9 @@
 // The Client: one session at a time, its connection states, and new sessions
-// after expiry. Long because the session inbox, the listener dispatcher, option
-// checks and namespace handling still live here; issue 16 splits them.
+// after expiry, and the namespace each session is opened in. Its parts live
+// in files of their own: session_inbox.hpp (events from keeper threads),
+// listener_dispatcher.hpp (Curator's connection state manager: listeners on
+// a thread of their own), client_options.hpp (checks and defaults),
+// client_internals.hpp (what recipes need of a Client).
 //
 // Three kinds of threads meet here:
 //  - the keeper's event thread (the C client's), which reports session events.
@@ -48,10 +51,12 @@
 #include "background_remover.hpp"
 #include "callback_thread.hpp"
 #include "client_internals.hpp"
+#include "client_options.hpp"
 #include "connection_state_machine.hpp"
 #include "directory_registry.hpp"  // recipes/: built into this library
-#include "keeper_arguments.hpp"
+#include "listener_dispatcher.hpp"
 #include "log.hpp"
+#include "session_inbox.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -87,203 +92,11 @@ constexpr milliseconds kNamespaceRetryLast{30000};
 // session is closed); it says so this often while it waits.
 constexpr milliseconds kVisitWarning{5000};
 
-// Session events on their way from keeper threads to the session thread. The
-// keeper's callback holds it by shared_ptr: a caller may keep a keeper (and
-// its event thread) alive after the Client is gone. Once closed it drops
-// every event.
-class SessionInbox {
- public:
-  struct Event {
-    std::uint64_t epoch = 0;  // of the session that reported it
-    SessionState state = SessionState::connecting;
-    // Not a session state: the watch on the namespace node fired (state unused).
-    bool namespace_changed = false;
-  };
-  enum class Wake { event, deadline, closed };
-
-  void push(std::uint64_t epoch, SessionState state) { push_event({epoch, state, false}); }
-  void push_namespace_changed(std::uint64_t epoch) {
-    push_event({epoch, SessionState::connecting, true});
-  }
-
-  void close() {
-    {
-      std::lock_guard lock(mutex_);
-      closed_ = true;
-    }
-    cv_.notify_all();
-  }
-
-  void push_event(Event e) {
-    {
-      std::lock_guard lock(mutex_);
-      if (closed_) return;
-      events_.push_back(e);
-    }
-    cv_.notify_one();
-  }
-
-  // Waits for the next event, until `deadline` if there is one.
-  Wake wait(std::optional<Clock::time_point> deadline, Event& out) {
-    std::unique_lock lock(mutex_);
-    const auto ready = [&] { return closed_ || !events_.empty(); };
-    if (deadline) {
-      if (!cv_.wait_until(lock, *deadline, ready)) return Wake::deadline;
-    } else {
-      cv_.wait(lock, ready);
-    }
-    if (closed_) return Wake::closed;
-    out = events_.front();
-    events_.pop_front();
-    return Wake::event;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Event> events_;  // guarded by mutex_
-  bool closed_ = false;       // guarded by mutex_
-};
-
-// Calls listeners with each posted state, in order, on a thread of its own.
-class ListenerDispatcher {
- public:
-  explicit ListenerDispatcher(std::shared_ptr<spdlog::logger> log)
-      : log_(std::move(log)), thread_([this] { run(); }) {}
-  ~ListenerDispatcher() { stop(); }
-  ListenerDispatcher(const ListenerDispatcher&) = delete;
-  ListenerDispatcher& operator=(const ListenerDispatcher&) = delete;
-
-  Client::ListenerId add(Client::Listener listener) {
-    std::lock_guard lock(mutex_);
-    const auto id = next_id_++;
-    listeners_.emplace(id, std::make_shared<Client::Listener>(std::move(listener)));
-    return id;
-  }
-
-  bool on_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
-
-  // Returns once the listener is not running (unless called by a listener:
-  // waiting for ourselves would never end).
-  void remove(Client::ListenerId id) {
-    std::unique_lock lock(mutex_);
-    listeners_.erase(id);
-    if (std::this_thread::get_id() == thread_.get_id()) return;
-    cv_.wait(lock, [&] { return running_ != id; });
-  }
-
-  void post(ConnectionState s) {
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(s);
-    }
-    cv_.notify_all();
-  }
-
-  // Delivers what is queued, then joins the thread. Idempotent.
-  void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void run() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything delivered
-      const auto state = queue_.front();
-      queue_.pop_front();
-      // Listeners added while this state is delivered wait for the next one;
-      // removed ones are skipped.
-      std::vector<Client::ListenerId> ids;
-      for (const auto& entry : listeners_) ids.push_back(entry.first);
-      for (const auto id : ids) {
-        const auto it = listeners_.find(id);
-        if (it == listeners_.end()) continue;
-        const auto listener = it->second;
-        running_ = id;
-        lock.unlock();
-        call(*listener, state);
-        lock.lock();
-        running_ = 0;
-        cv_.notify_all();  // a remove() may wait for this one
-      }
-    }
-  }
-
-  void call(const Client::Listener& listener, ConnectionState state) {
-    // A throwing listener must not end delivery to the others.
-    try {
-      listener(state);
-    } catch (const std::exception& e) {
-      log_->error("connection state listener threw on {}: {}", to_string(state), e.what());
-    } catch (...) {
-      log_->error("connection state listener threw on {}", to_string(state));
-    }
-  }
-
-  std::shared_ptr<spdlog::logger> log_;
-  std::mutex mutex_;
-  std::condition_variable cv_;         // wakes run() and remove()
-  std::deque<ConnectionState> queue_;  // guarded by mutex_
-  std::map<Client::ListenerId, std::shared_ptr<Client::Listener>> listeners_;  // guarded
-  Client::ListenerId next_id_ = 1;                                             // guarded by mutex_
-  Client::ListenerId running_ = 0;  // guarded by mutex_: the listener being called
-  bool stopping_ = false;           // guarded by mutex_
-  std::thread thread_;              // last: starts once the rest exists
-};
-
-// Rethrows an invalid_argument from a validator with the option's name first.
-template <class F>
-void check_option(const char* name, F&& validate) {
-  try {
-    validate();
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("ClientOptions::") + name + ": " + e.what());
-  }
-}
-
-// The options with their defaults filled in; throws std::invalid_argument
-// naming the first bad one.
-ClientOptions validated(ClientOptions o) {
-  check_option("connect_string", [&] { validate_hosts(o.connect_string); });
-  if (o.session_timeout <= milliseconds::zero())
-    throw std::invalid_argument("ClientOptions::session_timeout must be > 0 ms");
-  if (o.connection_timeout <= milliseconds::zero())
-    throw std::invalid_argument("ClientOptions::connection_timeout must be > 0 ms");
-  // "app/locks" as documented; "/app/locks" is accepted as meaning the same.
-  if (!o.namespace_path.empty() && o.namespace_path.front() == '/') o.namespace_path.erase(0, 1);
-  if (!o.namespace_path.empty())
-    check_option("namespace_path", [&] { validate_path("/" + o.namespace_path); });
-  if (o.auth) check_option("auth", [&] { detail::check_digest_auth(*o.auth); });
-
-  if (!o.default_acl) o.default_acl = o.auth ? creator_all_acl() : open_acl_unsafe();
-  if (!o.namespace_acl) o.namespace_acl = open_acl_unsafe();
-  if (o.namespace_acl->empty())
-    throw std::invalid_argument("ClientOptions::namespace_acl: an ACL needs at least one entry");
-  if (!o.retry_policy)
-    o.retry_policy =
-        std::make_shared<ExponentialBackoffRetry>(milliseconds(100), 5, milliseconds(2000));
-  if (!o.sleeper) o.sleeper = std::make_shared<RealSleeper>();
-  if (!o.logger) o.logger = detail::default_logger();
-  if (!o.keeper_factory) {
-    o.keeper_factory = [](const KeeperConfig& config, SessionCallback on_state) {
-      return connect_keeper(config, std::move(on_state));
-    };
-  }
-  return o;
-}
-
 }  // namespace
 
 struct Client::Impl {
   explicit Impl(ClientOptions o)
-      : options(validated(std::move(o))),
+      : options(detail::validated_options(std::move(o))),
         log(options.logger),
         config(session_config(options)),
         machine(options.lost_when_suspended_too_long),
@@ -363,10 +176,10 @@ struct Client::Impl {
 
   void run() {
     for (;;) {
-      SessionInbox::Event event;
+      detail::SessionInbox::Event event;
       const auto wake = inbox->wait(next_deadline(), event);
-      if (wake == SessionInbox::Wake::closed) return;
-      if (wake == SessionInbox::Wake::event) {
+      if (wake == detail::SessionInbox::Wake::closed) return;
+      if (wake == detail::SessionInbox::Wake::event) {
         on_event(event);
       } else {
         on_deadline();
@@ -382,7 +195,7 @@ struct Client::Impl {
     return next;
   }
 
-  void on_event(const SessionInbox::Event& event) {
+  void on_event(const detail::SessionInbox::Event& event) {
     if (event.epoch != session_epoch()) return;  // from a session we replaced
     if (event.namespace_changed) {
       on_namespace_changed();
@@ -683,7 +496,7 @@ struct Client::Impl {
   const ClientOptions options;  // validated, defaults filled in
   const std::shared_ptr<spdlog::logger> log;
   const KeeperConfig config;  // of every session; chroot = the namespace
-  const std::shared_ptr<SessionInbox> inbox = std::make_shared<SessionInbox>();
+  const std::shared_ptr<detail::SessionInbox> inbox = std::make_shared<detail::SessionInbox>();
 
   // Session thread only.
   detail::ConnectionStateMachine machine;
@@ -708,7 +521,7 @@ struct Client::Impl {
   std::optional<KeeperError> namespace_error;    // guarded by mutex: why it cannot be made
 
   detail::BackgroundRemover remover;
-  ListenerDispatcher listeners;
+  detail::ListenerDispatcher listeners;
   const std::shared_ptr<detail::CallbackThread> callbacks;
   // Outlives the Client (locks hold it); closed by ~Impl, after which it
   // never calls back into us.
@@ -783,34 +596,5 @@ std::shared_ptr<detail::ClientLifeline> Client::lifeline() const noexcept {
 std::shared_ptr<detail::DirectoryRegistry> Client::directory_registry() const noexcept {
   return impl_->directories;
 }
-
-namespace detail {
-
-void ClientLifeline::close() noexcept {
-  std::lock_guard lock(mutex_);
-  closed_ = true;
-}
-
-bool ClientLifeline::wait_for_visits(std::chrono::milliseconds timeout) noexcept {
-  std::unique_lock lock(mutex_);
-  return idle_.wait_for(lock, timeout, [&] { return visits_ == 0; });
-}
-
-bool ClientLifeline::enter() noexcept {
-  std::lock_guard lock(mutex_);
-  if (closed_) return false;
-  ++visits_;
-  return true;
-}
-
-void ClientLifeline::leave() noexcept {
-  {
-    std::lock_guard lock(mutex_);
-    --visits_;
-  }
-  idle_.notify_all();
-}
-
-}  // namespace detail
 
 }  // namespace zkr

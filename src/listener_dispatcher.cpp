@@ -1,0 +1,81 @@
+#include "listener_dispatcher.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+namespace zkr::detail {
+
+ListenerDispatcher::ListenerDispatcher(std::shared_ptr<spdlog::logger> log)
+    : log_(std::move(log)), thread_([this] { run(); }) {}
+
+ListenerDispatcher::~ListenerDispatcher() { stop(); }
+
+Client::ListenerId ListenerDispatcher::add(Client::Listener listener) {
+  std::lock_guard lock(mutex_);
+  const auto id = next_id_++;
+  listeners_.emplace(id, std::make_shared<Client::Listener>(std::move(listener)));
+  return id;
+}
+
+void ListenerDispatcher::remove(Client::ListenerId id) {
+  std::unique_lock lock(mutex_);
+  listeners_.erase(id);
+  if (std::this_thread::get_id() == thread_.get_id()) return;
+  cv_.wait(lock, [&] { return running_ != id; });
+}
+
+void ListenerDispatcher::post(ConnectionState s) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(s);
+  }
+  cv_.notify_all();
+}
+
+void ListenerDispatcher::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ListenerDispatcher::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything delivered
+    const auto state = queue_.front();
+    queue_.pop_front();
+    // Listeners added while this state is delivered wait for the next one;
+    // removed ones are skipped.
+    std::vector<Client::ListenerId> ids;
+    for (const auto& entry : listeners_) ids.push_back(entry.first);
+    for (const auto id : ids) {
+      const auto it = listeners_.find(id);
+      if (it == listeners_.end()) continue;
+      const auto listener = it->second;
+      running_ = id;
+      lock.unlock();
+      call(*listener, state);
+      lock.lock();
+      running_ = 0;
+      cv_.notify_all();  // a remove() may wait for this one
+    }
+  }
+}
+
+void ListenerDispatcher::call(const Client::Listener& listener, ConnectionState state) {
+  // A throwing listener must not end delivery to the others.
+  try {
+    listener(state);
+  } catch (const std::exception& e) {
+    log_->error("connection state listener threw on {}: {}", to_string(state), e.what());
+  } catch (...) {
+    log_->error("connection state listener threw on {}", to_string(state));
+  }
+}
+
+}  // namespace zkr::detail

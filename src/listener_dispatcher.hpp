@@ -1,0 +1,52 @@
+// Curator's connection state manager, in our terms: calls the Client's
+// listeners with each connection state, in order, on a thread of its own, so
+// that a listener may block in the Client while its session thread goes on.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "zkr/client.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace zkr::detail {
+
+class ListenerDispatcher {
+ public:
+  explicit ListenerDispatcher(std::shared_ptr<spdlog::logger> log);
+  ~ListenerDispatcher();
+  ListenerDispatcher(const ListenerDispatcher&) = delete;
+  ListenerDispatcher& operator=(const ListenerDispatcher&) = delete;
+
+  Client::ListenerId add(Client::Listener listener);
+  bool on_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
+  // Returns once the listener is not running (unless called by a listener:
+  // waiting for ourselves would never end).
+  void remove(Client::ListenerId id);
+  void post(ConnectionState s);
+  // Delivers what is queued, then joins the thread. Idempotent.
+  void stop();
+
+ private:
+  void run();
+  void call(const Client::Listener& listener, ConnectionState state);
+
+  std::shared_ptr<spdlog::logger> log_;
+  std::mutex mutex_;
+  std::condition_variable cv_;         // wakes run() and remove()
+  std::deque<ConnectionState> queue_;  // guarded by mutex_
+  std::map<Client::ListenerId, std::shared_ptr<Client::Listener>> listeners_;  // guarded
+  Client::ListenerId next_id_ = 1;                                             // guarded by mutex_
+  Client::ListenerId running_ = 0;  // guarded by mutex_: the listener being called
+  bool stopping_ = false;           // guarded by mutex_
+  std::thread thread_;              // last: starts once the rest exists
+};
+
+}  // namespace zkr::detail
