@@ -162,6 +162,7 @@ TYPED_TEST(LockIntegrationTest, HolderSessionExpiredNextWaiterWinsOldHolderIsTol
   ASSERT_TRUE(new_session.wait(kWait));
   const auto rejected = guarded_write(*holder_client.keeper(), lease, {op::Set{resource, "stale"}});
   EXPECT_EQ(rejected.error, Errc::no_node);
+  EXPECT_EQ(rejected.outcome, GuardedWriteResult::Outcome::lock_lost);
   EXPECT_GT(waiter_lease->fencing_token(), lease.fencing_token());
   EXPECT_TRUE(
       guarded_write(*holder_client.keeper(), *waiter_lease, {op::Set{resource, "waiter"}}).ok());
