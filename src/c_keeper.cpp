@@ -1,7 +1,9 @@
-// The Keeper over the ZooKeeper C client (libzookeeper-mt), and connect_keeper.
-// Long because it still holds the error table, log bridge and callback
-// plumbing together; issue 16 splits them. The argument checks and the host
-// grammar, shared with the other Keepers, are in keeper_arguments.cpp.
+// The Keeper over the ZooKeeper C client (libzookeeper-mt), and connect_keeper:
+// conversions, the callbacks the C client's threads run, sending, and the
+// close protocol. Elsewhere: the argument checks and the host grammar, shared
+// with the other Keepers (keeper_arguments.cpp), the error table checked
+// against the C client's (c_error_codes.cpp), and its log bridge
+// (c_client_log.cpp).
 //
 // Facts about the C client (3.8) this file relies on, read from its sources:
 // - It runs two threads per handle: an I/O thread, and a completion thread on
@@ -52,72 +54,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "c_client_log.hpp"
 #include "keeper_arguments.hpp"
 #include "log.hpp"
 
 namespace zkr {
 namespace {
-
-// ---- Error codes: one to one with the C client's.
-
-constexpr std::pair<Errc, int> kCodes[] = {
-    {Errc::ok, ZOK},
-    {Errc::system_error, ZSYSTEMERROR},
-    {Errc::runtime_inconsistency, ZRUNTIMEINCONSISTENCY},
-    {Errc::data_inconsistency, ZDATAINCONSISTENCY},
-    {Errc::connection_loss, ZCONNECTIONLOSS},
-    {Errc::marshalling_error, ZMARSHALLINGERROR},
-    {Errc::unimplemented, ZUNIMPLEMENTED},
-    {Errc::operation_timeout, ZOPERATIONTIMEOUT},
-    {Errc::bad_arguments, ZBADARGUMENTS},
-    {Errc::invalid_state, ZINVALIDSTATE},
-    {Errc::new_config_no_quorum, ZNEWCONFIGNOQUORUM},
-    {Errc::reconfig_in_progress, ZRECONFIGINPROGRESS},
-    {Errc::ssl_connection_error, ZSSLCONNECTIONERROR},
-    {Errc::api_error, ZAPIERROR},
-    {Errc::no_node, ZNONODE},
-    {Errc::no_auth, ZNOAUTH},
-    {Errc::bad_version, ZBADVERSION},
-    {Errc::no_children_for_ephemerals, ZNOCHILDRENFOREPHEMERALS},
-    {Errc::node_exists, ZNODEEXISTS},
-    {Errc::not_empty, ZNOTEMPTY},
-    {Errc::session_expired, ZSESSIONEXPIRED},
-    {Errc::invalid_callback, ZINVALIDCALLBACK},
-    {Errc::invalid_acl, ZINVALIDACL},
-    {Errc::auth_failed, ZAUTHFAILED},
-    {Errc::closing, ZCLOSING},
-    {Errc::nothing, ZNOTHING},
-    {Errc::session_moved, ZSESSIONMOVED},
-    {Errc::not_read_only, ZNOTREADONLY},
-    {Errc::ephemeral_on_local_session, ZEPHEMERALONLOCALSESSION},
-    {Errc::no_watcher, ZNOWATCHER},
-    {Errc::reconfig_disabled, ZRECONFIGDISABLED},
-    {Errc::session_closed_requires_sasl_auth, ZSESSIONCLOSEDREQUIRESASLAUTH},
-    {Errc::throttled_op, ZTHROTTLEDOP},
-};
-
-constexpr bool every_code_matches() {
-  for (const auto& [ours, theirs] : kCodes)
-    if (static_cast<int>(ours) != theirs) return false;
-  return true;
-}
-constexpr bool every_errc_listed() {
-  for (const Errc e : kAllErrc) {
-    if (is_zkrecipes_code(e)) continue;  // ours: not a ZOO_ERRORS code
-    bool found = false;
-    for (const auto& [ours, theirs] : kCodes) found = found || ours == e;
-    if (!found) return false;
-  }
-  return true;
-}
-static_assert(every_code_matches(), "an Errc value differs from its ZOO_ERRORS code");
-constexpr std::size_t zookeeper_codes() {
-  std::size_t n = 0;
-  for (const Errc e : kAllErrc) n += is_zkrecipes_code(e) ? 0 : 1;
-  return n;
-}
-static_assert(every_errc_listed() && std::size(kCodes) == zookeeper_codes(),
-              "kCodes must pair every Errc with its ZOO_ERRORS code");
 
 // ---- Conversions.
 
@@ -177,53 +119,6 @@ std::string c_host_list(std::string_view hosts) {
   for (const char c : hosts)
     if (c != '[' && c != ']') out += c;
   return out;
-}
-
-// ---- Logging.
-
-// The C client formats "<time>:<pid>(<tid>):ZOO_WARN@<function>@<line>: <text>";
-// keep its level and "<function>@<line>: <text>", since spdlog adds the rest.
-void forward_c_log(const char* message) {
-  std::string_view text = message ? message : "";
-  auto level = spdlog::level::warn;
-  static constexpr std::pair<std::string_view, spdlog::level::level_enum> kTags[] = {
-      {"ZOO_ERROR@", spdlog::level::err},
-      {"ZOO_WARN@", spdlog::level::warn},
-      {"ZOO_INFO@", spdlog::level::info},
-      {"ZOO_DEBUG@", spdlog::level::debug},
-  };
-  for (const auto& [tag, tag_level] : kTags) {
-    if (const auto at = text.find(tag); at != std::string_view::npos) {
-      level = tag_level;
-      text.remove_prefix(at + tag.size());
-      break;
-    }
-  }
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-  // A lost or refused connection, a timed-out one, an expired session, and the
-  // pause after trying every server: the C client logs them as ERROR and WARN,
-  // but they are the link coming and going, which the Client reports as
-  // connection states at its own levels. Other errors keep their level.
-  static constexpr std::string_view kLinkNews[] = {"zk retcode=-4,", "zk retcode=-7,",
-                                                   "zk retcode=-112,",
-                                                   "Delaying connection after exhaustively trying"};
-  for (const auto news : kLinkNews)
-    if (text.find(news) != std::string_view::npos) level = std::min(level, spdlog::level::info);
-  detail::default_logger()->log(level, "zookeeper client: {}", text);
-}
-
-// The C client's INFO lines are routine chatter (one per connect, close,
-// environment line), so they come with our debug level, not with info.
-ZooLogLevel c_log_level(spdlog::level::level_enum level) {
-  switch (level) {
-    case spdlog::level::trace:
-    case spdlog::level::debug: return ZOO_LOG_LEVEL_DEBUG;
-    case spdlog::level::info:
-    case spdlog::level::warn: return ZOO_LOG_LEVEL_WARN;
-    case spdlog::level::err:
-    case spdlog::level::critical: return ZOO_LOG_LEVEL_ERROR;
-    default: return static_cast<ZooLogLevel>(0);  // off: the C client logs nothing
-  }
 }
 
 }  // namespace
@@ -692,10 +587,10 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
       std::make_shared<Shared>(config.logger ? config.logger : detail::default_logger(),
                                std::move(on_state), config.default_acl, config.session_timeout);
   // Process-wide in the C client: the last keeper to connect sets it.
-  zoo_set_debug_level(c_log_level(detail::default_logger()->level()));
+  zoo_set_debug_level(detail::c_log_level(detail::default_logger()->level()));
   handle_ = zookeeper_init2(connect.c_str(), &on_session_event, static_cast<int>(timeout),
                             config.session_id != 0 ? &client : nullptr, shared_.get(),
-                            ZOO_NO_LOG_CLIENTENV, &forward_c_log);
+                            ZOO_NO_LOG_CLIENTENV, &detail::forward_c_log);
   if (!handle_) {
     const int error = errno;
     throw KeeperError(
