@@ -212,15 +212,11 @@ void LockFactory::compare_or_record_layout(Keeper& keeper,
     }
     auto recorded = keeper.async_create(node, ours, CreateMode::persistent, create);
     for (auto& [ancestor, reply] : parents) {
-      if (reply.wait_for(timeout) != std::future_status::ready)
-        throw KeeperError(Errc::operation_timeout, ancestor, "creating the lock root");
-      const auto made = reply.get();
+      const auto made = await_reply(std::move(reply), timeout, ancestor);
       if (!made.ok() && made.error() != Errc::node_exists)
         throw KeeperError(made.error(), ancestor, "creating the lock root " + root_);
     }
-    if (recorded.wait_for(timeout) != std::future_status::ready)
-      throw KeeperError(Errc::operation_timeout, node, "recording the lock layout");
-    const auto made = recorded.get();
+    const auto made = await_reply(std::move(recorded), timeout, node);
     if (made.ok()) return;
     // node_exists: another process recorded one first; read it next round.
     if (made.error() != Errc::node_exists)

@@ -374,10 +374,7 @@ struct Client::Impl {
           if (e.type != EventType::session_ended) inbox->push_namespace_changed(for_epoch);
         };
       }
-      auto seen = k->async_exists("/", std::move(watcher));
-      if (seen.wait_for(timeout) != std::future_status::ready)
-        throw KeeperError(Errc::operation_timeout, path, "looking for the namespace");
-      const auto stat = seen.get();
+      const auto stat = await_reply(k->async_exists("/", std::move(watcher)), timeout, path);
       if (stat.error() != Errc::ok && stat.error() != Errc::no_node)
         throw KeeperError(stat.error(), path, "looking for the namespace");
       namespace_watch_epoch = for_epoch;
