@@ -90,8 +90,8 @@ class Attempt {
   // The lease, or nullptr if the deadline passed. Throws SessionGone, or
   // KeeperError for what the retry policy will not retry.
   std::shared_ptr<LeaseState> run() {
-    const auto start = Clock::now();
-    for (int retries = 0;; ++retries) {
+    RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline_);
+    for (;;) {
       try {
         bind_session();
         for (;;) {
@@ -120,21 +120,18 @@ class Attempt {
           abandon_if_session_lives();
           throw SessionGone{epoch_};
         }
-        const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-        const auto delay = is_retryable(e.errc())
-                               ? client_.retry_policy().next_delay(retries, elapsed)
-                               : std::nullopt;
-        if (!delay) {
+        const auto step = is_retryable(e.errc()) ? budget.next() : RetryBudget::Step{};
+        if (step.verdict == RetryBudget::Verdict::give_up) {
           abandon();
           throw;
         }
-        if (deadline_ && Clock::now() + *delay >= *deadline_) {
+        if (step.verdict == RetryBudget::Verdict::past_deadline) {
           abandon();
           return nullptr;
         }
         client_.logger().debug("lock {}: {}; retrying in {} ms", lock_.dir_, e.what(),
-                               delay->count());
-        client_.sleeper().sleep_for(*delay);
+                               step.delay.count());
+        budget.sleep(step);
       } catch (...) {
         abandon();
         throw;
@@ -620,9 +617,9 @@ LockInternals::~LockInternals() {
 
 std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
                                                    const std::optional<HeldWriteNode>& held_write) {
-  const auto start = Clock::now();
+  RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline);
   std::uint64_t ended_epoch = 0;
-  for (int sessions = 0;; ++sessions) {
+  for (;;) {
     auto signal = std::make_shared<WaitSignal>();
     const auto listener =
         client_.add_listener([weak = std::weak_ptr<WaitSignal>(signal)](ConnectionState state) {
@@ -643,14 +640,13 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
     // Our session ended while we queued: never trust that view; queue again.
     if (!options_.requeue_after_session_loss)
       throw KeeperError(Errc::session_expired, dir_, "the session ended while acquiring the lock");
-    const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-    const auto delay = client_.retry_policy().next_delay(sessions, elapsed);
-    if (!delay)
+    const auto step = budget.next();
+    if (step.verdict == RetryBudget::Verdict::give_up)
       throw KeeperError(Errc::session_expired, dir_,
                         "the session ended while acquiring the lock, and the retry policy gave up");
-    if (deadline && Clock::now() + *delay >= *deadline) return nullptr;
+    if (step.verdict == RetryBudget::Verdict::past_deadline) return nullptr;
     client_.logger().info("lock {}: session ended while queued; queueing again", dir_);
-    client_.sleeper().sleep_for(*delay);
+    budget.sleep(step);
   }
 }
 

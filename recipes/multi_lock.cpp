@@ -86,8 +86,8 @@ bool MultiLock::take(std::optional<Clock::time_point> deadline) {
   // again. A round is lost only to a session ending. With a deadline, rounds
   // go on until it passes; without one, as long as the retry policy allows,
   // as a single lock requeues after a lost session.
-  const auto start = Clock::now();
-  for (int round = 0;; ++round) {
+  RetryBudget budget(client_.retry_policy(), client_.sleeper());
+  for (;;) {
     switch (take_once(deadline)) {
       case Outcome::held: return true;
       case Outcome::timed_out: return false;
@@ -97,14 +97,13 @@ bool MultiLock::take(std::optional<Clock::time_point> deadline) {
       if (Clock::now() >= *deadline) return false;
       continue;
     }
-    const auto elapsed =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    const auto delay = client_.retry_policy().next_delay(round, elapsed);
-    if (!delay)
+    const auto step = budget.next();
+    if (step.verdict != RetryBudget::Verdict::retry)
       throw KeeperError(Errc::session_expired, paths_.front(),
                         "MultiLock: a lock was lost before the last was granted in " +
-                            std::to_string(round + 1) + " rounds, and the retry policy gave up");
-    client_.sleeper().sleep_for(*delay);
+                            std::to_string(budget.retries()) +
+                            " rounds, and the retry policy gave up");
+    budget.sleep(step);
   }
 }
 

@@ -105,8 +105,8 @@ struct SemaphoreCore {
 
   // One lease, or nullptr if the deadline came first.
   std::shared_ptr<LeaseState> acquire_one(Deadline deadline) {
-    const auto start = Clock::now();
-    for (int retries = 0;; ++retries) {
+    RetryBudget budget(client.retry_policy(), client.sleeper(), deadline);
+    for (;;) {
       auto mutex = acquire_naming(locks, deadline);
       if (!mutex) return nullptr;
       try {
@@ -118,13 +118,10 @@ struct SemaphoreCore {
         log->debug("semaphore {}: starting over", dir);
       } catch (const KeeperError& e) {
         locks.release(mutex);
-        const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-        const auto delay = is_retryable(e.errc())
-                               ? client.retry_policy().next_delay(retries, elapsed)
-                               : std::nullopt;
-        if (!delay) rethrow_naming(e, dir);
-        if (deadline && Clock::now() + *delay >= *deadline) return nullptr;
-        client.sleeper().sleep_for(*delay);
+        const auto step = is_retryable(e.errc()) ? budget.next() : RetryBudget::Step{};
+        if (step.verdict == RetryBudget::Verdict::give_up) rethrow_naming(e, dir);
+        if (step.verdict == RetryBudget::Verdict::past_deadline) return nullptr;
+        budget.sleep(step);
       } catch (...) {
         locks.release(mutex);
         throw;

@@ -146,27 +146,79 @@ namespace detail {
 bool should_retry(Errc e, const RetryOptions& options) noexcept;
 }
 
+// The bookkeeping of one retried operation, shared by every retry loop of the
+// library (call_with_retry, and the locks' own): retries so far, time since
+// the first attempt, and an optional deadline no retry may sleep past.
+// Elapsed time is the larger of the real time and the sum of the sleeps, so
+// that a recording sleeper's virtual time counts and a real one's is not
+// counted twice.
+//
+//   RetryBudget budget(policy, sleeper, deadline);
+//   for (;;) {
+//     try { return attempt(); } catch (const KeeperError& e) {
+//       if (!is_retryable(e.errc())) throw;
+//       const auto step = budget.next();
+//       if (step.verdict == RetryBudget::Verdict::give_up) throw;
+//       if (step.verdict == RetryBudget::Verdict::past_deadline) return nothing;
+//       budget.sleep(step);
+//     }
+//   }
+class RetryBudget {
+ public:
+  using Clock = std::chrono::steady_clock;
+  enum class Verdict {
+    retry,          // sleep step.delay, then try again
+    give_up,        // the policy says so
+    past_deadline,  // the delay would end at or past the deadline
+  };
+  struct Step {
+    Verdict verdict = Verdict::give_up;
+    milliseconds delay{0};
+  };
+
+  RetryBudget(const RetryPolicy& policy, Sleeper& sleeper,
+              std::optional<Clock::time_point> deadline = std::nullopt)
+      : policy_(policy), sleeper_(sleeper), deadline_(deadline), start_(Clock::now()) {}
+
+  // After a failed attempt: what to do next (counts it as a retry).
+  Step next() {
+    const auto elapsed =
+        std::max(std::chrono::duration_cast<milliseconds>(Clock::now() - start_), slept_);
+    const auto delay = policy_.next_delay(retries_++, elapsed);
+    if (!delay) return {Verdict::give_up, milliseconds{0}};
+    if (deadline_ && Clock::now() + *delay >= *deadline_) return {Verdict::past_deadline, *delay};
+    return {Verdict::retry, *delay};
+  }
+  // Sleeps a retry step's delay through the sleeper.
+  void sleep(const Step& step) {
+    sleeper_.sleep_for(step.delay);
+    slept_ += step.delay;
+  }
+  int retries() const noexcept { return retries_; }
+
+ private:
+  const RetryPolicy& policy_;
+  Sleeper& sleeper_;
+  const std::optional<Clock::time_point> deadline_;
+  const Clock::time_point start_;
+  int retries_ = 0;
+  milliseconds slept_{0};
+};
+
 // Calls op() until it returns, throws an error that is not retried, or the
-// policy gives up (then the last KeeperError propagates). Elapsed time is the
-// larger of the real time and the sum of the sleeps, so that a recording
-// sleeper's virtual time counts and a real one's is not counted twice.
+// policy gives up (then the last KeeperError propagates).
 template <class Op>
 auto call_with_retry(const RetryPolicy& policy, Sleeper& sleeper, Op&& op,
                      RetryOptions options = {}) -> decltype(op()) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  milliseconds slept{0};
-  for (int retries = 0;; ++retries) {
+  RetryBudget budget(policy, sleeper);
+  for (;;) {
     try {
       return op();
     } catch (const KeeperError& e) {
       if (!detail::should_retry(e.errc(), options)) throw;
-      const auto elapsed =
-          std::max(std::chrono::duration_cast<milliseconds>(Clock::now() - start), slept);
-      const auto delay = policy.next_delay(retries, elapsed);
-      if (!delay) throw;
-      sleeper.sleep_for(*delay);
-      slept += *delay;
+      const auto step = budget.next();
+      if (step.verdict != RetryBudget::Verdict::retry) throw;
+      budget.sleep(step);
     }
   }
 }

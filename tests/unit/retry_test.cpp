@@ -281,6 +281,35 @@ TEST(CallWithRetry, VirtualTimeCountsTowardsElapsed) {
   EXPECT_EQ(sleeper.delays(), std::vector<milliseconds>(3, 30ms));
 }
 
+// The budget every retry loop of the library keeps: counts retries, counts
+// virtual sleeps as elapsed time, and never sleeps past a deadline.
+TEST(RetryBudget, CountsRetriesAndVirtualTime) {
+  RetryUntilElapsed policy(100ms, 30ms);
+  RecordingSleeper sleeper;
+  RetryBudget budget(policy, sleeper);
+  for (int i = 0; i < 3; ++i) {
+    const auto step = budget.next();
+    ASSERT_EQ(step.verdict, RetryBudget::Verdict::retry) << "retry " << i;
+    EXPECT_EQ(step.delay, 30ms);
+    budget.sleep(step);
+  }
+  EXPECT_EQ(budget.next().verdict, RetryBudget::Verdict::give_up);  // 90 + 30 > 100 ms
+  EXPECT_EQ(budget.retries(), 4);
+  EXPECT_EQ(sleeper.total(), 90ms);
+}
+
+TEST(RetryBudget, NeverSleepsPastTheDeadline) {
+  RetryForever policy(50ms);
+  RecordingSleeper sleeper;
+  RetryBudget near(policy, sleeper, std::chrono::steady_clock::now() + 20ms);
+  const auto step = near.next();
+  EXPECT_EQ(step.verdict, RetryBudget::Verdict::past_deadline);
+  EXPECT_EQ(step.delay, 50ms);
+  RetryBudget far(policy, sleeper, std::chrono::steady_clock::now() + 1h);
+  EXPECT_EQ(far.next().verdict, RetryBudget::Verdict::retry);
+  EXPECT_TRUE(sleeper.delays().empty());  // deciding sleeps nothing
+}
+
 TEST(CallWithRetry, ExponentialDelaysAreRecordedAndTakeNoWallTime) {
   ExponentialBackoffRetry policy(1s, 5, 1h, kSeed);
   RecordingSleeper sleeper;
