@@ -257,24 +257,23 @@ CuratorPeer::W6 CuratorPeer::w6(const std::string& path, unsigned workers, unsig
 CuratorPeer::W7 CuratorPeer::w7_semaphore(const std::string& path, unsigned workers,
                                           std::int32_t leases, int reads,
                                           std::chrono::milliseconds duration) {
-  W7 result;
-  result.interval_file = interval_file();
-  const auto w = command("w7-semaphore " + path + " " + std::to_string(workers) + " " +
-                             std::to_string(leases) + " " + std::to_string(reads) + " " +
-                             std::to_string(duration.count()) + " " + result.interval_file,
-                         duration + std::chrono::seconds(90));
-  result.acquisitions = std::stoull(w.at(0));
-  result.waits_ms = waits_ms(w, 1, w.size() - 1);
-  return result;
+  return w7("w7-semaphore " + path + " " + std::to_string(workers) + " " + std::to_string(leases) +
+                " " + std::to_string(reads),
+            duration);
 }
 
 CuratorPeer::W7 CuratorPeer::w7_mutex(const std::string& path, unsigned workers,
                                       std::chrono::milliseconds duration) {
+  return w7("w7-mutex " + path + " " + std::to_string(workers), duration);
+}
+
+CuratorPeer::W7 CuratorPeer::w7(const std::string& command_words,
+                                std::chrono::milliseconds duration) {
   W7 result;
   result.interval_file = interval_file();
-  const auto w = command("w7-mutex " + path + " " + std::to_string(workers) + " " +
-                             std::to_string(duration.count()) + " " + result.interval_file,
-                         duration + std::chrono::seconds(90));
+  const auto w =
+      command(command_words + " " + std::to_string(duration.count()) + " " + result.interval_file,
+              duration + std::chrono::seconds(90));
   result.acquisitions = std::stoull(w.at(0));
   result.waits_ms = waits_ms(w, 1, w.size() - 1);
   return result;

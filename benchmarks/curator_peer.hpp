@@ -97,6 +97,9 @@ class CuratorPeer {
   W7 w7_mutex(const std::string& path, unsigned workers, std::chrono::milliseconds duration);
 
  private:
+  // Both W7 commands: their words up to the duration, which it appends with
+  // the interval file.
+  W7 w7(const std::string& command_words, std::chrono::milliseconds duration);
   // Sends one command line; returns the reply's words after "done". RunError
   // on "error ...", end of output, or no reply by the deadline.
   std::vector<std::string> command(const std::string& line, std::chrono::milliseconds timeout);
