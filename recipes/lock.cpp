@@ -62,11 +62,6 @@ void LockLease::on_lost(std::function<void(LostReason)> callback) const {
   state_->add_callback(std::move(callback));
 }
 
-GuardedWriteResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
-                                 OptionalTimeout timeout) {
-  return guarded_write(keeper, std::vector<LockLease>{lease}, std::move(ops), timeout);
-}
-
 namespace {
 using Visit = detail::ClientLifeline::Visit;
 using detail::acquire_naming;

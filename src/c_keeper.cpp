@@ -3,7 +3,9 @@
 // close protocol. Elsewhere: the argument checks and the host grammar, shared
 // with the other Keepers (keeper_arguments.cpp), the error table checked
 // against the C client's (c_error_codes.cpp), and its log bridge
-// (c_client_log.cpp).
+// (c_client_log.cpp). About 800 lines because the callbacks, the registries
+// of what the C client holds, and the close protocol share one set of facts
+// about the C client (below), and each relies on the others keeping them.
 //
 // Facts about the C client (3.8) this file relies on, read from its sources:
 // - It runs two threads per handle: an I/O thread, and a completion thread on

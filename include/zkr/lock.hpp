@@ -258,6 +258,11 @@ std::string_view to_string(GuardedWriteResult::Outcome outcome) noexcept;
 // lock on, block a queue or take a lease.
 GuardedWriteResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
                                  OptionalTimeout timeout = {});
+// A multi that succeeds only while every lease's lock node still exists.
+// Refuses ops on any lease's lock node or directory, as the one-lease form (MultiLock::leases() gives them);
+// the result's checks are one per lease, in the order given.
+GuardedWriteResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
+                                 std::vector<Op> ops, OptionalTimeout timeout = {});
 
 // Fair, reentrant per thread: N acquires by a thread need N releases (N up to
 // kMaxReentrantHolds).

@@ -62,10 +62,4 @@ class MultiLock : public detail::StandardLockable<MultiLock> {
   std::vector<std::unique_ptr<InterProcessMutex>> locks_;  // in paths_ order
 };
 
-// A multi that succeeds only while every lease's lock node still exists.
-// Refuses ops on any lease's lock node or directory, as the one-lease form;
-// the result's checks are one per lease, in the order given.
-GuardedWriteResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
-                                 std::vector<Op> ops, OptionalTimeout timeout = {});
-
 }  // namespace zkr
