@@ -16,6 +16,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,32 @@ class GuardedCounter {
 
  private:
   std::atomic<std::int64_t> value_{0};
+};
+
+// What the worker threads of one round share: the counter their holds
+// increment, and their failures (each counted; the first one's text kept, to
+// say what went wrong).
+class RoundShared {
+ public:
+  GuardedCounter counter;
+
+  // An acquire that timed out: a failure with nothing to say.
+  void timed_out() { errors_.fetch_add(1); }
+  void failed(const std::exception& e) {
+    errors_.fetch_add(1);
+    std::lock_guard lock(mutex_);
+    if (first_error_.empty()) first_error_ = e.what();
+  }
+  std::uint64_t errors() const { return errors_.load(); }
+  std::string first_error() const {
+    std::lock_guard lock(mutex_);
+    return first_error_;
+  }
+
+ private:
+  std::atomic<std::uint64_t> errors_{0};
+  mutable std::mutex mutex_;
+  std::string first_error_;  // guarded by mutex_
 };
 
 // CLOCK_MONOTONIC in nanoseconds: the clock of the checker's intervals.

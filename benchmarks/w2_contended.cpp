@@ -28,13 +28,6 @@ constexpr std::uint64_t kMaxAcquisitionsPerWorker = 1'000'000;
 // Rounds per implementation in a full run (--quick: one).
 constexpr unsigned kW2Rounds = 3;
 
-struct Shared {
-  GuardedCounter counter;
-  std::atomic<std::uint64_t> errors{0};
-  std::mutex error_mutex;
-  std::string first_error;
-};
-
 struct WorkerResult {
   WorkerResult(std::int64_t index, const std::string& kind) : holds(index, kind) {}
   std::uint64_t acquisitions = 0;
@@ -44,14 +37,14 @@ struct WorkerResult {
 
 // Lock: HolderLock (ours, or none) or FloorLock.
 template <class Lock>
-void worker(Lock& mutex, Clock::time_point deadline, Shared& shared, WorkerResult& out) {
+void worker(Lock& mutex, Clock::time_point deadline, RoundShared& shared, WorkerResult& out) {
   try {
     while (out.acquisitions < kMaxAcquisitionsPerWorker) {
       const auto t0 = Clock::now();
       if (t0 >= deadline) break;
       // Bounded: a fair lock among 8 never needs this long on a healthy ensemble.
       if (!mutex.try_acquire_for(std::chrono::seconds(30))) {
-        shared.errors.fetch_add(1);
+        shared.timed_out();
         break;
       }
       out.waits.add(ms_between(t0, Clock::now()));
@@ -60,9 +53,7 @@ void worker(Lock& mutex, Clock::time_point deadline, Shared& shared, WorkerResul
       ++out.acquisitions;
     }
   } catch (const std::exception& e) {
-    shared.errors.fetch_add(1);
-    std::lock_guard lock(shared.error_mutex);
-    if (shared.first_error.empty()) shared.first_error = e.what();
+    shared.failed(e);
   }
 }
 
@@ -162,7 +153,7 @@ void run_round(const std::string& impl, const std::string& kind,
                std::vector<std::unique_ptr<Lock>>& locks, std::chrono::milliseconds duration,
                Tally& tally) {
   const auto workers = static_cast<unsigned>(locks.size());
-  Shared shared;
+  RoundShared shared;
   std::vector<WorkerResult> results;
   for (unsigned i = 0; i < workers; ++i) results.emplace_back(i, kind);
   std::latch go(1);
@@ -179,7 +170,7 @@ void run_round(const std::string& impl, const std::string& kind,
   go.count_down();  // the latch orders the write of deadline before the reads
   threads.clear();  // joins
   const double seconds = seconds_since(start);
-  if (!shared.first_error.empty()) throw RunError("W2 " + impl + ": " + shared.first_error);
+  if (!shared.first_error().empty()) throw RunError("W2 " + impl + ": " + shared.first_error());
 
   std::uint64_t total = 0;
   std::vector<std::uint64_t> per_worker;
@@ -191,7 +182,7 @@ void run_round(const std::string& impl, const std::string& kind,
     logs.push_back(&w.holds);
   }
   tally.cost.end(total);
-  add_round(tally, seconds, shared.errors.load(), per_worker, judge(logs, shared.counter));
+  add_round(tally, seconds, shared.errors(), per_worker, judge(logs, shared.counter));
 }
 
 // One round of Curator's, in its JVM: the same critical section, holds

@@ -30,13 +30,6 @@ constexpr std::uint64_t kMaxHoldsPerWorker = 1'000'000;
 // Rounds per implementation when Curator's runs too, in a full run (--quick: one).
 constexpr unsigned kRounds = 3;
 
-struct Shared {
-  GuardedCounter counter;
-  std::atomic<std::uint64_t> errors{0};
-  std::mutex error_mutex;
-  std::string first_error;
-};
-
 struct WorkerResult {
   explicit WorkerResult(std::int64_t index) : holds(index, "write") {}
   std::uint64_t reads = 0, writes = 0;
@@ -44,7 +37,7 @@ struct WorkerResult {
   HoldLog holds;
 };
 
-void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, Shared& shared,
+void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, RoundShared& shared,
             WorkerResult& out) {
   try {
     for (std::uint64_t i = 0; i < kMaxHoldsPerWorker; ++i) {
@@ -53,7 +46,7 @@ void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, Shared&
       const bool write = i % kWriteEvery == kWriteEvery - 1;
       auto& side = write ? lock.write_lock() : lock.read_lock();
       if (!side.try_acquire_for(std::chrono::seconds(30))) {  // bounded: never needed when healthy
-        shared.errors.fetch_add(1);
+        shared.timed_out();
         break;
       }
       (write ? out.write_waits : out.read_waits).add(ms_between(t0, Clock::now()));
@@ -64,9 +57,7 @@ void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, Shared&
       ++(write ? out.writes : out.reads);
     }
   } catch (const std::exception& e) {
-    shared.errors.fetch_add(1);
-    std::lock_guard guard(shared.error_mutex);
-    if (shared.first_error.empty()) shared.first_error = e.what();
+    shared.failed(e);
   }
 }
 
@@ -84,7 +75,7 @@ struct Tally {
 // started at once, for `duration`; each round's holds judged on their own.
 void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks,
                std::chrono::milliseconds duration, Tally& tally) {
-  Shared shared;
+  RoundShared shared;
   std::vector<WorkerResult> results;
   for (unsigned i = 0; i < kWorkers; ++i) results.emplace_back(i);
   std::latch go(1);
@@ -101,7 +92,7 @@ void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks,
     go.count_down();  // the latch orders the write of deadline before the reads
   }
   tally.seconds += seconds_since(deadline - duration);
-  if (!shared.first_error.empty()) throw RunError("W6: " + shared.first_error);
+  if (!shared.first_error().empty()) throw RunError("W6: " + shared.first_error());
 
   std::uint64_t holds = 0;
   std::vector<const HoldLog*> logs;
@@ -114,7 +105,7 @@ void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks,
     logs.push_back(&w.holds);
   }
   tally.cost.end(holds);
-  tally.errors += shared.errors.load();
+  tally.errors += shared.errors();
   tally.judgement.add(judge(logs, shared.counter));
 }
 
