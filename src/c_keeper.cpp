@@ -1,11 +1,11 @@
 // The Keeper over the ZooKeeper C client (libzookeeper-mt), and connect_keeper:
 // conversions, the callbacks the C client's threads run, sending, and the
-// close protocol. Elsewhere: the argument checks and the host grammar, shared
-// with the other Keepers (keeper_arguments.cpp), the error table checked
-// against the C client's (c_error_codes.cpp), and its log bridge
-// (c_client_log.cpp). About 800 lines because the callbacks, the registries
-// of what the C client holds, and the close protocol share one set of facts
-// about the C client (below), and each relies on the others keeping them.
+// close protocol. Long because the callbacks, the registries of what the C
+// client holds, and the close protocol share one set of facts about the C
+// client (below), and each relies on the others keeping them. Elsewhere: the
+// argument checks and the host grammar, shared with the other Keepers
+// (keeper_arguments.cpp), the error table checked against the C client's
+// (c_error_codes.cpp), and its log bridge (c_client_log.cpp).
 //
 // Facts about the C client (3.8) this file relies on, read from its sources:
 // - It runs two threads per handle: an I/O thread, and a completion thread on

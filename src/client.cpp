@@ -1,12 +1,12 @@
 // The Client: one session at a time, its connection states, and new sessions
-// after expiry, and the namespace each session is opened in. Its parts live
-// in files of their own: session_inbox.hpp (events from keeper threads),
-// listener_dispatcher.hpp (Curator's connection state manager: listeners on
-// a thread of their own), client_options.hpp (checks and defaults),
-// client_internals.hpp (what recipes need of a Client). About 600 lines
-// because what is left is one piece: the session thread's loop, which opens,
+// after expiry, and the namespace each session is opened in. Long because
+// what is left here is one piece: the session thread's loop, which opens,
 // announces, suspends, expires and closes sessions, and makes the namespace
 // before a connection is announced; split, its invariants would be spread.
+// Its other parts live in files of their own: session_inbox.hpp (events from
+// keeper threads), listener_dispatcher.hpp (Curator's connection state
+// manager: listeners on a thread of their own), client_options.hpp (checks
+// and defaults), client_internals.hpp (what recipes need of a Client).
 //
 // Three kinds of threads meet here:
 //  - the keeper's event thread (the C client's), which reports session events.
