@@ -39,6 +39,21 @@ class WaitSignal {
     }
     ready_.notify_all();
   }
+  // A deletion, with the listing the event thread sent the moment it came.
+  void on_deleted(const WatchEvent& event, std::future<Result<Children>> listing) {
+    {
+      std::lock_guard lock(mutex_);
+      events_.push_back(event);
+      listing_ = {event.path, std::move(listing)};
+    }
+    ready_.notify_all();
+  }
+  // The listing sent when `path` was deleted, if one was; it is taken once.
+  std::optional<std::future<Result<Children>>> take_listing(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    if (!listing_.second.valid() || listing_.first != path) return std::nullopt;
+    return std::exchange(listing_, {}).second;
+  }
   void on_state(ConnectionState state) {
     {
       std::lock_guard lock(mutex_);
@@ -63,8 +78,9 @@ class WaitSignal {
  private:
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<WatchEvent> events_;       // guarded by mutex_
-  std::deque<ConnectionState> states_;  // guarded by mutex_
+  std::deque<WatchEvent> events_;                                  // guarded by mutex_
+  std::deque<ConnectionState> states_;                             // guarded by mutex_
+  std::pair<std::string, std::future<Result<Children>>> listing_;  // guarded by mutex_
 };
 
 bool passed(const Deadline& deadline) { return deadline && Clock::now() >= *deadline; }
@@ -348,16 +364,10 @@ class Attempt {
       if (passed(deadline_)) return Turn::deadline;
       if (own_node_lost()) return Turn::vanished;
       const std::string before = join_path(lock_.dir_, lower_.back());
-      std::weak_ptr<WaitSignal> weak = signal_;
       // A get, not an exists: it arms no watch when the node is already gone,
       // and lock node names are never used twice, so such a watch would stay
       // in the session for ever.
-      auto watched = await(keeper_->async_get(before,
-                                              [weak](const WatchEvent& event) {
-                                                if (auto signal = weak.lock())
-                                                  signal->on_event(event);
-                                              }),
-                           before);
+      auto watched = await(keeper_->async_get(before, watch_for_hand_off()), before);
       bool gone = watched.error() == Errc::no_node;
       if (!gone && !watched.ok())
         throw KeeperError(watched.error(), before, "watching the node before ours");
@@ -381,9 +391,30 @@ class Attempt {
       // what arrived while we waited (another protocol's nodes: position()).
       // lower_ is replaced only by that reply: a retry after a lost one
       // watches (and lists) again rather than granting on the event alone.
-      if (!relist()) return Turn::vanished;
+      auto sent = signal_->take_listing(before);
+      if (!(sent ? position_from(await(std::move(*sent), lock_.dir_)) : relist()))
+        return Turn::vanished;
     }
     return own_node_lost() ? Turn::vanished : Turn::ours;
+  }
+
+  // The watch on the node before ours. When that node goes, the listing a
+  // grant needs is sent from the event thread at once, not after this
+  // thread wakes: the hand-off is one thread switch shorter. It is still a
+  // request sent after the event arrived, so its reply proves the same.
+  Watcher watch_for_hand_off() {
+    return [signal = std::weak_ptr<WaitSignal>(signal_), keeper = std::weak_ptr<Keeper>(keeper_),
+            dir = lock_.dir_](const WatchEvent& event) {
+      const auto waiting = signal.lock();
+      if (!waiting) return;
+      const auto session = keeper.lock();
+      if (event.type != EventType::deleted || !session) return waiting->on_event(event);
+      try {
+        waiting->on_deleted(event, session->async_children(dir));
+      } catch (const std::exception&) {
+        waiting->on_event(event);  // the waiting thread lists, and meets the error itself
+      }
+    };
   }
 
   // Our node was deleted while we waited (the own-node watch says so).
@@ -395,8 +426,8 @@ class Attempt {
   }
 
   // Learns again which nodes are before ours. False: ours is gone.
-  bool relist() {
-    auto listed = await(keeper_->async_children(lock_.dir_), lock_.dir_);
+  bool relist() { return position_from(await(keeper_->async_children(lock_.dir_), lock_.dir_)); }
+  bool position_from(const Result<Children>& listed) {
     if (!listed.ok() && listed.error() != Errc::no_node)
       throw KeeperError(listed.error(), lock_.dir_, "listing the lock directory");
     return listed.ok() ? position(listed.value()) : position(Children{});
