@@ -147,8 +147,8 @@ struct FloorLock::Impl {
   std::string ours;  // our node's path while queued or held
 };
 
-FloorLock::FloorLock(const std::string& connect, std::string dir)
-    : impl_(std::make_unique<Impl>(connect)) {
+FloorLock::FloorLock(const std::string& connect, std::string dir, Grant grant)
+    : impl_(std::make_unique<Impl>(connect)), grant_(grant) {
   impl_->dir = std::move(dir);
 }
 
@@ -192,6 +192,7 @@ bool FloorLock::try_acquire_for(std::chrono::milliseconds timeout) {
     if (rc == ZNONODE) continue;  // gone already: list again
     if (rc != ZOK) throw std::runtime_error(error_text("watching", predecessor, rc));
     if (!impl_->watches.wait_beyond(seen, deadline)) break;
+    if (grant_ == Grant::event_alone) return true;
   }
   (void)zoo_delete(zh, impl_->ours.c_str(), -1);
   impl_->ours.clear();
@@ -202,6 +203,13 @@ void FloorLock::release() {
   if (impl_->ours.empty()) return;
   const std::string ours = std::move(impl_->ours);
   impl_->ours.clear();
+  if (grant_ == Grant::event_alone) {
+    // Sent, not awaited: the session's next create is ordered after it.
+    const int rc = zoo_adelete(
+        impl_->session.zh, ours.c_str(), -1, [](int, const void*) {}, nullptr);
+    if (rc != ZOK) throw std::runtime_error(error_text("deleting", ours, rc));
+    return;
+  }
   const int rc = zoo_delete(impl_->session.zh, ours.c_str(), -1);
   if (rc != ZOK) throw std::runtime_error(error_text("deleting", ours, rc));
 }

@@ -42,8 +42,18 @@ class Floor {
 // lines, and the least such a lock costs.
 class FloorLock {
  public:
+  // How a waiter decides it holds the lock once the node before it goes.
+  enum class Grant {
+    listing,      // it lists the directory again: the textbook protocol (and ours)
+    event_alone,  // the deletion event is the grant, and a release does not
+                  // wait for its reply: issue 13's probe, measured to show what
+                  // the listing costs. Unsafe: a waiter whose predecessor left
+                  // the queue, or whose process stopped past its session's
+                  // expiry, is granted while another holds. Right in W2 only,
+                  // where every node goes after it held the lock.
+  };
   // Connects (std::runtime_error after 15 s); dir must exist.
-  FloorLock(const std::string& connect, std::string dir);
+  FloorLock(const std::string& connect, std::string dir, Grant grant = Grant::listing);
   ~FloorLock();
   FloorLock(const FloorLock&) = delete;
   FloorLock& operator=(const FloorLock&) = delete;
@@ -62,6 +72,7 @@ class FloorLock {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  Grant grant_;
   std::int64_t token_ = 0;
 };
 

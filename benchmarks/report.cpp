@@ -114,7 +114,7 @@ std::string Reporter::table() const {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + '\n';
   };
-  row({{"impl", -7},
+  row({{"impl", -11},
        {"workload", -8},
        {"params", -22},
        {"ops", 8},
@@ -130,7 +130,7 @@ std::string Reporter::table() const {
        {"notes", -5}});
   for (const auto& r : records_) {
     const auto floor = floor_for(r);
-    row({{r.impl, -7},
+    row({{r.impl, -11},
          {r.workload, -8},
          {r.label, -22},
          {std::to_string(r.ops), 8},

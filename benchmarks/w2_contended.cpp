@@ -233,10 +233,22 @@ void run_w2_contended(Context& ctx) {
   // C client, on a directory of its own, judged by the same checker.
   const std::string floor_dir = ctx.path("w2-floor");
   std::vector<std::unique_ptr<FloorLock>> floor_locks;
+  // Issue 13's probe beside it (no added latency only): the floor granting on
+  // the deletion event alone, to show what the listing a safe grant waits for
+  // costs. On a directory of its own, judged by the same checker.
+  const bool with_probe = with_floor && ctx.added_rtt_ms == 0;
+  const std::string probe_dir = ctx.path("w2-floor-event");
+  std::vector<std::unique_ptr<FloorLock>> probe_locks;
   if (with_floor) {
     FloorLock::create_dir(ctx.session_connect(), ctx.options.root, floor_dir);
     for (unsigned i = 0; i < workers; ++i)
       floor_locks.push_back(std::make_unique<FloorLock>(ctx.session_connect(), floor_dir));
+  }
+  if (with_probe) {
+    FloorLock::create_dir(ctx.session_connect(), ctx.options.root, probe_dir);
+    for (unsigned i = 0; i < workers; ++i)
+      probe_locks.push_back(std::make_unique<FloorLock>(ctx.session_connect(), probe_dir,
+                                                        FloorLock::Grant::event_alone));
   }
   std::vector<std::unique_ptr<Client>> clients;
   for (unsigned i = 0; i < workers; ++i) clients.push_back(ctx.connect());
@@ -250,24 +262,32 @@ void run_w2_contended(Context& ctx) {
   // its share of each stretch.
   const unsigned rounds = ctx.options.quick ? 1 : kW2Rounds;
   const auto duration = ctx.plan.w2_duration / rounds;
-  Tally floor(ctx.options.connect), curator(ctx.options.connect), zkr(ctx.options.connect);
+  Tally floor(ctx.options.connect), curator(ctx.options.connect), zkr(ctx.options.connect),
+      probe(ctx.options.connect);
   const std::string zkr_kind = ctx.options.no_lock ? "none" : "mutex";
+  constexpr unsigned kSlots = 4;
   for (unsigned round = 0; round < rounds; ++round) {
-    for (unsigned slot = 0; slot < 3; ++slot) {
-      switch ((round + slot) % 3) {
+    for (unsigned slot = 0; slot < kSlots; ++slot) {
+      switch ((round + slot) % kSlots) {
         case 0:
           if (with_floor) run_round("floor", "floor", floor_locks, duration, floor);
           break;
         case 1:
           if (with_curator) curator_round(ctx, *ctx.curator, workers, duration, curator);
           break;
+        case 2:
+          if (with_probe) run_round("floor-event", "floor", probe_locks, duration, probe);
+          break;
         default: run_round("zkr", zkr_kind, locks, duration, zkr); break;
       }
     }
   }
   floor_locks.clear();  // closes the sessions
-  if (with_floor)
-    (void)ctx.connect()->keeper()->try_remove(floor_dir);  // best effort: a later sweep takes it
+  probe_locks.clear();
+  if (with_floor || with_probe) {
+    auto cleaner = ctx.connect();  // best effort: a later sweep takes what is left
+    for (const auto& dir : {floor_dir, probe_dir}) (void)cleaner->keeper()->try_remove(dir);
+  }
 
   std::optional<Summary> floor_summary, curator_summary;
   if (with_floor)
@@ -277,6 +297,10 @@ void run_w2_contended(Context& ctx) {
   if (with_curator)
     curator_summary = report(ctx, "curator", "Curator 5.4 InterProcessMutex", "curator",
                              curator.outcome, curator.cost);
+  if (with_probe)
+    (void)report(ctx, "floor-event",
+                 "bare C client granting on the deletion event alone (unsafe; issue 13's probe)",
+                 "floor", probe.outcome, probe.cost);
   const Summary zkr_summary =
       report(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex",
              zkr_kind, zkr.outcome, zkr.cost);

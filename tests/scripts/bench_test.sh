@@ -61,7 +61,7 @@ fi
 lines=$(wc -l <"$work/lines.jsonl")
 ((lines >= 10)) || fail "only $lines JSON lines"
 if ! jq -e -s 'length > 0 and all(.[];
-      (.impl == "zkr" or .impl == "floor") and (.workload | type == "string") and
+      (.impl == "zkr" or .impl == "floor" or .impl == "floor-event") and (.workload | type == "string") and
       (.params | type == "object") and (.ops | type == "number") and
       (.seconds | type == "number") and (.ops_per_sec | type == "number") and
       has("p50_ms") and has("p99_ms") and has("max_ms"))' "$work/lines.jsonl" >/dev/null; then
@@ -77,12 +77,16 @@ jq -e -s 'any(.[]; .impl == "floor" and .ops > 0)' "$work/lines.jsonl" >/dev/nul
 # Correctness: no violations, no leftovers, ratios to the floor present.
 jq -e -s '[.[] | select(.workload == "W2" or .workload == "W5" or .workload == "W6") | .violations] | length > 0 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "mutual-exclusion violations (or no count of them)"
-# W2 runs the floor's lock and ours; the checker saw every hold of each: one
-# per acquisition, the counter at the count; each has its hand-off latency.
-jq -e -s '[.[] | select(.workload == "W2")] | length == 2 and (map(.impl) | sort) == ["floor", "zkr"] and
+# W2 runs the floor's lock, issue 13's probe (the floor granting on the
+# event alone) and ours; the checker saw every hold of each: one per
+# acquisition, the counter at the count; each has its hand-off latency, and
+# the probe its ratio to the floor.
+jq -e -s '[.[] | select(.workload == "W2")] | length == 3 and
+    (map(.impl) | sort) == ["floor", "floor-event", "zkr"] and
     all(.[]; .counter == .ops and .ops > 0 and (.handoff_p50_ms | type == "number") and
-             (.handoff_p99_ms | type == "number"))' \
-  "$work/lines.jsonl" >/dev/null || fail "W2: not both the floor and zkr, or a counter that is not its acquisitions, or no hand-off latency"
+             (.handoff_p99_ms | type == "number")) and
+    any(.[]; .impl == "floor-event" and (.x_floor_rate | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W2: not the floor, the probe and zkr, or a counter that is not its acquisitions, or no hand-off latency"
 # W7: the semaphore never had more holders than its 4 leases, each mutex one;
 # the two mutexes say what an acquisition costs the servers.
 jq -e -s '[.[] | select(.workload == "W7")] | length == 5 and
