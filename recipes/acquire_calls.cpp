@@ -70,9 +70,10 @@ bool connected_by(Client& client, const Deadline& deadline, const std::string& d
 }
 
 std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,
-                                           const std::optional<HeldWriteNode>& held_write) {
+                                           const std::optional<HeldWriteNode>& held_write,
+                                           std::stop_token stop) {
   try {
-    return internals.acquire(deadline, held_write);
+    return internals.acquire(deadline, held_write, std::move(stop));
   } catch (const KeeperError& e) {
     rethrow_naming(e, internals.dir());
   }

@@ -43,6 +43,7 @@ bool connected_by(Client& client, const Deadline& deadline, const std::string& d
 
 // internals.acquire, its errors naming the lock.
 std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,
-                                           const std::optional<HeldWriteNode>& held_write = {});
+                                           const std::optional<HeldWriteNode>& held_write = {},
+                                           std::stop_token stop = {});
 
 }  // namespace zkr::detail

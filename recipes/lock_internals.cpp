@@ -61,10 +61,23 @@ class WaitSignal {
     }
     ready_.notify_all();
   }
+  // The caller's stop_token was stopped (from any thread).
+  void on_stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopped_ = true;
+    }
+    ready_.notify_all();
+  }
+  bool stopped() {
+    std::lock_guard lock(mutex_);
+    return stopped_;
+  }
   // False if the deadline passed with nothing new.
   bool wait_until(Clock::time_point deadline) {
     std::unique_lock lock(mutex_);
-    return ready_.wait_until(lock, deadline, [&] { return !events_.empty() || !states_.empty(); });
+    return ready_.wait_until(lock, deadline,
+                             [&] { return !events_.empty() || !states_.empty() || stopped_; });
   }
   std::deque<WatchEvent> take_events() {
     std::lock_guard lock(mutex_);
@@ -81,12 +94,13 @@ class WaitSignal {
   std::deque<WatchEvent> events_;                                  // guarded by mutex_
   std::deque<ConnectionState> states_;                             // guarded by mutex_
   std::pair<std::string, std::future<Result<Children>>> listing_;  // guarded by mutex_
+  bool stopped_ = false;                                           // guarded by mutex_
 };
 
 bool passed(const Deadline& deadline) { return deadline && Clock::now() >= *deadline; }
 
 // How a wait for our turn ended.
-enum class Turn { ours, deadline, vanished };
+enum class Turn { ours, deadline, stopped, vanished };
 
 }  // namespace
 
@@ -111,6 +125,12 @@ class Attempt {
       try {
         bind_session();
         for (;;) {
+          // Checked between stages, the grant's included: a stop that comes
+          // as our turn does gives the lock on rather than take it.
+          if (signal_->stopped()) {
+            abandon();
+            return nullptr;
+          }
           switch (stage_) {
             case Stage::queue:
               enqueue();  // ends in Stage::wait: a listing showed our node
@@ -118,7 +138,8 @@ class Attempt {
             case Stage::wait:
               switch (wait_turn()) {
                 case Turn::ours: stage_ = Stage::grant; break;
-                case Turn::deadline: abandon(); return nullptr;
+                case Turn::deadline:
+                case Turn::stopped: abandon(); return nullptr;
                 case Turn::vanished: start_over(); break;  // back to Stage::queue
               }
               break;
@@ -141,7 +162,7 @@ class Attempt {
           abandon();
           throw;
         }
-        if (step.verdict == RetryBudget::Verdict::past_deadline) {
+        if (step.verdict == RetryBudget::Verdict::past_deadline || signal_->stopped()) {
           abandon();
           return nullptr;
         }
@@ -158,6 +179,7 @@ class Attempt {
  private:
   void bind_session() {
     await_session_after(after_epoch_);
+    if (signal_->stopped()) return;
     auto [keeper, epoch] = client_.session_when_connected(deadline_);
     client_.logger().debug("lock {}: attempt on session epoch {} (0x{:x})", lock_.dir_, epoch,
                            keeper->session_id());
@@ -179,6 +201,7 @@ class Attempt {
       // The Client announces lost after moving to the next epoch: a state wakes us.
       if (!signal_->wait_until(until))
         throw KeeperError(Errc::connection_loss, lock_.dir_, "no new session after ours ended");
+      if (signal_->stopped()) return;  // run() sees it next
       (void)signal_->take_states();
       (void)signal_->take_events();
     }
@@ -362,6 +385,7 @@ class Attempt {
   Turn wait_turn() {
     while (!lower_.empty()) {
       if (passed(deadline_)) return Turn::deadline;
+      if (signal_->stopped()) return Turn::stopped;
       if (own_node_lost()) return Turn::vanished;
       const std::string before = join_path(lock_.dir_, lower_.back());
       // A get, not an exists: it arms no watch when the node is already gone,
@@ -377,6 +401,7 @@ class Attempt {
           case Change::deleted: gone = true; break;
           case Change::look_again: break;
           case Change::deadline: return Turn::deadline;
+          case Change::stopped: return Turn::stopped;
         }
       }
       if (!gone) continue;
@@ -433,7 +458,7 @@ class Attempt {
     return listed.ok() ? position(listed.value()) : position(Children{});
   }
 
-  enum class Change { deleted, look_again, deadline };
+  enum class Change { deleted, look_again, deadline, stopped };
 
   Change await_change(const std::string& watched) {
     for (;;) {
@@ -443,6 +468,7 @@ class Attempt {
       const auto until = deadline_ ? std::min(*deadline_, safety) : safety;
       if (!signal_->wait_until(until))
         return passed(deadline_) ? Change::deadline : Change::look_again;
+      if (signal_->stopped()) return Change::stopped;
       for (const auto state : signal_->take_states()) {
         // States reach listeners late: a `lost` may belong to the session
         // before ours. The Client moves to a new epoch before it announces
@@ -647,11 +673,14 @@ LockInternals::~LockInternals() {
 }
 
 std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
-                                                   const std::optional<HeldWriteNode>& held_write) {
+                                                   const std::optional<HeldWriteNode>& held_write,
+                                                   std::stop_token stop) {
   RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline);
   std::uint64_t ended_epoch = 0;
   for (;;) {
+    if (stop.stop_requested()) return nullptr;
     auto signal = std::make_shared<WaitSignal>();
+    const std::stop_callback on_stop(stop, [signal] { signal->on_stop(); });
     const auto listener =
         client_.add_listener([weak = std::weak_ptr<WaitSignal>(signal)](ConnectionState state) {
           if (auto s = weak.lock()) s->on_state(state);

@@ -43,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -78,12 +79,16 @@ class LockInternals {
   LockInternals(const LockInternals&) = delete;
   LockInternals& operator=(const LockInternals&) = delete;
 
-  // The lease once granted; nullptr if the deadline passed first (our node is
-  // then deleted). Throws KeeperError for errors the retry policy will not
-  // retry (no_auth, invalid_acl, a lost session when requeue is off, ...).
-  // A read acquire may pass the write node its thread holds (a downgrade).
+  // The lease once granted; nullptr if the deadline passed or `stop` was
+  // stopped first (our node is then deleted: at once while the link is up,
+  // else by the background remover). A stop is seen at once while we wait
+  // for our turn, and otherwise when the round trip under way ends. Throws
+  // KeeperError for errors the retry policy will not retry (no_auth,
+  // invalid_acl, a lost session when requeue is off, ...). A read acquire
+  // may pass the write node its thread holds (a downgrade).
   std::shared_ptr<LeaseState> acquire(Deadline deadline,
-                                      const std::optional<HeldWriteNode>& held_write = {});
+                                      const std::optional<HeldWriteNode>& held_write = {},
+                                      std::stop_token stop = {});
 
   // Sends the delete of the lease's node and returns without waiting for
   // its reply (see InterProcessMutex::release); never throws.

@@ -103,14 +103,14 @@ struct SemaphoreCore {
         lifeline(detail::ClientInternals::lifeline(c)),
         log(c.options().logger) {}
 
-  // One lease, or nullptr if the deadline came first.
-  std::shared_ptr<LeaseState> acquire_one(Deadline deadline) {
+  // One lease, or nullptr if the deadline or a stop came first.
+  std::shared_ptr<LeaseState> acquire_one(Deadline deadline, const std::stop_token& stop) {
     RetryBudget budget(client.retry_policy(), client.sleeper(), deadline);
     for (;;) {
-      auto mutex = acquire_naming(locks, deadline);
+      auto mutex = acquire_naming(locks, deadline, {}, stop);
       if (!mutex) return nullptr;
       try {
-        auto lease = grant_while_holding(*mutex, deadline);
+        auto lease = grant_while_holding(*mutex, deadline, stop);
         locks.release(mutex);
         return lease;
       } catch (const StartOver&) {
@@ -120,7 +120,8 @@ struct SemaphoreCore {
         locks.release(mutex);
         const auto step = is_retryable(e.errc()) ? budget.next() : RetryBudget::Step{};
         if (step.verdict == RetryBudget::Verdict::give_up) rethrow_naming(e, dir);
-        if (step.verdict == RetryBudget::Verdict::past_deadline) return nullptr;
+        if (step.verdict == RetryBudget::Verdict::past_deadline || stop.stop_requested())
+          return nullptr;
         budget.sleep(step);
       } catch (...) {
         locks.release(mutex);
@@ -178,10 +179,11 @@ struct SemaphoreCore {
   }
 
   // Holding the internal mutex: create our lease node, and wait until the
-  // lease nodes are at most the limit. nullptr: the deadline came first.
-  // Throws StartOver, or KeeperError; our node is deleted on every way out
-  // but the grant.
-  std::shared_ptr<LeaseState> grant_while_holding(LeaseState& mutex, const Deadline& deadline) {
+  // lease nodes are at most the limit. nullptr: the deadline or a stop came
+  // first. Throws StartOver, or KeeperError; our node is deleted on every
+  // way out but the grant.
+  std::shared_ptr<LeaseState> grant_while_holding(LeaseState& mutex, const Deadline& deadline,
+                                                  const std::stop_token& stop) {
     auto keeper = client.keeper();
     if (!keeper || client.session_epoch() != mutex.epoch) throw StartOver{};
     const auto epoch = mutex.epoch;
@@ -240,7 +242,9 @@ struct SemaphoreCore {
       if (auto w = weak.lock()) w->raise();
     };
     std::stop_callback on_mutex_lost(mutex.token(), [wake] { wake->raise(); });
+    std::stop_callback on_stop(stop, [wake] { wake->raise(); });
     for (;;) {
+      if (stop.stop_requested()) return nullptr;
       auto listed_reply = keeper->async_children(leases_dir, watcher);
       std::optional<std::future<Result<NodeData>>> count_reply;
       if (!limit.fixed_value()) count_reply = keeper->async_get(limit.count_path(), watcher);
@@ -273,6 +277,7 @@ struct SemaphoreCore {
       const auto safety = Clock::now() + keeper->default_timeout();
       const auto until = deadline ? std::min(*deadline, safety) : safety;
       if (!wake->wait_until(until) && deadline && Clock::now() >= *deadline) return nullptr;
+      if (stop.stop_requested()) return nullptr;
     }
   }
 
@@ -361,7 +366,7 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
   if (!detail::connected_by(core_->client, bound, core_->dir)) return {};
   std::vector<SemaphoreLease> leases;
   for (int i = 0; i < n; ++i) {
-    auto state = core_->acquire_one(bound);
+    auto state = core_->acquire_one(bound, {});
     if (!state) return {};  // those granted go back as the vector goes
     leases.emplace_back(core_, std::move(state));
   }
