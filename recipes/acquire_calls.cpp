@@ -9,12 +9,6 @@
 
 namespace zkr::detail {
 
-Deadline deadline_after(std::chrono::milliseconds timeout) {
-  return Clock::now() + std::max(timeout, std::chrono::milliseconds(0));
-}
-
-Deadline to_deadline(std::chrono::steady_clock::time_point deadline) { return deadline; }
-
 std::string checked_lock_path(std::string path, std::size_t max_length) {
   validate_path(path);
   if (path == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");

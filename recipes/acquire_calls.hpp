@@ -17,9 +17,6 @@
 
 namespace zkr::detail {
 
-Deadline deadline_after(std::chrono::milliseconds timeout);
-Deadline to_deadline(std::chrono::steady_clock::time_point deadline);
-
 // Checked before anything else, so that a bad path never reaches the queue:
 // the rules of zkr/path.hpp, not the root, and room for our lock nodes
 // (max_length: the longest path that leaves it).

@@ -69,9 +69,7 @@ using detail::check_may_acquire;
 using detail::checked_lock_path;
 using detail::client_gone;
 using detail::connected_by;
-using detail::deadline_after;
 using detail::rethrow_naming;
-using detail::to_deadline;
 }  // namespace
 
 // ---- InterProcessMutex: reentrant per thread.
@@ -152,16 +150,8 @@ InterProcessMutex::~InterProcessMutex() {
   }
 }
 
-void InterProcessMutex::acquire() {
-  if (!impl_->take(std::nullopt))
-    throw KeeperError(Errc::operation_timeout, impl_->internals.dir(), "acquire gave up");
-}
-bool InterProcessMutex::try_acquire() { return impl_->take(Clock::now()); }
-bool InterProcessMutex::try_acquire_for(std::chrono::milliseconds timeout) {
-  return impl_->take(deadline_after(timeout));
-}
-bool InterProcessMutex::try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-  return impl_->take(to_deadline(deadline));
+bool InterProcessMutex::take(std::optional<Clock::time_point> deadline) {
+  return impl_->take(deadline);
 }
 
 bool InterProcessMutex::release() noexcept {
@@ -254,16 +244,8 @@ InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
   }
 }
 
-void InterProcessSemaphoreMutex::acquire() {
-  if (!impl_->take(std::nullopt))
-    throw KeeperError(Errc::operation_timeout, impl_->internals.dir(), "acquire gave up");
-}
-bool InterProcessSemaphoreMutex::try_acquire() { return impl_->take(Clock::now()); }
-bool InterProcessSemaphoreMutex::try_acquire_for(std::chrono::milliseconds timeout) {
-  return impl_->take(deadline_after(timeout));
-}
-bool InterProcessSemaphoreMutex::try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-  return impl_->take(to_deadline(deadline));
+bool InterProcessSemaphoreMutex::take(std::optional<Clock::time_point> deadline) {
+  return impl_->take(deadline);
 }
 
 bool InterProcessSemaphoreMutex::release() noexcept {

@@ -153,18 +153,10 @@ struct InterProcessReadWriteLock::Side::Impl {
 InterProcessReadWriteLock::Side::Side(std::shared_ptr<Impl> shared, bool write)
     : shared_(std::move(shared)), write_(write) {}
 
-void InterProcessReadWriteLock::Side::acquire() {
-  if (!shared_->take(write_, std::nullopt))
-    throw KeeperError(Errc::operation_timeout, shared_->dir(), "acquire gave up");
+bool InterProcessReadWriteLock::Side::take(std::optional<Clock::time_point> deadline) {
+  return shared_->take(write_, deadline);
 }
-bool InterProcessReadWriteLock::Side::try_acquire() { return shared_->take(write_, Clock::now()); }
-bool InterProcessReadWriteLock::Side::try_acquire_for(std::chrono::milliseconds timeout) {
-  return shared_->take(write_, detail::deadline_after(timeout));
-}
-bool InterProcessReadWriteLock::Side::try_acquire_until(
-    std::chrono::steady_clock::time_point deadline) {
-  return shared_->take(write_, detail::to_deadline(deadline));
-}
+const std::string& InterProcessReadWriteLock::Side::path() const noexcept { return shared_->dir(); }
 bool InterProcessReadWriteLock::Side::release() noexcept { return shared_->give(write_); }
 
 bool InterProcessReadWriteLock::Side::is_acquired_in_this_process() const {

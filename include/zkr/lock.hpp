@@ -92,6 +92,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zkr/acquire_forms.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lost_reason.hpp"
 #include "zkr/path.hpp"
@@ -114,28 +115,6 @@ inline constexpr std::uint32_t kMaxReentrantHolds = 1'000'000;
 namespace detail {
 class LockInternals;
 struct LeaseState;
-
-// The C++ Lockable and TimedLockable names (lock, try_lock, try_lock_for,
-// try_lock_until, unlock) over a lock's acquire/try_acquire/release, so that
-// std::scoped_lock and std::unique_lock work with it.
-template <class Lock>
-class StandardLockable {
- public:
-  void lock() { self().acquire(); }
-  bool try_lock() { return self().try_acquire(); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return self().try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
-  }
-  template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_lock_for(t - Clock::now());
-  }
-  void unlock() { (void)self().release(); }
-
- private:
-  Lock& self() { return static_cast<Lock&>(*this); }
-};
 }  // namespace detail
 
 enum class SuspendedPolicy {
@@ -273,13 +252,9 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
   InterProcessMutex(const InterProcessMutex&) = delete;
   InterProcessMutex& operator=(const InterProcessMutex&) = delete;
 
-  // Waits as long as it takes; throws KeeperError if the lock cannot be had
-  // (lost session and no requeue, retries exhausted, bad ACL...).
-  void acquire();
-  // One attempt, one round trip: false if someone else holds or waits first.
-  [[nodiscard]] bool try_acquire();
-  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
-  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
+  // acquire() and try_acquire*(): see zkr/acquire_forms.hpp. try_acquire()
+  // costs one round trip.
+
   // Releases one hold of the calling thread. False (and nothing changes) if the
   // calling thread does not hold the lock. Never throws, never waits for the
   // server. When the last hold goes, release() returning means: the lease is
@@ -303,6 +278,9 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
   const std::string& path() const noexcept;
 
  private:
+  friend class detail::StandardLockable<InterProcessMutex>;
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -324,10 +302,6 @@ class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessS
   InterProcessSemaphoreMutex(const InterProcessSemaphoreMutex&) = delete;
   InterProcessSemaphoreMutex& operator=(const InterProcessSemaphoreMutex&) = delete;
 
-  void acquire();
-  [[nodiscard]] bool try_acquire();
-  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
-  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
   // Gives back the oldest grant not yet released. False (and nothing
   // changes) if there is none. Returns as InterProcessMutex::release() does:
   // the delete is sent, not awaited.
@@ -340,6 +314,9 @@ class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessS
   const std::string& path() const noexcept;
 
  private:
+  friend class detail::StandardLockable<InterProcessSemaphoreMutex>;
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

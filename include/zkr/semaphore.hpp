@@ -149,10 +149,6 @@ class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMu
   CuratorSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
   ~CuratorSemaphoreMutex();  // releases a grant still held
 
-  void acquire();
-  [[nodiscard]] bool try_acquire();
-  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
-  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
   // False (nothing changes) if not held.
   bool release() noexcept;
   bool is_acquired_in_this_process() const;
@@ -161,6 +157,9 @@ class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMu
   const std::string& path() const noexcept { return semaphore_.path(); }
 
  private:
+  friend class detail::StandardLockable<CuratorSemaphoreMutex>;
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+
   InterProcessSemaphoreV2 semaphore_;
   mutable std::mutex mutex_;
   std::optional<SemaphoreLease> held_;  // guarded by mutex_
