@@ -354,8 +354,7 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
     throw std::invalid_argument("asked for " + std::to_string(n) + " leases of a semaphore of " +
                                 std::to_string(*max));
   detail::ClientLifeline::Visit visit(*core_->lifeline);
-  if (!visit) throw detail::client_gone(core_->dir);
-  detail::check_may_acquire(core_->client, "InterProcessSemaphoreV2", core_->dir);
+  detail::check_may_acquire(visit, core_->client, "InterProcessSemaphoreV2", core_->dir);
   const detail::Deadline bound =
       deadline == std::chrono::steady_clock::time_point::max() ? detail::Deadline{} : deadline;
   if (!detail::connected_by(core_->client, bound, core_->dir)) return {};
