@@ -99,12 +99,19 @@
 
 namespace zkr {
 
-// A lock node is "/_c_<guid>-lock-<sequence>" under the lock path: 57
-// characters at most (the sequence is ten digits, eleven once the server's
-// counter has gone negative). The lock path leaves room for it, so that every
-// node a lock creates can also be read and deleted.
+// The longest name each lock puts below its path, and so the longest path
+// each takes: it leaves room for the name, so that every node a lock creates
+// can also be read and deleted. The sequence is ten digits, eleven once the
+// server's counter has gone negative.
+//   InterProcess(Semaphore)Mutex  "/_c_<guid>-lock-<sequence>"          57
+//   InterProcessReadWriteLock     "/_c_<guid>-__READ__<sequence>"       60
+//   the semaphores of semaphore.hpp "/leases/_c_<guid>-lease-<sequence>" 65
 inline constexpr std::size_t kMaxLockNodeSuffix = 57;
 inline constexpr std::size_t kMaxLockPathLength = kMaxPathLength - kMaxLockNodeSuffix;
+inline constexpr std::size_t kMaxReadWriteNodeSuffix = 60;
+inline constexpr std::size_t kMaxReadWriteLockPathLength = kMaxPathLength - kMaxReadWriteNodeSuffix;
+inline constexpr std::size_t kMaxSemaphoreNodeSuffix = 65;
+inline constexpr std::size_t kMaxSemaphorePathLength = kMaxPathLength - kMaxSemaphoreNodeSuffix;
 
 // How many times one thread may hold one InterProcessMutex at once. Real
 // nesting is a few levels deep, and no call stack nests a million; a count

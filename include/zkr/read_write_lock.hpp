@@ -52,7 +52,6 @@
 #pragma once
 
 #include <chrono>
-#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,11 +61,6 @@
 #include "zkr/lock.hpp"
 
 namespace zkr {
-
-// A read/write lock node is "/_c_<guid>-__READ__<sequence>" under the lock
-// path: 60 characters at most. The lock path leaves room for it.
-inline constexpr std::size_t kMaxReadWriteNodeSuffix = 60;
-inline constexpr std::size_t kMaxReadWriteLockPathLength = kMaxPathLength - kMaxReadWriteNodeSuffix;
 
 class InterProcessReadWriteLock {
  public:

@@ -47,7 +47,6 @@
 #pragma once
 
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -59,11 +58,6 @@
 #include "zkr/lock.hpp"
 
 namespace zkr {
-
-// A semaphore's nodes are "/leases/_c_<guid>-lease-<sequence>" under its
-// path, 65 characters at most: the path leaves room for them.
-inline constexpr std::size_t kMaxSemaphoreNodeSuffix = 65;
-inline constexpr std::size_t kMaxSemaphorePathLength = kMaxPathLength - kMaxSemaphoreNodeSuffix;
 
 // How many leases a semaphore allows.
 class SemaphoreLimit {
