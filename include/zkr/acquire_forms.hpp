@@ -1,12 +1,13 @@
 // zkr/acquire_forms.hpp: the acquire forms every lock shares, written once,
 // and the C++ Lockable and TimedLockable names over them.
 //
-// A lock derives from detail::StandardLockable<Lock> and gives it two private
-// members (befriending it): `bool take(std::optional<steady_clock::time_point>)`,
-// the lock's one way to acquire (nullopt: no deadline at all, which differs
-// from a deadline of time_point::max(): it leaves the wait to the retry
-// policy), and `path()`, which acquire()'s error names. So every form means
-// the same on every lock, and a new form is added here, once.
+// A lock derives from detail::StandardLockable<Lock>, befriends it, and gives
+// it two members: `bool take(std::optional<steady_clock::time_point>)`, its
+// one way in, and `path()`, which acquire()'s error names. take(nullopt) is
+// no deadline at all, not a deadline of time_point::max(): a timed acquire
+// gives up waiting for a connection at its deadline, acquire() leaves that to
+// the retry policy. So every form means the same on every lock, and a new
+// form is added here, once.
 //
 //   zkr::InterProcessMutex mutex(client, "/locks/a");   // any lock here
 //   mutex.acquire();                                    // or throws

@@ -22,8 +22,8 @@
 
 #include "args.hpp"
 #include "progress.hpp"
-#include "zkr/client.hpp"
 #include "zkr/cleanup.hpp"
+#include "zkr/client.hpp"
 
 namespace zkr::cli {
 
