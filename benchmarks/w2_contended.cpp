@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
-#include <latch>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "holder_lock.hpp"
 #include "rss.hpp"
 #include "server_cost.hpp"
+#include "timed_round.hpp"
 #include "workloads.hpp"
 
 namespace zkr::bench {
@@ -156,20 +156,10 @@ void run_round(const std::string& impl, const std::string& kind,
   RoundShared shared;
   std::vector<WorkerResult> results;
   for (unsigned i = 0; i < workers; ++i) results.emplace_back(i, kind);
-  std::latch go(1);
-  Clock::time_point deadline;
-  std::vector<std::jthread> threads;
-  for (unsigned i = 0; i < workers; ++i)
-    threads.emplace_back([&, i] {
-      go.wait();
-      worker(*locks[i], deadline, shared, results[i]);
-    });
-  tally.cost.begin();
-  const auto start = Clock::now();
-  deadline = start + duration;
-  go.count_down();  // the latch orders the write of deadline before the reads
-  threads.clear();  // joins
-  const double seconds = seconds_since(start);
+  const double seconds =
+      run_timed_round(workers, duration, tally.cost, [&](unsigned i, Clock::time_point deadline) {
+        worker(*locks[i], deadline, shared, results[i]);
+      });
   if (!shared.first_error().empty()) throw RunError("W2 " + impl + ": " + shared.first_error());
 
   std::uint64_t total = 0;

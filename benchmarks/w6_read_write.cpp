@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
-#include <latch>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -18,6 +17,7 @@
 #include "curator_peer.hpp"
 #include "rss.hpp"
 #include "server_cost.hpp"
+#include "timed_round.hpp"
 #include "workloads.hpp"
 #include "zkr/read_write_lock.hpp"
 
@@ -78,20 +78,10 @@ void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks,
   RoundShared shared;
   std::vector<WorkerResult> results;
   for (unsigned i = 0; i < kWorkers; ++i) results.emplace_back(i);
-  std::latch go(1);
-  Clock::time_point deadline;
-  {
-    std::vector<std::jthread> threads;
-    for (unsigned i = 0; i < kWorkers; ++i)
-      threads.emplace_back([&, i] {
-        go.wait();
+  tally.seconds +=
+      run_timed_round(kWorkers, duration, tally.cost, [&](unsigned i, Clock::time_point deadline) {
         worker(*locks[i], deadline, shared, results[i]);
       });
-    tally.cost.begin();
-    deadline = Clock::now() + duration;
-    go.count_down();  // the latch orders the write of deadline before the reads
-  }
-  tally.seconds += seconds_since(deadline - duration);
   if (!shared.first_error().empty()) throw RunError("W6: " + shared.first_error());
 
   std::uint64_t holds = 0;

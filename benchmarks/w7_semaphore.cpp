@@ -12,7 +12,6 @@
 #include <atomic>
 #include <functional>
 #include <iostream>
-#include <latch>
 #include <mutex>
 #include <optional>
 #include <queue>
@@ -22,6 +21,7 @@
 #include "curator_peer.hpp"
 #include "rss.hpp"
 #include "server_cost.hpp"
+#include "timed_round.hpp"
 #include "workloads.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/semaphore.hpp"
@@ -91,13 +91,8 @@ void run_workers(unsigned workers, std::chrono::milliseconds duration, HoldOnce 
   std::vector<std::uint64_t> per_worker(workers, 0);
   std::atomic<std::uint64_t> errors{0};
   std::mutex error_mutex;
-  std::latch go(1);
-  Clock::time_point deadline;
-  {
-    std::vector<std::jthread> threads;
-    for (unsigned i = 0; i < workers; ++i)
-      threads.emplace_back([&, i] {
-        go.wait();
+  run.seconds +=
+      run_timed_round(workers, duration, run.cost, [&](unsigned i, Clock::time_point deadline) {
         try {
           while (per_worker[i] < kMaxHoldsPerWorker && Clock::now() < deadline) {
             const auto t0 = Clock::now();
@@ -121,11 +116,6 @@ void run_workers(unsigned workers, std::chrono::milliseconds duration, HoldOnce 
           if (run.first_error.empty()) run.first_error = e.what();
         }
       });
-    run.cost.begin();
-    deadline = Clock::now() + duration;
-    go.count_down();
-  }
-  run.seconds += seconds_since(deadline - duration);
   std::uint64_t total = 0;
   for (const auto n : per_worker) total += n;
   run.cost.end(total);

@@ -9,12 +9,6 @@
 
 namespace zkr::detail {
 
-Deadline deadline_after(std::chrono::milliseconds timeout) {
-  return Clock::now() + std::max(timeout, std::chrono::milliseconds(0));
-}
-
-Deadline to_deadline(std::chrono::steady_clock::time_point deadline) { return deadline; }
-
 std::string checked_lock_path(std::string path, std::size_t max_length) {
   validate_path(path);
   if (path == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
@@ -39,7 +33,9 @@ KeeperError client_gone(const std::string& dir) {
   return KeeperError(Errc::closing, dir, "the lock's Client is closed or being destroyed");
 }
 
-void check_may_acquire(Client& client, std::string_view kind, const std::string& dir) {
+void check_may_acquire(const ClientLifeline::Visit& visit, Client& client, std::string_view kind,
+                       const std::string& dir) {
+  if (!visit) throw client_gone(dir);
   if (detail::ClientInternals::on_listener_thread(client))
     throw std::logic_error(std::string(kind) + " " + dir +
                            ": acquire on the Client's listener thread, where waiting would hold "
@@ -74,6 +70,30 @@ std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline de
                                            std::stop_token stop) {
   try {
     return internals.acquire(deadline, held_write, std::move(stop));
+  } catch (const KeeperError& e) {
+    rethrow_naming(e, internals.dir());
+  }
+}
+
+std::shared_ptr<LeaseState> acquire_when_connected(LockInternals& internals, Deadline deadline,
+                                                   const std::optional<HeldWriteNode>& held_write) {
+  if (!connected_by(internals.client(), deadline, internals.dir())) return nullptr;
+  return acquire_naming(internals, deadline, held_write);
+}
+
+void give_back(ClientLifeline& lifeline, LockInternals& internals,
+               const std::shared_ptr<LeaseState>& state) noexcept {
+  ClientLifeline::Visit visit(lifeline);
+  if (visit) internals.release(state);
+  else state->mark_released();
+}
+
+std::vector<std::string> participant_nodes_naming(ClientLifeline& lifeline,
+                                                  const LockInternals& internals) {
+  ClientLifeline::Visit visit(lifeline);
+  if (!visit) throw client_gone(internals.dir());
+  try {
+    return internals.participant_nodes();
   } catch (const KeeperError& e) {
     rethrow_naming(e, internals.dir());
   }

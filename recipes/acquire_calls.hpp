@@ -8,7 +8,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "client_internals.hpp"
 #include "lease_state.hpp"
 #include "lock_internals.hpp"
 #include "zkr/client.hpp"
@@ -16,9 +18,6 @@
 #include "zkr/lock.hpp"
 
 namespace zkr::detail {
-
-Deadline deadline_after(std::chrono::milliseconds timeout);
-Deadline to_deadline(std::chrono::steady_clock::time_point deadline);
 
 // Checked before anything else, so that a bad path never reaches the queue:
 // the rules of zkr/path.hpp, not the root, and room for our lock nodes
@@ -32,8 +31,10 @@ std::string checked_lock_path(std::string path, std::size_t max_length = kMaxLoc
 
 KeeperError client_gone(const std::string& dir);
 
-// The checks every acquire form makes before it may send anything.
-void check_may_acquire(Client& client, std::string_view kind, const std::string& dir);
+// The checks every acquire form makes before it may send anything; `visit`
+// must last as long as the acquire, so that the Client does too.
+void check_may_acquire(const ClientLifeline::Visit& visit, Client& client, std::string_view kind,
+                       const std::string& dir);
 
 // A timed acquire waits for a connection no longer than its deadline (the
 // queue would wait a whole connection_timeout). False if the deadline came
@@ -45,5 +46,21 @@ bool connected_by(Client& client, const Deadline& deadline, const std::string& d
 std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,
                                            const std::optional<HeldWriteNode>& held_write = {},
                                            std::stop_token stop = {});
+
+// A lock's grant: connected_by, then acquire_naming. nullptr if the deadline
+// came first.
+std::shared_ptr<LeaseState> acquire_when_connected(
+    LockInternals& internals, Deadline deadline,
+    const std::optional<HeldWriteNode>& held_write = {});
+
+// Deletes the node of a hold, if the Client still can; if it cannot, its
+// session has ended and taken the node.
+void give_back(ClientLifeline& lifeline, LockInternals& internals,
+               const std::shared_ptr<LeaseState>& state) noexcept;
+
+// internals.participant_nodes() while the Client lives, its errors naming
+// the lock.
+std::vector<std::string> participant_nodes_naming(ClientLifeline& lifeline,
+                                                  const LockInternals& internals);
 
 }  // namespace zkr::detail

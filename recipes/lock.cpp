@@ -14,6 +14,7 @@
 #include "client_internals.hpp"
 #include "lease_state.hpp"
 #include "lock_internals.hpp"
+#include "queue_lock.hpp"
 
 namespace zkr {
 
@@ -64,33 +65,26 @@ void LockLease::on_lost(std::function<void(LostReason)> callback) const {
 
 namespace {
 using Visit = detail::ClientLifeline::Visit;
-using detail::acquire_naming;
+using detail::acquire_when_connected;
 using detail::check_may_acquire;
 using detail::checked_lock_path;
-using detail::client_gone;
-using detail::connected_by;
-using detail::deadline_after;
-using detail::rethrow_naming;
-using detail::to_deadline;
+using detail::give_back;
+using detail::participant_nodes_naming;
 }  // namespace
 
 // ---- InterProcessMutex: reentrant per thread.
 
-struct InterProcessMutex::Impl {
+struct InterProcessMutex::Impl : detail::QueueLock {
   struct Hold {
     std::shared_ptr<LeaseState> state;
     std::uint32_t count;
   };
 
-  Impl(Client& client, std::string path, LockOptions options)
-      : internals(client, std::move(path), std::move(options)),
-        lifeline(detail::ClientInternals::lifeline(client)),
-        log(client.options().logger) {}
+  using QueueLock::QueueLock;
 
   bool take(Deadline deadline) {
     Visit visit(*lifeline);
-    if (!visit) throw client_gone(internals.dir());
-    check_may_acquire(internals.client(), "InterProcessMutex", internals.dir());
+    check_may_acquire(visit, internals.client(), "InterProcessMutex", internals.dir());
     {
       std::lock_guard lock(mutex);
       if (auto it = holds.find(std::this_thread::get_id()); it != holds.end()) {
@@ -108,29 +102,13 @@ struct InterProcessMutex::Impl {
         return true;
       }
     }
-    if (!connected_by(internals.client(), deadline, internals.dir())) return false;
-    auto state = acquire_naming(internals, deadline);
+    auto state = acquire_when_connected(internals, deadline);
     if (!state) return false;
     std::lock_guard lock(mutex);
     holds.emplace(std::this_thread::get_id(), Hold{state, 1});
     return true;
   }
 
-  // Deletes the node of a hold, if the Client still can.
-  void give_back(const std::shared_ptr<LeaseState>& state) noexcept {
-    Visit visit(*lifeline);
-    if (visit) {
-      internals.release(state);
-    } else {
-      // The Client closed its session, and the node went with it.
-      state->mark_released();
-    }
-  }
-
-  detail::LockInternals internals;
-  const std::shared_ptr<detail::ClientLifeline> lifeline;
-  const std::shared_ptr<spdlog::logger> log;  // the Client's, usable after it is gone
-  mutable std::mutex mutex;
   // Node-based: a thread's Hold stays put while others come and go.
   std::unordered_map<std::thread::id, Hold> holds;  // guarded by mutex
 };
@@ -148,20 +126,12 @@ InterProcessMutex::~InterProcessMutex() {
   for (auto& [thread, hold] : left) {
     impl_->log->warn("InterProcessMutex {} destroyed while held; releasing",
                      impl_->internals.dir());
-    impl_->give_back(hold.state);
+    give_back(*impl_->lifeline, impl_->internals, hold.state);
   }
 }
 
-void InterProcessMutex::acquire() {
-  if (!impl_->take(std::nullopt))
-    throw KeeperError(Errc::operation_timeout, impl_->internals.dir(), "acquire gave up");
-}
-bool InterProcessMutex::try_acquire() { return impl_->take(Clock::now()); }
-bool InterProcessMutex::try_acquire_for(std::chrono::milliseconds timeout) {
-  return impl_->take(deadline_after(timeout));
-}
-bool InterProcessMutex::try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-  return impl_->take(to_deadline(deadline));
+bool InterProcessMutex::take(std::optional<Clock::time_point> deadline) {
+  return impl_->take(deadline);
 }
 
 bool InterProcessMutex::release() noexcept {
@@ -179,7 +149,7 @@ bool InterProcessMutex::release() noexcept {
     last = std::move(it->second.state);
     impl_->holds.erase(it);
   }
-  impl_->give_back(last);
+  give_back(*impl_->lifeline, impl_->internals, last);
   return true;
 }
 
@@ -200,30 +170,19 @@ LockLease InterProcessMutex::lease() const {
   return LockLease(it->second.state);
 }
 std::vector<std::string> InterProcessMutex::participant_nodes() const {
-  Visit visit(*impl_->lifeline);
-  if (!visit) throw client_gone(impl_->internals.dir());
-  try {
-    return impl_->internals.participant_nodes();
-  } catch (const KeeperError& e) {
-    rethrow_naming(e, impl_->internals.dir());
-  }
+  return participant_nodes_naming(*impl_->lifeline, impl_->internals);
 }
 const std::string& InterProcessMutex::path() const noexcept { return impl_->internals.dir(); }
 
 // ---- InterProcessSemaphoreMutex: one hold, any thread releases.
 
-struct InterProcessSemaphoreMutex::Impl {
-  Impl(Client& client, std::string path, LockOptions options)
-      : internals(client, std::move(path), std::move(options)),
-        lifeline(detail::ClientInternals::lifeline(client)),
-        log(client.options().logger) {}
+struct InterProcessSemaphoreMutex::Impl : detail::QueueLock {
+  using QueueLock::QueueLock;
 
   bool take(Deadline deadline) {
     Visit visit(*lifeline);
-    if (!visit) throw client_gone(internals.dir());
-    check_may_acquire(internals.client(), "InterProcessSemaphoreMutex", internals.dir());
-    if (!connected_by(internals.client(), deadline, internals.dir())) return false;
-    auto granted = acquire_naming(internals, deadline);
+    check_may_acquire(visit, internals.client(), "InterProcessSemaphoreMutex", internals.dir());
+    auto granted = acquire_when_connected(internals, deadline);
     if (!granted) return false;
     std::lock_guard lock(mutex);
     // A grant after ours means our node is gone: the server listed none
@@ -233,10 +192,6 @@ struct InterProcessSemaphoreMutex::Impl {
     return true;
   }
 
-  detail::LockInternals internals;
-  const std::shared_ptr<detail::ClientLifeline> lifeline;
-  const std::shared_ptr<spdlog::logger> log;  // the Client's, usable after it is gone
-  mutable std::mutex mutex;
   // Grants not yet released, oldest first: only the newest can still hold.
   std::deque<std::shared_ptr<LeaseState>> grants;  // guarded by mutex
 };
@@ -254,16 +209,8 @@ InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
   }
 }
 
-void InterProcessSemaphoreMutex::acquire() {
-  if (!impl_->take(std::nullopt))
-    throw KeeperError(Errc::operation_timeout, impl_->internals.dir(), "acquire gave up");
-}
-bool InterProcessSemaphoreMutex::try_acquire() { return impl_->take(Clock::now()); }
-bool InterProcessSemaphoreMutex::try_acquire_for(std::chrono::milliseconds timeout) {
-  return impl_->take(deadline_after(timeout));
-}
-bool InterProcessSemaphoreMutex::try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-  return impl_->take(to_deadline(deadline));
+bool InterProcessSemaphoreMutex::take(std::optional<Clock::time_point> deadline) {
+  return impl_->take(deadline);
 }
 
 bool InterProcessSemaphoreMutex::release() noexcept {
@@ -274,12 +221,7 @@ bool InterProcessSemaphoreMutex::release() noexcept {
     held = std::move(impl_->grants.front());
     impl_->grants.pop_front();
   }
-  Visit visit(*impl_->lifeline);
-  if (visit) {
-    impl_->internals.release(held);
-  } else {
-    held->mark_released();  // the Client closed its session, and the node went with it
-  }
+  give_back(*impl_->lifeline, impl_->internals, held);
   return true;
 }
 
@@ -295,13 +237,7 @@ LockLease InterProcessSemaphoreMutex::lease() const {
   return LockLease(impl_->grants.back());
 }
 std::vector<std::string> InterProcessSemaphoreMutex::participant_nodes() const {
-  Visit visit(*impl_->lifeline);
-  if (!visit) throw client_gone(impl_->internals.dir());
-  try {
-    return impl_->internals.participant_nodes();
-  } catch (const KeeperError& e) {
-    rethrow_naming(e, impl_->internals.dir());
-  }
+  return participant_nodes_naming(*impl_->lifeline, impl_->internals);
 }
 const std::string& InterProcessSemaphoreMutex::path() const noexcept {
   return impl_->internals.dir();

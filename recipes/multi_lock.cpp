@@ -94,13 +94,6 @@ bool MultiLock::all_current(std::size_t n) const {
   return true;
 }
 
-void MultiLock::acquire() { (void)take(std::nullopt); }
-bool MultiLock::try_acquire() { return take(Clock::now()); }
-bool MultiLock::try_acquire_for(std::chrono::milliseconds timeout) {
-  return take(Clock::now() + std::max(timeout, std::chrono::milliseconds(0)));
-}
-bool MultiLock::try_acquire_until(Clock::time_point deadline) { return take(deadline); }
-
 bool MultiLock::release() noexcept {
   bool any = false;
   for (auto it = locks_.rbegin(); it != locks_.rend(); ++it) {

@@ -84,12 +84,10 @@ struct InterProcessReadWriteLock::Side::Impl {
 
   bool take(bool write, Deadline deadline) {
     Visit visit(*lifeline);
-    if (!visit) throw detail::client_gone(dir());
-    detail::check_may_acquire(side(write).client(), name(write), dir());
+    detail::check_may_acquire(visit, side(write).client(), name(write), dir());
     const auto held_write = plan(write);
     if (!held_write) return true;
-    if (!detail::connected_by(side(write).client(), deadline, dir())) return false;
-    auto state = detail::acquire_naming(side(write), deadline, *held_write);
+    auto state = detail::acquire_when_connected(side(write), deadline, *held_write);
     if (!state) return false;
     std::lock_guard lock(mutex);
     ThreadHolds& holds = threads[std::this_thread::get_id()];
@@ -134,12 +132,9 @@ struct InterProcessReadWriteLock::Side::Impl {
     return true;
   }
 
-  // Deletes the node of a hold, if the Client still can.
   void give_back(detail::LockInternals& internals,
                  const std::shared_ptr<LeaseState>& state) noexcept {
-    Visit visit(*lifeline);
-    if (visit) internals.release(state);
-    else state->mark_released();  // the Client closed its session, and the node went with it
+    detail::give_back(*lifeline, internals, state);
   }
 
   detail::LockInternals readers;
@@ -153,18 +148,10 @@ struct InterProcessReadWriteLock::Side::Impl {
 InterProcessReadWriteLock::Side::Side(std::shared_ptr<Impl> shared, bool write)
     : shared_(std::move(shared)), write_(write) {}
 
-void InterProcessReadWriteLock::Side::acquire() {
-  if (!shared_->take(write_, std::nullopt))
-    throw KeeperError(Errc::operation_timeout, shared_->dir(), "acquire gave up");
+bool InterProcessReadWriteLock::Side::take(std::optional<Clock::time_point> deadline) {
+  return shared_->take(write_, deadline);
 }
-bool InterProcessReadWriteLock::Side::try_acquire() { return shared_->take(write_, Clock::now()); }
-bool InterProcessReadWriteLock::Side::try_acquire_for(std::chrono::milliseconds timeout) {
-  return shared_->take(write_, detail::deadline_after(timeout));
-}
-bool InterProcessReadWriteLock::Side::try_acquire_until(
-    std::chrono::steady_clock::time_point deadline) {
-  return shared_->take(write_, detail::to_deadline(deadline));
-}
+const std::string& InterProcessReadWriteLock::Side::path() const noexcept { return shared_->dir(); }
 bool InterProcessReadWriteLock::Side::release() noexcept { return shared_->give(write_); }
 
 bool InterProcessReadWriteLock::Side::is_acquired_in_this_process() const {
@@ -210,13 +197,7 @@ InterProcessReadWriteLock::~InterProcessReadWriteLock() {
 }
 
 std::vector<std::string> InterProcessReadWriteLock::participant_nodes() const {
-  Visit visit(*impl_->lifeline);
-  if (!visit) throw detail::client_gone(impl_->dir());
-  try {
-    return impl_->readers.participant_nodes();
-  } catch (const KeeperError& e) {
-    detail::rethrow_naming(e, impl_->dir());
-  }
+  return detail::participant_nodes_naming(*impl_->lifeline, impl_->readers);
 }
 
 const std::string& InterProcessReadWriteLock::path() const noexcept { return impl_->dir(); }

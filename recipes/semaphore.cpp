@@ -359,8 +359,7 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
     throw std::invalid_argument("asked for " + std::to_string(n) + " leases of a semaphore of " +
                                 std::to_string(*max));
   detail::ClientLifeline::Visit visit(*core_->lifeline);
-  if (!visit) throw detail::client_gone(core_->dir);
-  detail::check_may_acquire(core_->client, "InterProcessSemaphoreV2", core_->dir);
+  detail::check_may_acquire(visit, core_->client, "InterProcessSemaphoreV2", core_->dir);
   const detail::Deadline bound =
       deadline == std::chrono::steady_clock::time_point::max() ? detail::Deadline{} : deadline;
   if (!detail::connected_by(core_->client, bound, core_->dir)) return {};
@@ -388,19 +387,10 @@ CuratorSemaphoreMutex::CuratorSemaphoreMutex(Client& client, std::string path, L
 
 CuratorSemaphoreMutex::~CuratorSemaphoreMutex() { (void)release(); }
 
-void CuratorSemaphoreMutex::acquire() {
-  auto leases = semaphore_.acquire(1);
-  std::lock_guard lock(mutex_);
-  held_.emplace(std::move(leases.front()));
-}
-bool CuratorSemaphoreMutex::try_acquire() {
-  return try_acquire_until(std::chrono::steady_clock::now());
-}
-bool CuratorSemaphoreMutex::try_acquire_for(std::chrono::milliseconds timeout) {
-  return try_acquire_until(std::chrono::steady_clock::now() + std::max(timeout, milliseconds(0)));
-}
-bool CuratorSemaphoreMutex::try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-  auto leases = semaphore_.try_acquire_until(1, deadline);
+bool CuratorSemaphoreMutex::take(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  // The semaphore spells "no deadline" time_point::max().
+  auto leases = semaphore_.try_acquire_until(
+      1, deadline.value_or(std::chrono::steady_clock::time_point::max()));
   if (leases.empty()) return false;
   std::lock_guard lock(mutex_);
   // A grant after ours means ours is gone (one lease): give the old one back.

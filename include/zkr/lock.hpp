@@ -92,18 +92,26 @@
 #include <string_view>
 #include <vector>
 
+#include "zkr/acquire_forms.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lost_reason.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
 
-// A lock node is "/_c_<guid>-lock-<sequence>" under the lock path: 57
-// characters at most (the sequence is ten digits, eleven once the server's
-// counter has gone negative). The lock path leaves room for it, so that every
-// node a lock creates can also be read and deleted.
+// The longest name each lock puts below its path, and so the longest path
+// each takes: it leaves room for the name, so that every node a lock creates
+// can also be read and deleted. The sequence is ten digits, eleven once the
+// server's counter has gone negative.
+//   InterProcess(Semaphore)Mutex  "/_c_<guid>-lock-<sequence>"          57
+//   InterProcessReadWriteLock     "/_c_<guid>-__READ__<sequence>"       60
+//   the semaphores of semaphore.hpp "/leases/_c_<guid>-lease-<sequence>" 65
 inline constexpr std::size_t kMaxLockNodeSuffix = 57;
 inline constexpr std::size_t kMaxLockPathLength = kMaxPathLength - kMaxLockNodeSuffix;
+inline constexpr std::size_t kMaxReadWriteNodeSuffix = 60;
+inline constexpr std::size_t kMaxReadWriteLockPathLength = kMaxPathLength - kMaxReadWriteNodeSuffix;
+inline constexpr std::size_t kMaxSemaphoreNodeSuffix = 65;
+inline constexpr std::size_t kMaxSemaphorePathLength = kMaxPathLength - kMaxSemaphoreNodeSuffix;
 
 // How many times one thread may hold one InterProcessMutex at once. Real
 // nesting is a few levels deep, and no call stack nests a million; a count
@@ -114,28 +122,6 @@ inline constexpr std::uint32_t kMaxReentrantHolds = 1'000'000;
 namespace detail {
 class LockInternals;
 struct LeaseState;
-
-// The C++ Lockable and TimedLockable names (lock, try_lock, try_lock_for,
-// try_lock_until, unlock) over a lock's acquire/try_acquire/release, so that
-// std::scoped_lock and std::unique_lock work with it.
-template <class Lock>
-class StandardLockable {
- public:
-  void lock() { self().acquire(); }
-  bool try_lock() { return self().try_acquire(); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return self().try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
-  }
-  template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_lock_for(t - Clock::now());
-  }
-  void unlock() { (void)self().release(); }
-
- private:
-  Lock& self() { return static_cast<Lock&>(*this); }
-};
 }  // namespace detail
 
 enum class SuspendedPolicy {
@@ -273,13 +259,9 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
   InterProcessMutex(const InterProcessMutex&) = delete;
   InterProcessMutex& operator=(const InterProcessMutex&) = delete;
 
-  // Waits as long as it takes; throws KeeperError if the lock cannot be had
-  // (lost session and no requeue, retries exhausted, bad ACL...).
-  void acquire();
-  // One attempt, one round trip: false if someone else holds or waits first.
-  [[nodiscard]] bool try_acquire();
-  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
-  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
+  // acquire() and try_acquire*(): see zkr/acquire_forms.hpp. try_acquire()
+  // costs one round trip.
+
   // Releases one hold of the calling thread. False (and nothing changes) if the
   // calling thread does not hold the lock. Never throws, never waits for the
   // server. When the last hold goes, release() returning means: the lease is
@@ -303,6 +285,9 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
   const std::string& path() const noexcept;
 
  private:
+  friend class detail::StandardLockable<InterProcessMutex>;
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -324,10 +309,6 @@ class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessS
   InterProcessSemaphoreMutex(const InterProcessSemaphoreMutex&) = delete;
   InterProcessSemaphoreMutex& operator=(const InterProcessSemaphoreMutex&) = delete;
 
-  void acquire();
-  [[nodiscard]] bool try_acquire();
-  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
-  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
   // Gives back the oldest grant not yet released. False (and nothing
   // changes) if there is none. Returns as InterProcessMutex::release() does:
   // the delete is sent, not awaited.
@@ -340,6 +321,9 @@ class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessS
   const std::string& path() const noexcept;
 
  private:
+  friend class detail::StandardLockable<InterProcessSemaphoreMutex>;
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

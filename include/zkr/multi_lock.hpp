@@ -37,10 +37,8 @@ class MultiLock : public detail::StandardLockable<MultiLock> {
   MultiLock(const MultiLock&) = delete;
   MultiLock& operator=(const MultiLock&) = delete;
 
-  void acquire();
-  [[nodiscard]] bool try_acquire();
-  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
-  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
+  // acquire() and try_acquire*() take every path or none (see above).
+
   // Releases every lock, last taken first. False if the calling thread holds none.
   bool release() noexcept;
 
@@ -52,10 +50,14 @@ class MultiLock : public detail::StandardLockable<MultiLock> {
   std::vector<LockLease> leases() const;
 
  private:
+  friend class detail::StandardLockable<MultiLock>;
   enum class Outcome { held, timed_out, lease_lost };
+  // Without a deadline: true, or throws (acquire()'s check never fails).
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
   Outcome take_once(std::optional<std::chrono::steady_clock::time_point> deadline);
   bool all_current(std::size_t n) const;  // the first n leases: not lost, this session
+  // What errors about the whole set name, as take's own do.
+  const std::string& path() const noexcept { return paths_.front(); }
 
   Client& client_;
   std::vector<std::string> paths_;

@@ -52,8 +52,8 @@
 #pragma once
 
 #include <chrono>
-#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,11 +61,6 @@
 #include "zkr/lock.hpp"
 
 namespace zkr {
-
-// A read/write lock node is "/_c_<guid>-__READ__<sequence>" under the lock
-// path: 60 characters at most. The lock path leaves room for it.
-inline constexpr std::size_t kMaxReadWriteNodeSuffix = 60;
-inline constexpr std::size_t kMaxReadWriteLockPathLength = kMaxPathLength - kMaxReadWriteNodeSuffix;
 
 class InterProcessReadWriteLock {
  public:
@@ -77,12 +72,10 @@ class InterProcessReadWriteLock {
     Side(const Side&) = delete;
     Side& operator=(const Side&) = delete;
 
-    // As InterProcessMutex's. Each throws std::logic_error for an upgrade
-    // (the write side, by a thread that holds the read side).
-    void acquire();
-    [[nodiscard]] bool try_acquire();
-    [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
-    [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
+    // acquire() and try_acquire*() as InterProcessMutex's, but each throws
+    // std::logic_error for an upgrade (the write side, by a thread that holds
+    // the read side).
+
     // Releases one hold of the calling thread; false (and nothing changes)
     // if it holds none. Never throws, never waits for the server.
     bool release() noexcept;
@@ -107,6 +100,10 @@ class InterProcessReadWriteLock {
 
    private:
     friend class InterProcessReadWriteLock;
+    friend class detail::StandardLockable<Side>;
+    bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+    const std::string& path() const noexcept;  // what acquire()'s errors name
+
     struct Impl;
     Side(std::shared_ptr<Impl> shared, bool write);
     std::shared_ptr<Impl> shared_;

@@ -47,7 +47,6 @@
 #pragma once
 
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -59,11 +58,6 @@
 #include "zkr/lock.hpp"
 
 namespace zkr {
-
-// A semaphore's nodes are "/leases/_c_<guid>-lease-<sequence>" under its
-// path, 65 characters at most: the path leaves room for them.
-inline constexpr std::size_t kMaxSemaphoreNodeSuffix = 65;
-inline constexpr std::size_t kMaxSemaphorePathLength = kMaxPathLength - kMaxSemaphoreNodeSuffix;
 
 // How many leases a semaphore allows.
 class SemaphoreLimit {
@@ -149,10 +143,6 @@ class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMu
   CuratorSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
   ~CuratorSemaphoreMutex();  // releases a grant still held
 
-  void acquire();
-  [[nodiscard]] bool try_acquire();
-  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout);
-  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline);
   // False (nothing changes) if not held.
   bool release() noexcept;
   bool is_acquired_in_this_process() const;
@@ -161,6 +151,9 @@ class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMu
   const std::string& path() const noexcept { return semaphore_.path(); }
 
  private:
+  friend class detail::StandardLockable<CuratorSemaphoreMutex>;
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+
   InterProcessSemaphoreV2 semaphore_;
   mutable std::mutex mutex_;
   std::optional<SemaphoreLease> held_;  // guarded by mutex_

@@ -7,26 +7,17 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "progress.hpp"
+#include "root_walk.hpp"
 #include "verbs.hpp"
 #include "zkr/cleanup.hpp"
-#include "zkr/path.hpp"
 
 namespace zkr::cli {
 namespace {
 
 std::vector<OptionSpec> cleanup_specs() {
-  auto specs = connection_option_specs();
-  const std::vector<OptionSpec> own{
-      {"dry-run", 'n', false, "", "remove nothing; list what would be removed"},
-      {"remove-root", 0, false, "", "also remove ROOT if it ends up empty"},
-      {"max-children", 0, true, "N",
-       "refuse to list a directory with more than N children (default 10000000)"},
-      {"max-depth", 0, true, "N", "look N levels below ROOT, 0 to 1000 (default 4)"},
-      {"progress", 0, false, "", "report progress on stderr even when it is not a terminal"},
-  };
-  specs.insert(specs.begin(), own.begin(), own.end());
-  return specs;
+  return root_walk_specs({{"dry-run", 'n', false, "", "remove nothing; list what would be removed"},
+                          {"remove-root", 0, false, "", "also remove ROOT if it ends up empty"}},
+                         CleanOptions{}.max_children);
 }
 
 std::string summary(const CleanReport& r, bool dry_run) {
@@ -80,45 +71,24 @@ std::string cleanup_help() {
 
 int cleanup_main(const std::vector<std::string>& args) {
   return run_reporting_errors("cleanup", [&]() -> int {
-    const auto specs = cleanup_specs();
-    const auto parsed = parse_args(args, specs);
-    if (parsed.has("help")) {
-      std::fputs(cleanup_help().c_str(), stdout);
-      return exit_code::ok;
-    }
-    if (parsed.operands().size() != 1)
-      throw UsageError(parsed.operands().empty() ? "missing ROOT" : "cleanup takes one ROOT");
-    const std::string root = parsed.operands()[0];
-    validate_path(root);
+    const auto walk_args = parse_root_walk_args("cleanup", args, cleanup_specs(), cleanup_help);
+    if (!walk_args) return exit_code::ok;
+    const auto& [parsed, root] = *walk_args;
     CleanOptions options;
     options.dry_run = parsed.has("dry-run");
     options.remove_root = parsed.has("remove-root");
-    if (auto v = parsed.value("max-children"))
-      options.max_children = parse_count(*v, "--max-children");
-    if (auto v = parsed.value("max-depth"))
-      options.max_depth = static_cast<unsigned>(parse_count(*v, "--max-depth", 0, kMaxScanDepth));
-    const auto connection = connection_settings(parsed);
-
-    auto client = open_client(connection);
-    wait_connected(*client, connection);
-    ProgressLine progress(parsed.has("progress"));
-    options.on_progress = progress.callback();
+    read_walk_limits(parsed, options);
+    RootWalk walk(parsed);
     options.on_remove = [&](const std::string& path, CleanAction) {
-      progress.finish();  // a path must not land in the middle of a progress line
+      walk.finish_progress();  // a path must not land in the middle of a progress line
       std::string line = path + '\n';
       std::fputs(line.c_str(), stdout);
       std::fflush(stdout);  // as it goes, even into a pipe
     };
     CleanReport report;
-    try {
-      report = clean_lock_root(*client, root, options);
-    } catch (const KeeperError& e) {
-      if (e.errc() != Errc::no_node || e.path() != root) throw;
-      progress.finish();
-      print_error("no such path: " + root);
+    if (!walk.run(root, options.on_progress,
+                  [&] { report = clean_lock_root(walk.client(), root, options); }))
       return exit_code::no_such_root;
-    }
-    progress.finish();
     print_error(summary(report, options.dry_run));
     return exit_code::ok;
   });

@@ -9,7 +9,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "progress.hpp"
+#include "root_walk.hpp"
 #include "verbs.hpp"
 #include "zkr/cleanup.hpp"
 #include "zkr/path.hpp"
@@ -20,16 +20,9 @@ namespace zkr::cli {
 namespace {
 
 std::vector<OptionSpec> ls_specs() {
-  auto specs = connection_option_specs();
-  const std::vector<OptionSpec> own{
-      {"json", 0, false, "", "one JSON object per lock and line, with the whole queue"},
-      {"max-children", 0, true, "N",
-       "refuse to list a directory with more than N children (default 100000)"},
-      {"max-depth", 0, true, "N", "look N levels below ROOT, 0 to 1000 (default 4)"},
-      {"progress", 0, false, "", "report progress on stderr even when it is not a terminal"},
-  };
-  specs.insert(specs.begin(), own.begin(), own.end());
-  return specs;
+  return root_walk_specs(
+      {{"json", 0, false, "", "one JSON object per lock and line, with the whole queue"}},
+      ScanOptions{}.max_children);
 }
 
 std::int64_t now_ms() {
@@ -186,37 +179,16 @@ std::string ls_help() {
 
 int ls_main(const std::vector<std::string>& args) {
   return run_reporting_errors("ls", [&]() -> int {
-    const auto specs = ls_specs();
-    const auto parsed = parse_args(args, specs);
-    if (parsed.has("help")) {
-      std::fputs(ls_help().c_str(), stdout);
-      return exit_code::ok;
-    }
-    if (parsed.operands().size() != 1)
-      throw UsageError(parsed.operands().empty() ? "missing ROOT" : "ls takes one ROOT");
-    const std::string root = parsed.operands()[0];
-    validate_path(root);
+    const auto walk_args = parse_root_walk_args("ls", args, ls_specs(), ls_help);
+    if (!walk_args) return exit_code::ok;
+    const auto& [parsed, root] = *walk_args;
     ScanOptions options;
-    if (auto v = parsed.value("max-children"))
-      options.max_children = parse_count(*v, "--max-children");
-    if (auto v = parsed.value("max-depth"))
-      options.max_depth = static_cast<unsigned>(parse_count(*v, "--max-depth", 0, kMaxScanDepth));
-    const auto connection = connection_settings(parsed);
-
-    auto client = open_client(connection);
-    wait_connected(*client, connection);
+    read_walk_limits(parsed, options);
+    RootWalk walk(parsed);
     std::vector<LockInfo> locks;
-    ProgressLine progress(parsed.has("progress"));
-    options.on_progress = progress.callback();
-    try {
-      collect_locks(*client, root, options, locks);
-    } catch (const KeeperError& e) {
-      if (e.errc() != Errc::no_node || e.path() != root) throw;
-      progress.finish();
-      print_error("no such path: " + root);
+    if (!walk.run(root, options.on_progress,
+                  [&] { collect_locks(walk.client(), root, options, locks); }))
       return exit_code::no_such_root;
-    }
-    progress.finish();
     std::sort(locks.begin(), locks.end(),
               [](const LockInfo& a, const LockInfo& b) { return a.path < b.path; });
     const auto now = now_ms();

@@ -1,0 +1,62 @@
+// zkr/acquire_forms.hpp: the acquire forms every lock shares, written once,
+// and the C++ Lockable and TimedLockable names over them.
+//
+// A lock derives from detail::StandardLockable<Lock>, befriends it, and gives
+// it two members: `bool take(std::optional<steady_clock::time_point>)`, its
+// one way in, and `path()`, which acquire()'s error names. take(nullopt) is
+// no deadline at all, not a deadline of time_point::max(): a timed acquire
+// gives up waiting for a connection at its deadline, acquire() leaves that to
+// the retry policy. So every form means the same on every lock, and a new
+// form is added here, once.
+//
+//   zkr::InterProcessMutex mutex(client, "/locks/a");   // any lock here
+//   mutex.acquire();                                    // or throws
+//   if (mutex.try_acquire_for(5s)) ...                  // or false at 5 s
+//   std::scoped_lock hold(mutex);                       // through lock()
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "zkr/error.hpp"
+
+namespace zkr::detail {
+
+template <class Lock>
+class StandardLockable {
+ public:
+  // Waits as long as it takes; throws KeeperError if the lock cannot be had
+  // (lost session and no requeue, retries exhausted, bad ACL...).
+  void acquire() {
+    if (!self().take(std::nullopt))
+      throw KeeperError(Errc::operation_timeout, self().path(), "acquire gave up");
+  }
+  // One attempt, with no wait: false if someone else holds or waits first.
+  [[nodiscard]] bool try_acquire() { return self().take(std::chrono::steady_clock::now()); }
+  // A negative timeout is no wait at all, as for try_acquire().
+  [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout) {
+    return self().take(std::chrono::steady_clock::now() +
+                       std::max(timeout, std::chrono::milliseconds(0)));
+  }
+  [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
+    return self().take(deadline);
+  }
+
+  void lock() { acquire(); }
+  bool try_lock() { return try_acquire(); }
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+    return try_lock_for(t - Clock::now());
+  }
+  void unlock() { (void)self().release(); }
+
+ private:
+  Lock& self() { return static_cast<Lock&>(*this); }
+};
+
+}  // namespace zkr::detail
