@@ -76,9 +76,11 @@ std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline de
 }
 
 std::shared_ptr<LeaseState> acquire_when_connected(LockInternals& internals, Deadline deadline,
-                                                   const std::optional<HeldWriteNode>& held_write) {
+                                                   const std::optional<HeldWriteNode>& held_write,
+                                                   std::stop_token stop) {
+  if (stop.stop_requested()) return nullptr;
   if (!connected_by(internals.client(), deadline, internals.dir())) return nullptr;
-  return acquire_naming(internals, deadline, held_write);
+  return acquire_naming(internals, deadline, held_write, std::move(stop));
 }
 
 void give_back(ClientLifeline& lifeline, LockInternals& internals,

@@ -48,10 +48,10 @@ std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline de
                                            std::stop_token stop = {});
 
 // A lock's grant: connected_by, then acquire_naming. nullptr if the deadline
-// came first.
+// or a stop came first (a token already stopped: nothing sent).
 std::shared_ptr<LeaseState> acquire_when_connected(
     LockInternals& internals, Deadline deadline,
-    const std::optional<HeldWriteNode>& held_write = {});
+    const std::optional<HeldWriteNode>& held_write = {}, std::stop_token stop = {});
 
 // Deletes the node of a hold, if the Client still can; if it cannot, its
 // session has ended and taken the node.

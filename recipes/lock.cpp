@@ -82,9 +82,10 @@ struct InterProcessMutex::Impl : detail::QueueLock {
 
   using QueueLock::QueueLock;
 
-  bool take(Deadline deadline) {
+  bool take(Deadline deadline, const std::stop_token& stop) {
     Visit visit(*lifeline);
     check_may_acquire(visit, internals.client(), "InterProcessMutex", internals.dir());
+    if (stop.stop_requested()) return false;
     {
       std::lock_guard lock(mutex);
       if (auto it = holds.find(std::this_thread::get_id()); it != holds.end()) {
@@ -102,7 +103,7 @@ struct InterProcessMutex::Impl : detail::QueueLock {
         return true;
       }
     }
-    auto state = acquire_when_connected(internals, deadline);
+    auto state = acquire_when_connected(internals, deadline, {}, stop);
     if (!state) return false;
     std::lock_guard lock(mutex);
     holds.emplace(std::this_thread::get_id(), Hold{state, 1});
@@ -130,8 +131,8 @@ InterProcessMutex::~InterProcessMutex() {
   }
 }
 
-bool InterProcessMutex::take(std::optional<Clock::time_point> deadline) {
-  return impl_->take(deadline);
+bool InterProcessMutex::take(std::optional<Clock::time_point> deadline, std::stop_token stop) {
+  return impl_->take(deadline, stop);
 }
 
 bool InterProcessMutex::release() noexcept {
@@ -179,10 +180,10 @@ const std::string& InterProcessMutex::path() const noexcept { return impl_->inte
 struct InterProcessSemaphoreMutex::Impl : detail::QueueLock {
   using QueueLock::QueueLock;
 
-  bool take(Deadline deadline) {
+  bool take(Deadline deadline, const std::stop_token& stop) {
     Visit visit(*lifeline);
     check_may_acquire(visit, internals.client(), "InterProcessSemaphoreMutex", internals.dir());
-    auto granted = acquire_when_connected(internals, deadline);
+    auto granted = acquire_when_connected(internals, deadline, {}, stop);
     if (!granted) return false;
     std::lock_guard lock(mutex);
     // A grant after ours means our node is gone: the server listed none
@@ -209,8 +210,9 @@ InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
   }
 }
 
-bool InterProcessSemaphoreMutex::take(std::optional<Clock::time_point> deadline) {
-  return impl_->take(deadline);
+bool InterProcessSemaphoreMutex::take(std::optional<Clock::time_point> deadline,
+                                      std::stop_token stop) {
+  return impl_->take(deadline, stop);
 }
 
 bool InterProcessSemaphoreMutex::release() noexcept {

@@ -26,7 +26,7 @@ MultiLock::MultiLock(Client& client, std::vector<std::string> paths, LockOptions
 
 MultiLock::~MultiLock() = default;  // each InterProcessMutex releases what it holds
 
-bool MultiLock::take(std::optional<Clock::time_point> deadline) {
+bool MultiLock::take(std::optional<Clock::time_point> deadline, std::stop_token stop) {
   // Each round ends holding all, holding none, or having found a lease lost
   // while we waited for a later lock: then it gives everything back and goes
   // again. A round is lost only to a session ending. With a deadline, rounds
@@ -34,9 +34,10 @@ bool MultiLock::take(std::optional<Clock::time_point> deadline) {
   // as a single lock requeues after a lost session.
   RetryBudget budget(client_.retry_policy(), client_.sleeper());
   for (;;) {
-    switch (take_once(deadline)) {
+    if (stop.stop_requested()) return false;
+    switch (take_once(deadline, stop)) {
       case Outcome::held: return true;
-      case Outcome::timed_out: return false;
+      case Outcome::timed_out: return false;  // or stopped
       case Outcome::lease_lost: break;
     }
     if (deadline) {
@@ -53,7 +54,8 @@ bool MultiLock::take(std::optional<Clock::time_point> deadline) {
   }
 }
 
-MultiLock::Outcome MultiLock::take_once(std::optional<Clock::time_point> deadline) {
+MultiLock::Outcome MultiLock::take_once(std::optional<Clock::time_point> deadline,
+                                        const std::stop_token& stop) {
   std::size_t taken = 0;
   auto give_back = [&] {
     // Last first, so nobody waits on a partial set.
@@ -62,7 +64,7 @@ MultiLock::Outcome MultiLock::take_once(std::optional<Clock::time_point> deadlin
   try {
     for (; taken < locks_.size(); ++taken) {
       auto& lock = *locks_[taken];
-      const bool got = deadline ? lock.try_acquire_until(*deadline) : (lock.acquire(), true);
+      const bool got = deadline ? lock.try_acquire_until(*deadline, stop) : lock.acquire(stop);
       if (!got) {
         give_back();
         return Outcome::timed_out;

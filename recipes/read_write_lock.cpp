@@ -82,12 +82,13 @@ struct InterProcessReadWriteLock::Side::Impl {
     return std::optional<detail::HeldWriteNode>{};
   }
 
-  bool take(bool write, Deadline deadline) {
+  bool take(bool write, Deadline deadline, const std::stop_token& stop) {
     Visit visit(*lifeline);
     detail::check_may_acquire(visit, side(write).client(), name(write), dir());
+    if (stop.stop_requested()) return false;
     const auto held_write = plan(write);
     if (!held_write) return true;
-    auto state = detail::acquire_when_connected(side(write), deadline, *held_write);
+    auto state = detail::acquire_when_connected(side(write), deadline, *held_write, stop);
     if (!state) return false;
     std::lock_guard lock(mutex);
     ThreadHolds& holds = threads[std::this_thread::get_id()];
@@ -148,8 +149,9 @@ struct InterProcessReadWriteLock::Side::Impl {
 InterProcessReadWriteLock::Side::Side(std::shared_ptr<Impl> shared, bool write)
     : shared_(std::move(shared)), write_(write) {}
 
-bool InterProcessReadWriteLock::Side::take(std::optional<Clock::time_point> deadline) {
-  return shared_->take(write_, deadline);
+bool InterProcessReadWriteLock::Side::take(std::optional<Clock::time_point> deadline,
+                                           std::stop_token stop) {
+  return shared_->take(write_, deadline, stop);
 }
 const std::string& InterProcessReadWriteLock::Side::path() const noexcept { return shared_->dir(); }
 bool InterProcessReadWriteLock::Side::release() noexcept { return shared_->give(write_); }

@@ -345,14 +345,22 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::acquire(int n) {
   return leases;
 }
 
-std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire(
-    int n, std::chrono::milliseconds timeout) {
-  return try_acquire_until(n,
-                           std::chrono::steady_clock::now() + std::max(timeout, milliseconds(0)));
+std::vector<SemaphoreLease> InterProcessSemaphoreV2::acquire(int n, std::stop_token stop) {
+  auto leases = try_acquire_until(n, std::chrono::steady_clock::time_point::max(), stop);
+  if (leases.empty() && !stop.stop_requested())
+    throw KeeperError(Errc::operation_timeout, core_->dir, "acquire gave up");
+  return leases;
+}
+
+std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire(int n,
+                                                                 std::chrono::milliseconds timeout,
+                                                                 std::stop_token stop) {
+  return try_acquire_until(n, std::chrono::steady_clock::now() + std::max(timeout, milliseconds(0)),
+                           std::move(stop));
 }
 
 std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
-    int n, std::chrono::steady_clock::time_point deadline) {
+    int n, std::chrono::steady_clock::time_point deadline, std::stop_token stop) {
   if (n < 1)
     throw std::invalid_argument("a semaphore acquire needs n >= 1, got " + std::to_string(n));
   if (const auto max = core_->limit.fixed_value(); max && n > *max)
@@ -362,10 +370,11 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
   detail::check_may_acquire(visit, core_->client, "InterProcessSemaphoreV2", core_->dir);
   const detail::Deadline bound =
       deadline == std::chrono::steady_clock::time_point::max() ? detail::Deadline{} : deadline;
+  if (stop.stop_requested()) return {};
   if (!detail::connected_by(core_->client, bound, core_->dir)) return {};
   std::vector<SemaphoreLease> leases;
   for (int i = 0; i < n; ++i) {
-    auto state = core_->acquire_one(bound, {});
+    auto state = core_->acquire_one(bound, stop);
     if (!state) return {};  // those granted go back as the vector goes
     leases.emplace_back(core_, std::move(state));
   }
@@ -387,10 +396,11 @@ CuratorSemaphoreMutex::CuratorSemaphoreMutex(Client& client, std::string path, L
 
 CuratorSemaphoreMutex::~CuratorSemaphoreMutex() { (void)release(); }
 
-bool CuratorSemaphoreMutex::take(std::optional<std::chrono::steady_clock::time_point> deadline) {
+bool CuratorSemaphoreMutex::take(std::optional<std::chrono::steady_clock::time_point> deadline,
+                                 std::stop_token stop) {
   // The semaphore spells "no deadline" time_point::max().
   auto leases = semaphore_.try_acquire_until(
-      1, deadline.value_or(std::chrono::steady_clock::time_point::max()));
+      1, deadline.value_or(std::chrono::steady_clock::time_point::max()), std::move(stop));
   if (leases.empty()) return false;
   std::lock_guard lock(mutex_);
   // A grant after ours means ours is gone (one lease): give the old one back.

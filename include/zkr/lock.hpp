@@ -286,7 +286,7 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
 
  private:
   friend class detail::StandardLockable<InterProcessMutex>;
-  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -322,7 +322,7 @@ class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessS
 
  private:
   friend class detail::StandardLockable<InterProcessSemaphoreMutex>;
-  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -53,8 +53,9 @@ class MultiLock : public detail::StandardLockable<MultiLock> {
   friend class detail::StandardLockable<MultiLock>;
   enum class Outcome { held, timed_out, lease_lost };
   // Without a deadline: true, or throws (acquire()'s check never fails).
-  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
-  Outcome take_once(std::optional<std::chrono::steady_clock::time_point> deadline);
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
+  Outcome take_once(std::optional<std::chrono::steady_clock::time_point> deadline,
+                    const std::stop_token& stop);
   bool all_current(std::size_t n) const;  // the first n leases: not lost, this session
   // What errors about the whole set name, as take's own do.
   const std::string& path() const noexcept { return paths_.front(); }

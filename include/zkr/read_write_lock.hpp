@@ -101,7 +101,7 @@ class InterProcessReadWriteLock {
    private:
     friend class InterProcessReadWriteLock;
     friend class detail::StandardLockable<Side>;
-    bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+    bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
     const std::string& path() const noexcept;  // what acquire()'s errors name
 
     struct Impl;

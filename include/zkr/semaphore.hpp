@@ -120,11 +120,16 @@ class InterProcessSemaphoreV2 {
   // n leases (n >= 1, else std::invalid_argument), waiting as long as it
   // takes; throws KeeperError when they cannot be had.
   std::vector<SemaphoreLease> acquire(int n = 1);
-  // n leases, or none (an empty vector) if the deadline comes first: the
-  // leases granted meanwhile are given back.
-  std::vector<SemaphoreLease> try_acquire(int n, std::chrono::milliseconds timeout);
+  // n leases, or none (an empty vector) if `stop` is stopped first; a stop
+  // works as for the locks (zkr/acquire_forms.hpp).
+  std::vector<SemaphoreLease> acquire(int n, std::stop_token stop);
+  // n leases, or none (an empty vector) if the deadline (or a stop) comes
+  // first: the leases granted meanwhile are given back.
+  std::vector<SemaphoreLease> try_acquire(int n, std::chrono::milliseconds timeout,
+                                          std::stop_token stop = {});
   std::vector<SemaphoreLease> try_acquire_until(int n,
-                                                std::chrono::steady_clock::time_point deadline);
+                                                std::chrono::steady_clock::time_point deadline,
+                                                std::stop_token stop = {});
 
   // The lease nodes, in sequence order.
   std::vector<std::string> participant_nodes() const;
@@ -152,7 +157,7 @@ class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMu
 
  private:
   friend class detail::StandardLockable<CuratorSemaphoreMutex>;
-  bool take(std::optional<std::chrono::steady_clock::time_point> deadline);
+  bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
 
   InterProcessSemaphoreV2 semaphore_;
   mutable std::mutex mutex_;
