@@ -14,8 +14,10 @@
 //      the command could not be started (127, 126).
 #include <fcntl.h>
 #include <signal.h>
+
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <stop_token>
 
 #include <atomic>
 #include <cerrno>
@@ -162,20 +164,17 @@ class CommandLock {
                                                         : &read_write_->write_lock();
     }
   }
-  // nullopt: wait as long as it takes; 0: one try.
-  bool acquire(std::optional<std::chrono::milliseconds> timeout) {
+  // nullopt: wait as long as it takes; 0: one try. False: timed out, or stopped.
+  bool acquire(std::optional<std::chrono::milliseconds> timeout, std::stop_token stop) {
     if (semaphore_) {
-      auto leases = timeout ? semaphore_->try_acquire(1, *timeout) : semaphore_->acquire(1);
+      auto leases =
+          timeout ? semaphore_->try_acquire(1, *timeout, stop) : semaphore_->acquire(1, stop);
       if (leases.empty()) return false;
       lease_.emplace(std::move(leases.front()));
       return true;
     }
-    if (!timeout) {
-      side_ ? side_->acquire() : mutex_->acquire();
-      return true;
-    }
-    if (*timeout == 0ms) return side_ ? side_->try_acquire() : mutex_->try_acquire();
-    return side_ ? side_->try_acquire_for(*timeout) : mutex_->try_acquire_for(*timeout);
+    if (!timeout) return side_ ? side_->acquire(stop) : mutex_->acquire(stop);
+    return side_ ? side_->try_acquire_for(*timeout, stop) : mutex_->try_acquire_for(*timeout, stop);
   }
   LockLease lease() const {
     if (lease_) return lease_->lease();
@@ -256,9 +255,10 @@ bool still_held(Client& client, const LockLease& lease, const std::atomic<bool>&
   return !lost;
 }
 
-// The outcome of step 1 (a signal meanwhile ends zkr at once).
+// The outcome of step 1.
 struct Queued {
   bool acquired = false;
+  std::optional<int> signal;  // that stopped the wait
   std::exception_ptr error;
 };
 
@@ -266,21 +266,24 @@ Queued queue_for_lock(Client& client, CommandLock& lock, const ConnectionSetting
                       const LockSettings& settings, SignalInbox& inbox, StatusFile* status,
                       spdlog::logger& log) {
   // The acquire runs on this thread, the one that releases; signals while
-  // queued are watched on another.
+  // queued are watched on another. The first stops the acquire, which takes
+  // our node out of the queue (or leaves it to the background remover if the
+  // link is down) and returns. A second one while that is under way ends zkr
+  // at once: closing the session deletes our node, and so does the server
+  // when the session expires if even the close cannot be sent.
+  std::stop_source stop;
+  std::atomic<int> stopped_by{0};
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done) {
       const auto event = inbox.wait(std::nullopt);
       if (event.kind != SignalInbox::Event::Kind::signal || event.signo == SIGCHLD) continue;
-      // The library's acquire cannot be cancelled. Closing the session is what
-      // removes our queue node (the server drops a closed session's ephemeral
-      // nodes, and zookeeper_close has sent the close when it returns), so
-      // do that, and leave: the acquiring thread would only notice after the
-      // connection timeout (it takes the ended session for an expiry and waits
-      // for a new one to queue again), and it still uses the objects that
-      // orderly unwinding would destroy. A signal that comes as the lock is
-      // granted is still honoured: the close releases it.
-      log.info("signal {} while queued: closing the session, which deletes our node", event.signo);
+      if (stopped_by.exchange(event.signo) == 0) {
+        log.info("signal {} while queued: leaving the queue", event.signo);
+        stop.request_stop();
+        continue;
+      }
+      log.info("signal {} while leaving the queue: closing the session", event.signo);
       client.keeper()->close();
       print_error("interrupted by signal " + std::to_string(event.signo) + " while waiting for " +
                   settings.path);
@@ -293,13 +296,14 @@ Queued queue_for_lock(Client& client, CommandLock& lock, const ConnectionSetting
   try {
     wait_connected(client, connection);
     log.info("connected; queueing for {}", settings.path);
-    out.acquired = lock.acquire(settings.timeout);
+    out.acquired = lock.acquire(settings.timeout, stop.get_token());
   } catch (...) {
     out.error = std::current_exception();
   }
   done = true;
   inbox.wake();
   watcher.join();
+  if (const int signo = stopped_by.load(); signo != 0) out.signal = signo;
   return out;
 }
 
@@ -402,6 +406,15 @@ int lock_main(const std::vector<std::string>& args) {
     StatusFile* status_file = status ? &*status : nullptr;
     const auto queued =
         queue_for_lock(*client, lock, connection, settings, inbox, status_file, *log);
+    if (queued.signal) {
+      // A signal that came as the lock was granted is honoured too.
+      if (queued.acquired) lock.release();
+      print_error("interrupted by signal " + std::to_string(*queued.signal) +
+                  " while waiting for " + settings.path);
+      const int code = exit_code::signal_base + *queued.signal;
+      if (status) status->write("interrupted", code, std::nullopt);
+      return code;
+    }
     if (queued.error) std::rethrow_exception(queued.error);
     if (!queued.acquired) {
       print_error("timed out after " + format_duration(*settings.timeout) + " waiting for " +
