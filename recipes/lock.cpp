@@ -134,6 +134,10 @@ InterProcessMutex::~InterProcessMutex() {
 bool InterProcessMutex::take(std::optional<Clock::time_point> deadline, std::stop_token stop) {
   return impl_->take(deadline, stop);
 }
+LockGuard InterProcessMutex::take_guard(std::optional<Clock::time_point> deadline,
+                                        std::stop_token stop) {
+  return detail::take_guard(*impl_, "InterProcessMutex", deadline, stop);
+}
 
 bool InterProcessMutex::release() noexcept {
   std::shared_ptr<LeaseState> last;
@@ -213,6 +217,10 @@ InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
 bool InterProcessSemaphoreMutex::take(std::optional<Clock::time_point> deadline,
                                       std::stop_token stop) {
   return impl_->take(deadline, stop);
+}
+LockGuard InterProcessSemaphoreMutex::take_guard(std::optional<Clock::time_point> deadline,
+                                                 std::stop_token stop) {
+  return detail::take_guard(*impl_, "InterProcessSemaphoreMutex", deadline, stop);
 }
 
 bool InterProcessSemaphoreMutex::release() noexcept {

@@ -82,6 +82,16 @@ struct InterProcessReadWriteLock::Side::Impl {
     return std::optional<detail::HeldWriteNode>{};
   }
 
+  // A grant owned by a LockGuard: no thread's, so no downgrade exemption and
+  // no upgrade refusal; it queues like a contender of another process.
+  LockGuard take_guard(bool write, Deadline deadline, const std::stop_token& stop) {
+    Visit visit(*lifeline);
+    detail::check_may_acquire(visit, side(write).client(), name(write), dir());
+    auto state = detail::acquire_when_connected(side(write), deadline, std::nullopt, stop);
+    if (!state) return {};
+    return LockGuard(std::move(state), lifeline, side(write).client());
+  }
+
   bool take(bool write, Deadline deadline, const std::stop_token& stop) {
     Visit visit(*lifeline);
     detail::check_may_acquire(visit, side(write).client(), name(write), dir());
@@ -152,6 +162,10 @@ InterProcessReadWriteLock::Side::Side(std::shared_ptr<Impl> shared, bool write)
 bool InterProcessReadWriteLock::Side::take(std::optional<Clock::time_point> deadline,
                                            std::stop_token stop) {
   return shared_->take(write_, deadline, stop);
+}
+LockGuard InterProcessReadWriteLock::Side::take_guard(std::optional<Clock::time_point> deadline,
+                                                      std::stop_token stop) {
+  return shared_->take_guard(write_, deadline, stop);
 }
 const std::string& InterProcessReadWriteLock::Side::path() const noexcept { return shared_->dir(); }
 bool InterProcessReadWriteLock::Side::release() noexcept { return shared_->give(write_); }

@@ -94,6 +94,7 @@
 
 #include "zkr/acquire_forms.hpp"
 #include "zkr/client.hpp"
+#include "zkr/lock_guard.hpp"
 #include "zkr/lost_reason.hpp"
 #include "zkr/path.hpp"
 
@@ -252,7 +253,8 @@ GuardedWriteResult guarded_write(Keeper& keeper, const std::vector<LockLease>& l
 
 // Fair, reentrant per thread: N acquires by a thread need N releases (N up to
 // kMaxReentrantHolds).
-class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
+class InterProcessMutex : public detail::StandardLockable<InterProcessMutex>,
+                          public detail::GuardForms<InterProcessMutex> {
  public:
   InterProcessMutex(Client& client, std::string path, LockOptions options = {});
   ~InterProcessMutex();  // releases what this object still holds; never throws
@@ -286,6 +288,9 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
 
  private:
   friend class detail::StandardLockable<InterProcessMutex>;
+  friend class detail::GuardForms<InterProcessMutex>;
+  LockGuard take_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
+                       std::stop_token stop);
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
 
   struct Impl;
@@ -302,7 +307,8 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex> {
 // deletes nothing), so the thread whose hold was lost cannot release the new
 // holder's lock by releasing its own. lease() is the newest grant's; take it
 // right after the acquire to keep your own.
-class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessSemaphoreMutex> {
+class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessSemaphoreMutex>,
+                                   public detail::GuardForms<InterProcessSemaphoreMutex> {
  public:
   InterProcessSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
   ~InterProcessSemaphoreMutex();
@@ -322,6 +328,9 @@ class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessS
 
  private:
   friend class detail::StandardLockable<InterProcessSemaphoreMutex>;
+  friend class detail::GuardForms<InterProcessSemaphoreMutex>;
+  LockGuard take_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
+                       std::stop_token stop);
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
 
   struct Impl;

@@ -67,7 +67,7 @@ class InterProcessReadWriteLock {
   // One side of the lock: read_lock() or write_lock(). Lockable and
   // TimedLockable (std::scoped_lock, std::unique_lock; std::shared_lock works
   // on read_lock() through lock_shared and friends).
-  class Side : public detail::StandardLockable<Side> {
+  class Side : public detail::StandardLockable<Side>, public detail::GuardForms<Side> {
    public:
     Side(const Side&) = delete;
     Side& operator=(const Side&) = delete;
@@ -101,6 +101,9 @@ class InterProcessReadWriteLock {
    private:
     friend class InterProcessReadWriteLock;
     friend class detail::StandardLockable<Side>;
+    friend class detail::GuardForms<Side>;
+    LockGuard take_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
+                         std::stop_token stop);
     bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
     const std::string& path() const noexcept;  // what acquire()'s errors name
 

@@ -1,0 +1,113 @@
+// zkr/lock_guard.hpp: a grant owned by an object rather than by a thread.
+//
+// InterProcessMutex is reentrant per thread, and its release() gives back the
+// calling thread's hold. Work that moves between threads (a coroutine resumed
+// on another thread of a pool, a task handed to a worker) cannot keep that
+// rule. A LockGuard is the other way to own a grant: the guard owns it,
+// whatever thread or coroutine has the guard; moving the guard moves the
+// grant; destroying it, or release(), gives the grant back, from any thread.
+// For a coroutine, owning means holding the guard in its frame: it owns the
+// lock across suspensions and resumptions on any thread until the guard goes.
+//
+// A guard's grant is one of its own: not reentrant and not the calling
+// thread's. is_owned_by_current_thread() and is_acquired_in_this_process()
+// do not count it, release() of the lock does not touch it, and a read/write
+// lock's downgrade does not count it. A thread that holds a lock through
+// acquire() and asks for a guard on the same lock queues behind itself, and
+// waits until its deadline. The guard may outlive the lock object (and the
+// Client: the grant then went with its session). Guards come from
+// InterProcessMutex, InterProcessSemaphoreMutex and the read/write lock's
+// sides; a semaphore's SemaphoreLease is already one of its kind.
+//
+//   zkr::InterProcessMutex mutex(client, "/app/locks/order-42");
+//   zkr::LockGuard held = mutex.try_acquire_guard_for(5s);
+//   if (!held) return;                                   // not acquired
+//   pool.post([held = std::move(held)] {                 // another thread
+//     store.write(order, held.lease().fencing_token());
+//   });                                                  // released when the task ends
+//
+// One guard is not for two threads at once (like std::unique_ptr); the lease
+// it hands out is.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stop_token>
+
+#include "zkr/error.hpp"
+
+namespace zkr {
+
+class Client;
+class LockLease;
+namespace detail {
+struct LeaseState;
+class ClientLifeline;
+}  // namespace detail
+
+class LockGuard {
+ public:
+  LockGuard() noexcept;  // owns nothing
+  ~LockGuard();          // release()
+  LockGuard(LockGuard&& other) noexcept;
+  // Gives back what this guard owned, then takes other's grant.
+  LockGuard& operator=(LockGuard&& other) noexcept;
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+
+  // Owns a grant not yet given back. The grant may have been lost since:
+  // lease().lost() says so.
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+  // The grant's lease; std::logic_error if the guard owns none.
+  LockLease lease() const;
+  // Gives the grant back as InterProcessMutex::release() does (the delete is
+  // sent, not awaited), from whatever thread. False if the guard owned none.
+  // Never throws.
+  bool release() noexcept;
+
+  // For the locks: a grant of `client`'s, given back through it while it lives.
+  LockGuard(std::shared_ptr<detail::LeaseState> state,
+            std::shared_ptr<detail::ClientLifeline> lifeline, Client& client) noexcept;
+
+ private:
+  std::shared_ptr<detail::LeaseState> state_;
+  std::shared_ptr<detail::ClientLifeline> lifeline_;
+  Client* client_ = nullptr;
+};
+
+namespace detail {
+
+// The guard forms of a lock, written once. The lock gives them
+// `LockGuard take_guard(std::optional<steady_clock::time_point>,
+// std::stop_token)` (befriending this base) and `path()`.
+template <class Lock>
+class GuardForms {
+ public:
+  // Waits as long as it takes. Empty only if `stop` was stopped; throws
+  // KeeperError when the lock cannot be had, as acquire() does.
+  [[nodiscard]] LockGuard acquire_guard(std::stop_token stop = {}) {
+    auto guard = self().take_guard(std::nullopt, stop);
+    if (!guard && !stop.stop_requested())
+      throw KeeperError(Errc::operation_timeout, self().path(), "acquire gave up");
+    return guard;
+  }
+  // Empty if the deadline (or a stop) came first. A negative timeout is no
+  // wait at all.
+  [[nodiscard]] LockGuard try_acquire_guard_for(std::chrono::milliseconds timeout,
+                                                std::stop_token stop = {}) {
+    return self().take_guard(
+        std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0)), stop);
+  }
+  [[nodiscard]] LockGuard try_acquire_guard_until(std::chrono::steady_clock::time_point deadline,
+                                                  std::stop_token stop = {}) {
+    return self().take_guard(deadline, stop);
+  }
+
+ private:
+  Lock& self() { return static_cast<Lock&>(*this); }
+};
+
+}  // namespace detail
+}  // namespace zkr
