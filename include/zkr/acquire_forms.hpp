@@ -19,8 +19,8 @@
 // queue at once: the call returns false, our queue node is deleted (by the
 // Client in the background if the link is down), and whoever is next gets
 // the lock. The wait for our turn ends the moment the stop comes; a round
-// trip under way (our create, a listing) is finished first, bounded as every
-// wait is by the session timeout. A stop that comes with the grant gives
+// trip under way (our create, a listing), a wait for the connection or a
+// retry's backoff is finished first, each bounded as always. A stop that comes with the grant gives
 // the lock on rather than take it; one after the grant changes nothing. A
 // token already stopped sends nothing.
 #pragma once
