@@ -87,14 +87,19 @@ TEST(ReplyNudgeTest, ASlowReplyEarnsANudgeOnTheSameSession) {
   EXPECT_EQ(keeper->nudges_sent(), 0u);
 
   proxy.set_mode(chaos::ProxyMode::delay, 1500ms);
-  auto reply = keeper->async_get(path);
-  ASSERT_EQ(reply.wait_for(kWait), std::future_status::ready);
-  auto got = reply.get();
-  ASSERT_TRUE(got.ok()) << errc_name(got.error());
-  EXPECT_EQ(got.value().data, "payload");
-  // The reply took 3 s; the nudge was due after 1 s of it. Exactly one: the
-  // nudge's own answer comes after the reply (one session's replies come in
-  // order), and with nothing outstanding none follows.
+  // Pipelined, as the lock recipes send them.
+  std::vector<std::future<Result<NodeData>>> replies;
+  for (int i = 0; i < 5; ++i) replies.push_back(keeper->async_get(path));
+  for (auto& reply : replies) {
+    ASSERT_EQ(reply.wait_for(kWait), std::future_status::ready);
+    auto got = reply.get();
+    ASSERT_TRUE(got.ok()) << errc_name(got.error());
+    EXPECT_EQ(got.value().data, "payload");
+  }
+  // The replies took 3 s or more; a nudge was due after 1 s of silence.
+  // Exactly one: at most one is in flight, its answer comes after the
+  // replies (one session's replies come in order), and with nothing
+  // outstanding none follows.
   EXPECT_EQ(keeper->nudges_sent(), 1u);
   // On the same session, which never left the server: the nudge replaced
   // nothing and suspended nothing.
