@@ -1,11 +1,12 @@
 // The Keeper over the ZooKeeper C client (libzookeeper-mt), and connect_keeper:
-// conversions, the callbacks the C client's threads run, sending, and the
-// close protocol. Long because the callbacks, the registries of what the C
-// client holds, and the close protocol share one set of facts about the C
-// client (below), and each relies on the others keeping them. Elsewhere: the
-// argument checks and the host grammar, shared with the other Keepers
-// (keeper_arguments.cpp), the error table checked against the C client's
-// (c_error_codes.cpp), and its log bridge (c_client_log.cpp).
+// conversions, the callbacks the C client's threads run, sending, the close
+// protocol, and nudges. Long because the callbacks, the registries of what the
+// C client holds, the close protocol and the nudging thread (which must stop
+// before the handle goes) share one set of facts about the C client (below),
+// and each relies on the others keeping them. Elsewhere: when to nudge
+// (reply_watchdog.cpp), the argument checks and the host grammar, shared with
+// the other Keepers (keeper_arguments.cpp), the error table checked against
+// the C client's (c_error_codes.cpp), and its log bridge (c_client_log.cpp).
 //
 // Facts about the C client (3.8) this file relies on, read from its sources:
 // - It runs two threads per handle: an I/O thread, and a completion thread on
@@ -27,6 +28,13 @@
 //   300 pending requests were left so. It never calls armed watchers on close
 //   either. Hence the registries in Shared: whatever the C client has not
 //   answered when zookeeper_close() returns (its threads joined), we answer.
+// - It sends a ping only when no request is outstanding, and gives up on a
+//   server that has sent nothing for 2/3 of the session timeout. A server
+//   sitting on a commit (ZOOKEEPER-4537, reply_watchdog.hpp) thus costs that
+//   long, unless something else reaches it: hence the nudges.
+// - A zoo_a* call only queues the request and wakes the I/O thread: it never
+//   waits for the completion thread, so a thread that calls one can be joined
+//   from the completion thread.
 // - Its log level is one process-wide variable; its log callback gets a
 //   formatted line and no context.
 // - Its host parser takes the last ':' as the port separator, reads the port
@@ -59,6 +67,7 @@
 #include "c_client_log.hpp"
 #include "keeper_arguments.hpp"
 #include "log.hpp"
+#include "reply_watchdog.hpp"
 
 namespace zkr {
 namespace {
@@ -139,7 +148,8 @@ struct CKeeper::Shared {
       : log(std::move(logger)),
         on_state(std::move(callback)),
         default_acl(std::move(acl)),
-        requested_timeout(timeout) {}
+        requested_timeout(timeout),
+        watchdog(detail::ReplyWatchdog::quiet_limit_for(timeout)) {}
 
   const std::shared_ptr<spdlog::logger> log;
   const SessionCallback on_state;
@@ -163,6 +173,19 @@ struct CKeeper::Shared {
   // still call: what close() must answer and free.
   std::unordered_set<Pending*> pending;       // guarded by mutex
   std::unordered_set<WatchContext*> watches;  // guarded by mutex
+
+  // When to nudge (reply_watchdog.hpp): told of every request tracked in
+  // `pending` and of everything heard from the C client. The nudging thread
+  // (CKeeper::watch_replies) waits on watchdog_wakeup until the next deadline;
+  // watchdog_wakes_at is when it will look again by itself (max: only when
+  // woken), so that senders wake it only when a deadline comes sooner, not
+  // once per request.
+  detail::ReplyWatchdog watchdog;                               // guarded by mutex
+  std::condition_variable watchdog_wakeup;                      //
+  detail::ReplyWatchdog::Clock::time_point watchdog_wakes_at =  // guarded by mutex
+      detail::ReplyWatchdog::Clock::time_point::max();          //
+  bool watchdog_stop = false;                                   // guarded by mutex
+  std::atomic<std::uint64_t> nudges{0};
 
   void on_event_thread() {
     event_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
@@ -230,9 +253,30 @@ struct WatchContext {
   bool fired = false;  // touched on the completion thread, then by close()
 };
 
+using WatchdogClock = detail::ReplyWatchdog::Clock;
+
+// With shared.mutex held, after telling the watchdog something: wakes the
+// nudging thread if a nudge may now be due before it would look by itself.
+void wake_watchdog_if_sooner(Shared& shared) {
+  const auto deadline = shared.watchdog.next_deadline();
+  if (!deadline || *deadline >= shared.watchdog_wakes_at) return;
+  shared.watchdog_wakes_at = *deadline;
+  shared.watchdog_wakeup.notify_one();
+}
+
 void track(Shared& shared, Pending* p) {
+  const auto now = WatchdogClock::now();
   std::lock_guard lock(shared.mutex);
   shared.pending.insert(p);
+  shared.watchdog.on_sent(now);
+  wake_watchdog_if_sooner(shared);
+}
+
+// A watch event came: the session is not silent.
+void heard_event(Shared& shared) {
+  const auto now = WatchdogClock::now();
+  std::lock_guard lock(shared.mutex);
+  shared.watchdog.on_event(now);
 }
 
 WatchContext* arm(Shared& shared, const std::string& path, Watcher watcher, bool exists_watch) {
@@ -288,8 +332,10 @@ std::unique_ptr<C> claim(const void* data) {
   auto* c = static_cast<C*>(const_cast<void*>(data));
   Shared& shared = *c->shared;
   shared.on_event_thread();
+  const auto now = WatchdogClock::now();
   std::lock_guard lock(shared.mutex);
   shared.pending.erase(c);
+  shared.watchdog.on_reply(now);
   if (shared.pending.empty()) shared.drained.notify_all();
   return std::unique_ptr<C>(c);
 }
@@ -379,6 +425,18 @@ void on_multi(int rc, const void* data) {
   c->promise.set_value(std::move(out));
 }
 
+// A nudge's answer (data: the Shared). Whatever it says, ZNONODE included, the
+// nudge has done its work or failed with the connection; the next may follow.
+// It may run during zookeeper_close(), while the Shared is still alive.
+void on_nudged(int, const ::Stat*, const void* data) {
+  auto& shared = *static_cast<Shared*>(const_cast<void*>(data));
+  shared.on_event_thread();
+  const auto now = WatchdogClock::now();
+  std::lock_guard lock(shared.mutex);
+  shared.watchdog.on_nudge_answered(now);
+  wake_watchdog_if_sooner(shared);
+}
+
 std::optional<EventType> node_event(int type) {
   if (type == ZOO_CREATED_EVENT) return EventType::created;
   if (type == ZOO_DELETED_EVENT) return EventType::deleted;
@@ -403,6 +461,7 @@ void on_watch(zhandle_t*, int type, int state, const char* path, void* context) 
     shared.log->debug("ignored watch event type {} for {}", type, w->path);
     return;
   }
+  heard_event(shared);
   deliver(*w, *event, path ? path : w->path);
   drop(shared, w);  // the C client has forgotten it: this was its last call
 }
@@ -446,11 +505,16 @@ void on_session_event(zhandle_t* zh, int type, int state, const char*, void* con
   {
     std::lock_guard lock(shared.mutex);
     shared.state = mapped;
+    // Whatever the change, the silence is measured anew; and the nudging
+    // thread, which nudges only while connected, looks again.
+    shared.watchdog.on_event(WatchdogClock::now());
+    shared.watchdog_wakeup.notify_one();
     if (mapped == SessionState::connected || mapped == SessionState::connected_read_only) {
       const clientid_t* client = zoo_client_id(zh);
       shared.session_id = client->client_id;
       shared.password.assign(client->passwd, sizeof client->passwd);
       shared.negotiated = std::chrono::milliseconds(zoo_recv_timeout(zh));
+      shared.watchdog.set_quiet_limit(detail::ReplyWatchdog::quiet_limit_for(shared.negotiated));
       shared.host = connected_peer(zh);
     } else {
       shared.host.clear();
@@ -498,6 +562,7 @@ void reject(zhandle_t* zh, Shared& shared, Pending* p, int rc) {
   {
     std::lock_guard lock(shared.mutex);
     shared.pending.erase(p);
+    shared.watchdog.on_withdrawn();
     if (shared.pending.empty()) shared.drained.notify_all();
   }
   delete p;
@@ -609,11 +674,90 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
       throw KeeperError(errc_from_int(rc), "", "zoo_add_auth(digest) failed");
     }
   }
+  try {
+    watchdog_thread_ = std::thread([this] { watch_replies(); });
+  } catch (const std::system_error&) {
+    close_session(handle_, shared_);  // the destructor will not run
+    throw;
+  }
 }
 
 CKeeper::~CKeeper() { close(); }
 
+std::uint64_t CKeeper::nudges_sent() const noexcept {
+  return shared_->nudges.load(std::memory_order_relaxed);
+}
+
+// The nudging thread. It sleeps until the watchdog's next deadline, or without
+// one until woken (nothing outstanding, a nudge in flight, or not connected:
+// a nudge queued while the C client reconnects would only follow the requests
+// it resends), so an idle or healthy session costs it nothing.
+void CKeeper::watch_replies() {
+  Shared& shared = *shared_;
+  std::unique_lock lock(shared.mutex);
+  while (!shared.watchdog_stop) {
+    const bool connected = shared.state == SessionState::connected ||
+                           shared.state == SessionState::connected_read_only;
+    if (connected && shared.watchdog.take_nudge(WatchdogClock::now())) {
+      lock.unlock();
+      nudge();
+      lock.lock();
+      continue;
+    }
+    // take_nudge() said no, so any deadline is still ahead: no busy loop.
+    const auto deadline = connected ? shared.watchdog.next_deadline() : std::nullopt;
+    shared.watchdog_wakes_at = deadline.value_or(WatchdogClock::time_point::max());
+    if (deadline) shared.watchdog_wakeup.wait_until(lock, *deadline);
+    else shared.watchdog_wakeup.wait(lock);
+  }
+}
+
+// One exists("/") on the session, without a watch: the cheapest request that
+// reaches the server's CommitProcessor. With a chroot it reads the chroot;
+// no_node would do as well. Called without shared->mutex.
+void CKeeper::nudge() {
+  int rc = ZCLOSING;
+  {
+    std::shared_lock lock(handle_mutex_);
+    if (handle_) rc = zoo_aexists(handle_, "/", 0, &on_nudged, shared_.get());
+  }
+  std::int64_t id = 0;
+  std::size_t outstanding = 0;
+  std::chrono::milliseconds limit{};
+  {
+    std::lock_guard lock(shared_->mutex);
+    id = shared_->session_id;
+    outstanding = shared_->watchdog.outstanding();
+    limit = shared_->watchdog.quiet_limit();
+    if (rc != ZOK) shared_->watchdog.on_nudge_answered(WatchdogClock::now());
+  }
+  if (rc != ZOK) {
+    shared_->log->debug("session {:#x}: could not send a nudge: {}", id, zerror(rc));
+    return;
+  }
+  shared_->nudges.fetch_add(1, std::memory_order_relaxed);
+  shared_->log->debug(
+      "session {:#x}: no reply for {} ms with {} request(s) outstanding: nudged the server "
+      "with exists(/) (ZOOKEEPER-4537)",
+      id, limit.count(), outstanding);
+}
+
+void CKeeper::stop_watchdog() noexcept {
+  std::lock_guard thread_lock(watchdog_thread_mutex_);
+  if (!watchdog_thread_.joinable()) return;
+  {
+    std::lock_guard lock(shared_->mutex);
+    shared_->watchdog_stop = true;
+    shared_->watchdog_wakeup.notify_one();
+  }
+  // Never waits on the C client's threads: nudge() only queues a request.
+  // So this may run on the C client's event thread too.
+  watchdog_thread_.join();
+}
+
 void CKeeper::close() noexcept {
+  // First, so that nothing nudges a handle that is going away.
+  stop_watchdog();
   _zhandle* handle = nullptr;
   {
     // Taken away under the lock, closed outside it: closing waits for the

@@ -27,13 +27,24 @@
 //   If the last reference is dropped on the C client's own event thread (say,
 //   by a watcher that owned it), the close runs on a detached thread instead,
 //   since the C client cannot join the thread it is called from.
+// - Nudges: a server hit by ZOOKEEPER-4537 (3.6.0 to 3.8.0) can sit on a
+//   commit until some other request reaches it, and the C client, which
+//   sends no pings while a request is outstanding, waits 2/3 of the session
+//   timeout before it gives up on that server. So a thread of the keeper's
+//   own sends one exists("/") on the session when requests are outstanding
+//   and nothing has come back for a tenth of the session timeout (200 ms to
+//   1 s; details in reply_watchdog.hpp): at most one in flight, none on an
+//   idle or healthy session. It is joined in close(), before the handle goes.
 // - Logging: the C client's own log lines go to the "zkr" logger; its level
 //   (process-wide in the C client) follows that logger's at each connect, and
 //   the C client's INFO chatter appears only when the logger is at debug.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
+#include <thread>
 
 #include "zkr/keeper.hpp"
 
@@ -71,6 +82,9 @@ class CKeeper final : public Keeper {
   std::chrono::milliseconds session_timeout() const override;
   std::string connected_host() const override;
 
+  // How many nudges this keeper has sent (see above): for tests and logs.
+  std::uint64_t nudges_sent() const noexcept;
+
   // State the C client's threads reach through callback data; it outlives the
   // handle. Defined in c_keeper.cpp.
   struct Shared;
@@ -80,12 +94,19 @@ class CKeeper final : public Keeper {
   // closing at once if it was closed.
   template <class C, class Call>
   auto send_open(std::unique_ptr<C> c, Call&& call);
+  // The nudging thread's loop, one nudge, and stopping it (idempotent).
+  void watch_replies();
+  void nudge();
+  void stop_watchdog() noexcept;
 
   std::shared_ptr<Shared> shared_;
   // Shared while a call uses the handle, exclusive while close() takes it
   // away: the C client frees the handle in zookeeper_close().
   mutable std::shared_mutex handle_mutex_;
   _zhandle* handle_ = nullptr;  // guarded by handle_mutex_; null once closed
+  // Runs watch_replies(); joined by the first close().
+  std::mutex watchdog_thread_mutex_;
+  std::thread watchdog_thread_;  // guarded by watchdog_thread_mutex_
 };
 
 }  // namespace zkr
