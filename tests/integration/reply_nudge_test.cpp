@@ -131,7 +131,10 @@ TEST(ReplyNudgeTest, PromptRepliesEarnNone) {
     EXPECT_TRUE(r.get().ok());
   }
   keeper->remove(root);
-  EXPECT_EQ(keeper->nudges_sent(), 0u);
+  // None is due while replies keep coming within a second. A loaded machine
+  // (a sanitizer run) may still hold one reply past a second, once or
+  // twice; a nudge per request would be hundreds.
+  EXPECT_LE(keeper->nudges_sent(), 2u);
 }
 
 }  // namespace
