@@ -3,9 +3,13 @@
 // multi-process run with the exclusion checker is in lock_stress_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <random>
+#include <stop_token>
 #include <thread>
 
 #include "support/ensemble.hpp"
@@ -224,6 +228,78 @@ TYPED_TEST(LockIntegrationTest, TimeoutsAndDestructionLeaveNoNodes) {
   EXPECT_TRUE(test::wait_children(
       *c.keeper(), this->dir_ + "-forgotten", [](const auto& n) { return n.empty(); }, kWait));
   holder.release();
+}
+
+// Cancellation under load (issue 15): contenders on their own sessions loop
+// on one lock, and a canceller per contender stops its current acquire at a
+// random moment (before the create's reply, while it waits, as it is
+// granted). Whatever the moment: never two holders, every call returns, each
+// stopped call says false, and nothing of theirs is left in the queue.
+TYPED_TEST(LockIntegrationTest, StoppedAcquiresUnderLoadNeverHoldAndLeaveNothing) {
+  constexpr int kContenders = 6;
+  constexpr auto kRun = 8s;
+  constexpr int kMaxAttempts = 2000;  // per contender: the run stops by itself
+  std::vector<TypeParam*> locks;
+  for (int i = 0; i < kContenders; ++i) locks.push_back(&this->lock(this->client()));
+  std::atomic<int> holders{0};
+  std::atomic<bool> overlap{false};
+  std::atomic<long> granted{0}, stopped{0}, timed_out{0};
+  const auto end = std::chrono::steady_clock::now() + kRun;
+  std::vector<std::jthread> threads;
+  for (int i = 0; i < kContenders; ++i) {
+    threads.emplace_back([&, i] {
+      std::mutex mutex;
+      std::condition_variable changed;
+      std::optional<std::stop_source> current;  // guarded by mutex
+      bool done = false;                        // guarded by mutex
+      // Stops the current acquire 0-15 ms after it began, every other time.
+      std::jthread canceller([&, seed = static_cast<unsigned>(i)] {
+        std::minstd_rand random(seed + 1);
+        std::unique_lock lock(mutex);
+        while (!done) {
+          const auto delay = std::chrono::milliseconds(random() % 16);
+          changed.wait_for(lock, delay, [&] { return done; });
+          if (current && random() % 2 == 0) current->request_stop();
+          changed.wait(lock, [&] { return done || (current && !current->stop_requested()); });
+        }
+      });
+      for (int attempt = 0; attempt < kMaxAttempts && std::chrono::steady_clock::now() < end;
+           ++attempt) {
+        std::stop_token token;
+        {
+          std::lock_guard lock(mutex);
+          current.emplace();
+          token = current->get_token();
+        }
+        changed.notify_all();
+        const bool got = locks[i]->try_acquire_for(kWait, token);
+        {
+          std::lock_guard lock(mutex);
+          current.reset();
+        }
+        if (!got) {
+          (token.stop_requested() ? stopped : timed_out)++;
+          continue;
+        }
+        if (++holders != 1) overlap = true;
+        std::this_thread::yield();
+        --holders;
+        ++granted;
+        locks[i]->release();
+      }
+      {
+        std::lock_guard lock(mutex);
+        done = true;
+      }
+      changed.notify_all();
+    });
+  }
+  threads.clear();  // joins: every call returned
+  EXPECT_FALSE(overlap.load()) << "two holders at once";
+  EXPECT_EQ(timed_out.load(), 0);
+  EXPECT_GT(granted.load(), 20);  // the lock went round
+  EXPECT_GT(stopped.load(), 20);  // and the stops came at every stage of many attempts
+  // TearDown: nothing left in the queue.
 }
 
 // With digest auth the Client's default ACL is creator-only: lock nodes made
