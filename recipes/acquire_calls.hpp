@@ -37,10 +37,11 @@ void check_may_acquire(const ClientLifeline::Visit& visit, Client& client, std::
                        const std::string& dir);
 
 // A timed acquire waits for a connection no longer than its deadline (the
-// queue would wait a whole connection_timeout). False if the deadline came
-// first; throws for what no wait can mend (auth_failed, closing). acquire()
-// leaves it to the queue and the retry policy.
-bool connected_by(Client& client, const Deadline& deadline, const std::string& dir);
+// queue would wait a whole connection_timeout). False if the deadline (or a
+// stop) came first; throws for what no wait can mend (auth_failed,
+// closing). acquire() leaves it to the queue and the retry policy.
+bool connected_by(Client& client, const Deadline& deadline, const std::string& dir,
+                  const std::stop_token& stop = {});
 
 // internals.acquire, its errors naming the lock.
 std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,

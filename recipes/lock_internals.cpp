@@ -109,13 +109,14 @@ class Attempt {
  public:
   // after_epoch: a session this acquire already lost; wait for a later one.
   Attempt(LockInternals& lock, std::shared_ptr<WaitSignal> signal, Deadline deadline,
-          std::uint64_t after_epoch, std::optional<HeldWriteNode> held_write)
+          std::stop_token stop, std::uint64_t after_epoch, std::optional<HeldWriteNode> held_write)
       : after_epoch_(after_epoch),
         held_write_(std::move(held_write)),
         lock_(lock),
         client_(lock.client_),
         signal_(std::move(signal)),
-        deadline_(deadline) {}
+        deadline_(deadline),
+        stop_(std::move(stop)) {}
 
   // The lease, or nullptr if the deadline passed. Throws SessionGone, or
   // KeeperError for what the retry policy will not retry.
@@ -150,6 +151,10 @@ class Attempt {
         abandon_if_session_lives();
         throw;
       } catch (const KeeperError& e) {
+        if (signal_->stopped()) {  // whatever the error: the caller wants out
+          abandon();
+          return nullptr;
+        }
         // session_expired, or any link error from a session the Client has
         // already replaced (closing it, so its requests answer `closing`).
         const bool replaced = epoch_ != 0 && client_.session_epoch() != epoch_;
@@ -180,7 +185,7 @@ class Attempt {
   void bind_session() {
     await_session_after(after_epoch_);
     if (signal_->stopped()) return;
-    auto [keeper, epoch] = client_.session_when_connected(deadline_);
+    auto [keeper, epoch] = client_.session_when_connected(deadline_, stop_);
     client_.logger().debug("lock {}: attempt on session epoch {} (0x{:x})", lock_.dir_, epoch,
                            keeper->session_id());
     if (epoch_ == 0) {
@@ -580,6 +585,7 @@ class Attempt {
   Client& client_;
   std::shared_ptr<WaitSignal> signal_;
   const Deadline deadline_;
+  const std::stop_token stop_;  // signal_ hears it too; this is for the connection wait
 
   std::shared_ptr<Keeper> keeper_;
   std::uint64_t epoch_ = 0;
@@ -686,7 +692,7 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
           if (auto s = weak.lock()) s->on_state(state);
         });
     try {
-      Attempt attempt(*this, signal, deadline, ended_epoch, held_write);
+      Attempt attempt(*this, signal, deadline, stop, ended_epoch, held_write);
       auto lease = attempt.run();
       client_.remove_listener(listener);
       return lease;

@@ -371,7 +371,7 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
   const detail::Deadline bound =
       deadline == std::chrono::steady_clock::time_point::max() ? detail::Deadline{} : deadline;
   if (stop.stop_requested()) return {};
-  if (!detail::connected_by(core_->client, bound, core_->dir)) return {};
+  if (!detail::connected_by(core_->client, bound, core_->dir, stop)) return {};
   std::vector<SemaphoreLease> leases;
   for (int i = 0; i < n; ++i) {
     auto state = core_->acquire_one(bound, stop);

@@ -456,12 +456,13 @@ struct Client::Impl {
     return wait_session(deadline).keeper;
   }
   // The same, with the epoch read under the same lock as the keeper.
-  Client::Session wait_session(std::optional<Clock::time_point> deadline = {}) const {
+  Client::Session wait_session(std::optional<Clock::time_point> deadline = {},
+                               std::stop_token stop = {}) const {
     const auto start = Clock::now();
     auto until = start + options.connection_timeout;
     if (deadline && *deadline < until) until = *deadline;
     std::unique_lock lock(mutex);
-    connected_cv.wait_until(lock, until,
+    connected_cv.wait_until(lock, stop, until,
                             [&] { return connected || closing || auth_failed || namespace_error; });
     if (closing) throw KeeperError(Errc::closing, "", "the client is closing");
     // Before connected: the namespace may have gone, and failed to come back,
@@ -473,6 +474,8 @@ struct Client::Impl {
           Errc::auth_failed, "",
           "authentication failed on " + options.connect_string +
               " (the ensemble refused the credentials; no new session will be opened)");
+    if (stop.stop_requested())
+      throw KeeperError(Errc::connection_loss, "", "stopped while waiting for a connection");
     const auto waited = std::chrono::duration_cast<milliseconds>(until - start);
     throw KeeperError(Errc::connection_loss, "",
                       "not connected to " + options.connect_string + " within " +
@@ -511,14 +514,15 @@ struct Client::Impl {
   bool current_ended = false;  // the epoch moved on, and no session is open for it yet
 
   mutable std::mutex mutex;
-  mutable std::condition_variable connected_cv;  // connected, auth_failed or closing changed
-  std::shared_ptr<Keeper> keeper;                // guarded by mutex
-  std::uint64_t epoch = 0;                       // guarded by mutex
-  std::optional<ConnectionState> state;          // guarded by mutex; nullopt before connected
-  bool connected = false;                        // guarded by mutex
-  bool auth_failed = false;                      // guarded by mutex
-  bool closing = false;                          // guarded by mutex
-  std::optional<KeeperError> namespace_error;    // guarded by mutex: why it cannot be made
+  // connected, auth_failed or closing changed; _any: a wait may also end on a stop_token
+  mutable std::condition_variable_any connected_cv;
+  std::shared_ptr<Keeper> keeper;              // guarded by mutex
+  std::uint64_t epoch = 0;                     // guarded by mutex
+  std::optional<ConnectionState> state;        // guarded by mutex; nullopt before connected
+  bool connected = false;                      // guarded by mutex
+  bool auth_failed = false;                    // guarded by mutex
+  bool closing = false;                        // guarded by mutex
+  std::optional<KeeperError> namespace_error;  // guarded by mutex: why it cannot be made
 
   detail::BackgroundRemover remover;
   detail::ListenerDispatcher listeners;
@@ -579,8 +583,8 @@ std::shared_ptr<Keeper> Client::keeper_when_connected(
 }
 
 Client::Session Client::session_when_connected(
-    std::optional<std::chrono::steady_clock::time_point> deadline) const {
-  return impl_->wait_session(deadline);
+    std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop) const {
+  return impl_->wait_session(deadline, std::move(stop));
 }
 
 bool Client::on_listener_thread() const noexcept { return impl_->listeners.on_thread(); }

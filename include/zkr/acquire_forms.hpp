@@ -18,9 +18,9 @@
 // Cancelling: every form also takes a std::stop_token. A stop leaves the
 // queue at once: the call returns false, our queue node is deleted (by the
 // Client in the background if the link is down), and whoever is next gets
-// the lock. The wait for our turn ends the moment the stop comes; a round
-// trip under way (our create, a listing), a wait for the connection or a
-// retry's backoff is finished first, each bounded as always. A stop that comes with the grant gives
+// the lock. The wait for our turn, or for a connection, ends the moment the
+// stop comes; a round trip under way (our create, a listing) or a retry's
+// backoff is finished first, each bounded as always. A stop that comes with the grant gives
 // the lock on rather than take it; one after the grant changes nothing. A
 // token already stopped sends nothing.
 #pragma once

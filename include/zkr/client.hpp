@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -158,13 +159,14 @@ class Client {
 
   // The connected session's Keeper and its epoch, read together (a session
   // change between two separate reads would pair a Keeper with the wrong
-  // epoch). Waits and throws as keeper_when_connected(deadline).
+  // epoch). Waits and throws as keeper_when_connected(deadline); a stop of
+  // `stop` ends the wait too, as connection_loss.
   struct Session {
     std::shared_ptr<Keeper> keeper;
     std::uint64_t epoch = 0;
   };
-  Session session_when_connected(
-      std::optional<std::chrono::steady_clock::time_point> deadline = {}) const;
+  Session session_when_connected(std::optional<std::chrono::steady_clock::time_point> deadline = {},
+                                 std::stop_token stop = {}) const;
 
  private:
   // What recipes need of a Client and users do not: src/client_internals.hpp.

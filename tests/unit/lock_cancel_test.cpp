@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <stop_token>
 #include <thread>
 
@@ -130,6 +131,32 @@ TYPED_TEST(LockCancelTest, AStopAfterTheGrantDoesNotReleaseIt) {
   EXPECT_TRUE(lock->is_acquired_in_this_process());
   EXPECT_EQ(this->lock_nodes().size(), 1u);
   EXPECT_TRUE(lock->release());
+}
+
+// With the link down, an acquire waits for a connection (a timed one up to
+// its deadline, an untimed one as long as the Client takes to connect again);
+// a stop ends that wait too. The Client here would take a session timeout
+// (4 s) to give up on the old session and connect a new one.
+TYPED_TEST(LockCancelTest, AStopEndsTheWaitForAConnection) {
+  for (const bool timed : {true, false}) {
+    SCOPED_TRACE(timed ? "try_acquire_for" : "acquire");
+    auto& c = this->contender();
+    auto lock = this->lock_for(c);
+    this->ensemble_.disconnect(this->session_of(c));
+    std::stop_source stop;
+    auto granted = std::async(std::launch::async, [&] {
+      return timed ? lock->try_acquire_for(kWait, stop.get_token())
+                   : lock->acquire(stop.get_token());
+    });
+    // Still waiting: there is no connection to queue on.
+    ASSERT_EQ(granted.wait_for(200ms), std::future_status::timeout);
+    const auto asked = std::chrono::steady_clock::now();
+    stop.request_stop();
+    ASSERT_EQ(granted.wait_for(kWait), std::future_status::ready);
+    EXPECT_FALSE(granted.get());
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s);
+    EXPECT_TRUE(this->lock_nodes().empty());
+  }
 }
 
 // Many waiters, every other one stopped: the rest are granted in their
