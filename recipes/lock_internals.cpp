@@ -118,7 +118,7 @@ class Attempt {
         deadline_(deadline),
         stop_(std::move(stop)) {}
 
-  // The lease, or nullptr if the deadline passed. Throws SessionGone, or
+  // The lease, or nullptr if the deadline passed or a stop came. Throws SessionGone, or
   // KeeperError for what the retry policy will not retry.
   std::shared_ptr<LeaseState> run() {
     RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline_);
