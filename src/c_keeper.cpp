@@ -35,6 +35,13 @@
 // - A zoo_a* call only queues the request and wakes the I/O thread: it never
 //   waits for the completion thread, so a thread that calls one can be joined
 //   from the completion thread.
+// - zoo_amulti() builds each operation's request in a local it does not
+//   initialise, and frees that local's path when it differs from the
+//   operation's. Once one operation fails to build (the handle is expired or
+//   its authentication failed, as is_unrecoverable() says), the later ones are
+//   not built, and their locals still hold an earlier operation's path: ours,
+//   freed, often twice. Under a chroot even the failed one's own copy is freed
+//   twice. See multi_refusal().
 // - Its log level is one process-wide variable; its log callback gets a
 //   formatted line and no context.
 // - Its host parser takes the last ':' as the port separator, reads the port
@@ -568,6 +575,20 @@ void reject(zhandle_t* zh, Shared& shared, Pending* p, int rc) {
   delete p;
 }
 
+// Why zoo_amulti() must not be called now, as its return code, or ZOK. It
+// corrupts memory on a handle whose session is over (see the facts above), so
+// it is called only on a connected one: a session is found over only by a
+// reconnection's handshake, which the C client's I/O thread would have to
+// complete between this check and the call. While connecting, the handshake's
+// answer may come at any moment, so a multi then is refused as not sent
+// (connection loss) rather than queued.
+int multi_refusal(zhandle_t* zh) {
+  const int state = zoo_state(zh);
+  if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) return ZINVALIDSTATE;
+  if (state != ZOO_CONNECTED_STATE && state != ZOO_READONLY_STATE) return ZCONNECTIONLOSS;
+  return ZOK;
+}
+
 // Hands a completion to the C client: call(c) is the zoo_a* call. The future
 // is taken first, since the completion may run (and free c) before call returns.
 template <class C, class Call>
@@ -889,6 +910,7 @@ std::future<MultiResult> CKeeper::async_multi(std::vector<Op> ops) {
     }
   }
   return send_open(std::move(c), [&](MultiCompletion* raw) {
+    if (const int refused = multi_refusal(handle_); refused != ZOK) return refused;
     return zoo_amulti(handle_, static_cast<int>(raw->c_ops.size()), raw->c_ops.data(),
                       raw->results.data(), &on_multi, raw);
   });

@@ -54,6 +54,9 @@ class Keeper {
   virtual std::future<Result<Stat>> async_set(std::string path, std::string data,
                                               Version version = kAnyVersion) = 0;
   virtual std::future<Result<Children>> async_children(std::string path, Watcher watcher = {}) = 0;
+  // Not queued while the session is reconnecting: it fails at once with
+  // connection_loss, not sent (the C client cannot build a multi safely on a
+  // handle that a reconnection may find expired).
   virtual std::future<MultiResult> async_multi(std::vector<Op> ops) = 0;
   // Brings the connected server up to date with the leader for this path.
   virtual std::future<Result<Empty>> async_sync(std::string path) = 0;

@@ -759,6 +759,46 @@ TEST_F(KeeperTest, ExpiredSessionEndsWatchesAndFailsRequests) {
   EXPECT_FALSE(keeper_->exists(at("e")));
 }
 
+// The C client's zoo_amulti, asked on a handle whose session has expired,
+// frees the paths of the operations after the first (an uninitialised request
+// left from the failed one) and, under a chroot, the first one's twice: the
+// process dies of a double free. CKeeper must never let it try.
+TEST_F(KeeperTest, MultiOnAnExpiredSessionFailsWithoutCorruptingMemory) {
+  keeper_->create(at("app"));
+  auto log = std::make_shared<SessionLog>();
+  auto chrooted_log = std::make_shared<SessionLog>();
+  auto config = base_config();
+  config.session_timeout = 4s;
+  auto victim = open(config, log);
+  config.chroot = at("app");
+  auto chrooted = open(config, chrooted_log);
+  test::expire_session(*victim);
+  test::expire_session(*chrooted);
+  // A request makes each notice soon, whatever server it is on.
+  (void)victim->async_sync(root_);
+  (void)chrooted->async_sync("/");
+  ASSERT_TRUE(log->wait_for(SessionState::expired, kWait));
+  ASSERT_TRUE(chrooted_log->wait_for(SessionState::expired, kWait));
+
+  // Many operations of each kind, many times: each freed path is one of ours.
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Op> ops;
+    for (int i = 0; i < 4; ++i) {
+      const auto name = "n" + std::to_string(i) + std::string(64, 'x');
+      ops.push_back(op::Check{at(name), kAnyVersion});
+      ops.push_back(op::Set{at(name + "s"), "data"});
+      ops.push_back(create_op(at(name + "c")));
+      ops.push_back(op::Remove{at(name + "r")});
+    }
+    const auto result = victim->try_multi(std::move(ops));
+    EXPECT_EQ(result.error, Errc::session_expired) << errc_name(result.error);
+    const auto single = chrooted->try_multi({create_op("/m" + std::string(64, 'x'))});
+    EXPECT_EQ(single.error, Errc::session_expired) << errc_name(single.error);
+  }
+  keeper_->sync(root_);
+  EXPECT_TRUE(keeper_->children(at("app")).names.empty());
+}
+
 TEST_F(KeeperTest, JoiningWithAWrongPasswordFailsAndTheOwnerKeepsItsSession) {
   auto owner = open();
   owner->create(at("e"), "", CreateMode::ephemeral);

@@ -208,5 +208,25 @@ TEST(ConnectKeeperTest, ClosingANeverConnectedKeeperAnswersEverything) {
   EXPECT_EQ(states.back(), SessionState::closed);
 }
 
+// zoo_amulti corrupts memory if the handshake of a reconnection finds the
+// session over while it builds the request, so a multi is never handed to the
+// C client while connecting: it fails at once, not sent, and the handle is
+// none the worse for it.
+TEST(ConnectKeeperTest, AMultiWhileConnectingFailsAtOnceAsNotSent) {
+  auto logger = detail::default_logger();
+  const auto level = logger->level();
+  logger->set_level(spdlog::level::off);
+  auto keeper = connect_keeper(config_for("127.0.0.1:1"), nullptr);
+  for (int i = 0; i < 100; ++i) {
+    auto multi = keeper->async_multi({op::Check{"/a", 1}, op::Set{"/b", "x"}, op::Remove{"/c"}});
+    ASSERT_EQ(multi.wait_for(0s), std::future_status::ready) << i;
+    const auto result = multi.get();
+    EXPECT_EQ(result.error, Errc::connection_loss) << errc_name(result.error);
+    EXPECT_TRUE(result.results.empty());
+  }
+  keeper.reset();
+  logger->set_level(level);
+}
+
 }  // namespace
 }  // namespace zkr
