@@ -935,6 +935,16 @@ std::string CKeeper::session_password() const {
 }
 
 SessionState CKeeper::session_state() const {
+  {
+    // The C client knows of an end before its event reaches on_session_event,
+    // and fails requests from then on: say so as soon as it does.
+    std::shared_lock lock(handle_mutex_);
+    if (handle_) {
+      const int state = zoo_state(handle_);
+      if (state == ZOO_EXPIRED_SESSION_STATE) return SessionState::expired;
+      if (state == ZOO_AUTH_FAILED_STATE) return SessionState::auth_failed;
+    }
+  }
   std::lock_guard lock(shared_->mutex);
   return shared_->state;
 }

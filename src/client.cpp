@@ -462,13 +462,32 @@ struct Client::Impl {
     auto until = start + options.connection_timeout;
     if (deadline && *deadline < until) until = *deadline;
     std::unique_lock lock(mutex);
-    connected_cv.wait_until(lock, stop, until,
-                            [&] { return connected || closing || auth_failed || namespace_error; });
+    // A handle learns that its session is over before its event reaches us
+    // (the C client sets its state, then queues the event), and meanwhile
+    // fails every request at once: a caller that retried on it would spin.
+    // So wait past it, for the session thread to replace it. Asked without
+    // our mutex, since the Keeper's own lock is taken by its event thread.
+    std::optional<std::uint64_t> dead_epoch;
+    const auto usable = [&] { return connected && epoch != dead_epoch; };
+    for (;;) {
+      connected_cv.wait_until(
+          lock, stop, until, [&] { return usable() || closing || auth_failed || namespace_error; });
+      if (!usable() || closing || namespace_error) break;
+      const auto candidate = keeper;
+      const auto candidate_epoch = epoch;
+      lock.unlock();
+      const auto said = candidate->session_state();
+      lock.lock();
+      if (said != SessionState::expired && said != SessionState::auth_failed) {
+        if (candidate_epoch == epoch && usable()) return {candidate, candidate_epoch};
+        continue;  // replaced meanwhile: look at the new one
+      }
+      dead_epoch = candidate_epoch;
+    }
     if (closing) throw KeeperError(Errc::closing, "", "the client is closing");
     // Before connected: the namespace may have gone, and failed to come back,
     // while the session stayed up.
     if (namespace_error) throw *namespace_error;
-    if (connected) return {keeper, epoch};
     if (auth_failed)
       throw KeeperError(
           Errc::auth_failed, "",

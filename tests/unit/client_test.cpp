@@ -90,6 +90,8 @@ class ScriptedKeeper : public Keeper {
     state_ = s;
     on_state_(s);
   }
+  // What the C client knows before its event thread reports it.
+  void know(SessionState s) { state_ = s; }
 
   std::future<Result<Created>> async_create(std::string path, std::string, CreateMode,
                                             CreateOptions) override {
@@ -333,6 +335,36 @@ TEST(Client, ExpiryAnnouncesLostAndOpensANewSessionOnTheNextEpoch) {
   EXPECT_TRUE(old.expired());
   EXPECT_FALSE(heard.wait_for(5, 100ms));
   EXPECT_TRUE(client.is_connected());
+}
+
+// The C client marks its handle expired, then queues the event; meanwhile the
+// handle fails every request at once. keeper_when_connected() must not hand
+// it out then, or a caller retrying on it spins (the train yard's chaos run
+// once burnt its 200 attempts at a message in a few milliseconds so).
+TEST(Client, KeeperWhenConnectedNeverHandsOutAHandleThatKnowsItsSessionEnded) {
+  Factory factory;
+  Client client(options_for(factory));
+  auto first = factory.keeper(0);
+  first->report(S::connected);
+  ASSERT_EQ(client.keeper_when_connected(), first);
+
+  first->know(S::expired);  // the Client has not heard
+  EXPECT_TRUE(client.is_connected());
+  try {
+    (void)client.session_when_connected(std::chrono::steady_clock::now() + 200ms);
+    FAIL() << "handed out a handle whose session had ended";
+  } catch (const KeeperError& e) {
+    EXPECT_EQ(e.errc(), Errc::connection_loss);
+  }
+  auto waiting = std::async(std::launch::async, [&] { return client.keeper_when_connected(); });
+  EXPECT_EQ(waiting.wait_for(100ms), std::future_status::timeout);
+  first->report(S::expired);
+  auto second = factory.keeper(1);
+  ASSERT_TRUE(second);
+  second->report(S::connected);
+  ASSERT_EQ(waiting.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(waiting.get(), second);
+  EXPECT_EQ(client.session_when_connected().epoch, 2u);
 }
 
 TEST(Client, SuspendedForASessionTimeoutIsLostAndANewSession) {
