@@ -209,7 +209,10 @@ using Shared = CKeeper::Shared;
 struct Pending {
   Pending(Shared* s, std::string p) : shared(s), path(std::move(p)) {}
   virtual ~Pending() = default;
-  virtual void fail(Errc e) = 0;
+  // Takes the handler out with the failure for it: the caller answers
+  // (calls it) once it holds no lock, since a handler may send again.
+  virtual std::function<void()> failure(Errc e) = 0;
+  void fail(Errc e) { failure(e)(); }
 
   Shared* const shared;
   const std::string path;
@@ -219,27 +222,33 @@ struct Pending {
 
 template <class T>
 struct Completion final : Pending {
-  using Pending::Pending;
-  void fail(Errc e) override { promise.set_value(Result<T>(e, path)); }
-  std::promise<Result<T>> promise;
+  Completion(Shared* s, std::string p, ReplyHandler<Result<T>> h)
+      : Pending(s, std::move(p)), handler(std::move(h)) {}
+  std::function<void()> failure(Errc e) override {
+    return [h = std::move(handler), r = Result<T>(e, path)]() mutable { h(std::move(r)); };
+  }
+  void answer(Result<T> r) { std::exchange(handler, {})(std::move(r)); }
+  ReplyHandler<Result<T>> handler;
 };
 
 struct MultiCompletion final : Pending {
   enum class Kind { create, remove, set, check };
-  MultiCompletion(Shared* s, std::vector<Op> o)
+  MultiCompletion(Shared* s, std::vector<Op> o, ReplyHandler<MultiResult> h)
       : Pending(s, {}),
+        handler(std::move(h)),
         ops(std::move(o)),
         kinds(ops.size()),
         c_ops(ops.size()),
         results(ops.size()),
         created(ops.size()),
         stats(ops.size()) {}
-  void fail(Errc e) override {
+  std::function<void()> failure(Errc e) override {
     MultiResult result;
     result.error = e;
-    promise.set_value(std::move(result));
+    return [h = std::move(handler), r = std::move(result)]() mutable { h(std::move(r)); };
   }
-  std::promise<MultiResult> promise;
+  void answer(MultiResult r) { std::exchange(handler, {})(std::move(r)); }
+  ReplyHandler<MultiResult> handler;
   std::vector<Op> ops;  // the strings c_ops point at
   std::vector<Kind> kinds;
   std::vector<zoo_op_t> c_ops;
@@ -358,14 +367,14 @@ bool settle(Pending& p, int rc, bool watch_set) {
 void on_created(int rc, const char* path, const ::Stat* stat, const void* data) {
   auto c = claim<Completion<Created>>(data);
   if (!settle(*c, rc, false)) return;
-  if (rc == ZOK) c->promise.set_value(Created{path ? path : "", stat ? to_stat(*stat) : Stat{}});
+  if (rc == ZOK) c->answer(Created{path ? path : "", stat ? to_stat(*stat) : Stat{}});
   else c->fail(errc_from_int(rc));
 }
 
 void on_void(int rc, const void* data) {
   auto c = claim<Completion<Empty>>(data);
   if (!settle(*c, rc, false)) return;
-  if (rc == ZOK) c->promise.set_value(Empty{});
+  if (rc == ZOK) c->answer(Empty{});
   else c->fail(errc_from_int(rc));
 }
 
@@ -376,7 +385,7 @@ void on_synced(int rc, const char*, const void* data) { on_void(rc, data); }
 void on_stat(int rc, const ::Stat* stat, const void* data) {
   auto c = claim<Completion<Stat>>(data);
   if (!settle(*c, rc, rc == ZOK || rc == ZNONODE)) return;
-  if (rc == ZOK && stat) c->promise.set_value(to_stat(*stat));
+  if (rc == ZOK && stat) c->answer(to_stat(*stat));
   else c->fail(rc == ZOK ? Errc::marshalling_error : errc_from_int(rc));
 }
 
@@ -384,8 +393,7 @@ void on_data(int rc, const char* value, int length, const ::Stat* stat, const vo
   auto c = claim<Completion<NodeData>>(data);
   if (!settle(*c, rc, rc == ZOK)) return;
   if (rc == ZOK && stat)  // length is -1 for a node whose data is null
-    c->promise.set_value(
-        NodeData{value && length > 0 ? std::string(value, length) : "", to_stat(*stat)});
+    c->answer(NodeData{value && length > 0 ? std::string(value, length) : "", to_stat(*stat)});
   else c->fail(rc == ZOK ? Errc::marshalling_error : errc_from_int(rc));
 }
 
@@ -398,7 +406,7 @@ void on_children(int rc, const String_vector* names, const ::Stat* stat, const v
   }
   Children out{{}, to_stat(*stat)};
   if (names) out.names.assign(names->data, names->data + names->count);
-  c->promise.set_value(std::move(out));
+  c->answer(std::move(out));
 }
 
 // Codes for which the server did not answer the multi operation by operation:
@@ -429,7 +437,7 @@ void on_multi(int rc, const void* data) {
       out.results.push_back(std::move(r));
     }
   }
-  c->promise.set_value(std::move(out));
+  c->answer(std::move(out));
 }
 
 // A nudge's answer (data: the Shared). Whatever it says, ZNONODE included, the
@@ -555,16 +563,16 @@ Errc sync_error(zhandle_t* zh, int rc) {
 // that ZMARSHALLINGERROR can come after the completion was queued (an
 // allocation failure in the C client): then we answer only if the completion
 // has not claimed it yet, and leave freeing to the completion or to close().
-void reject(zhandle_t* zh, Shared& shared, Pending* p, int rc) {
+// Returns the answer, for the caller to give once it holds no lock.
+[[nodiscard]] std::function<void()> reject(zhandle_t* zh, Shared& shared, Pending* p, int rc) {
   const Errc error = sync_error(zh, rc);
   if (rc == ZMARSHALLINGERROR) {
     std::lock_guard lock(shared.mutex);
-    if (!shared.pending.contains(p)) return;  // its completion has it
-    p->fail(error);
+    if (!shared.pending.contains(p)) return {};  // its completion has it
     p->answered = true;
-    return;
+    return p->failure(error);
   }
-  p->fail(error);
+  auto answer = p->failure(error);
   if (p->watch) drop(shared, p->watch);
   {
     std::lock_guard lock(shared.mutex);
@@ -573,6 +581,7 @@ void reject(zhandle_t* zh, Shared& shared, Pending* p, int rc) {
     if (shared.pending.empty()) shared.drained.notify_all();
   }
   delete p;
+  return answer;
 }
 
 // Why zoo_amulti() must not be called now, as its return code, or ZOK. It
@@ -589,15 +598,16 @@ int multi_refusal(zhandle_t* zh) {
   return ZOK;
 }
 
-// Hands a completion to the C client: call(c) is the zoo_a* call. The future
-// is taken first, since the completion may run (and free c) before call returns.
+// Hands a completion to the C client: call(c) is the zoo_a* call; c may be
+// answered and freed before call returns. Returns the answer to a request
+// the C client refused, for the caller to give once it holds no lock.
 template <class C, class Call>
-auto send(zhandle_t* zh, Shared& shared, std::unique_ptr<C> c, Call&& call) {
-  auto future = c->promise.get_future();
+[[nodiscard]] std::function<void()> send(zhandle_t* zh, Shared& shared, std::unique_ptr<C> c,
+                                         Call&& call) {
   C* raw = c.release();
   track(shared, raw);
-  if (const int rc = call(raw); rc != ZOK) reject(zh, shared, raw, rc);
-  return future;
+  if (const int rc = call(raw); rc != ZOK) return reject(zh, shared, raw, rc);
+  return {};
 }
 
 // How long a close waits for the requests in flight. A healthy ensemble
@@ -803,24 +813,27 @@ void CKeeper::close() noexcept {
 }
 
 template <class C, class Call>
-auto CKeeper::send_open(std::unique_ptr<C> c, Call&& call) {
-  std::shared_lock lock(handle_mutex_);
-  if (!handle_) {
-    auto future = c->promise.get_future();
-    c->fail(Errc::closing);
-    if (c->watch) drop(*shared_, c->watch);
-    return future;
+void CKeeper::send_open(std::unique_ptr<C> c, Call&& call) {
+  std::function<void()> refused;
+  {
+    std::shared_lock lock(handle_mutex_);
+    if (handle_) {
+      refused = send(handle_, *shared_, std::move(c), std::forward<Call>(call));
+    } else {
+      if (c->watch) drop(*shared_, c->watch);
+      refused = c->failure(Errc::closing);
+    }
   }
-  return send(handle_, *shared_, std::move(c), std::forward<Call>(call));
+  if (refused) refused();  // the handler may send again: the handle's lock is free
 }
 
-std::future<Result<Created>> CKeeper::async_create(std::string path, std::string data,
-                                                   CreateMode mode, CreateOptions options) {
+void CKeeper::send_create(std::string path, std::string data, CreateMode mode,
+                          CreateOptions options, ReplyHandler<Result<Created>> on_reply) {
   detail::check_create(path, data, mode, options);
   const int flags = c_mode(mode);
   const CAclList acl(options.acl ? *options.acl : shared_->default_acl);
-  auto c = std::make_unique<Completion<Created>>(shared_.get(), path);
-  return send_open(std::move(c), [&](Completion<Created>* raw) {
+  auto c = std::make_unique<Completion<Created>>(shared_.get(), path, std::move(on_reply));
+  send_open(std::move(c), [&](Completion<Created>* raw) {
     const auto length = static_cast<int>(data.size());
     if (has_ttl(mode))
       return zoo_acreate2_ttl(handle_, path.c_str(), data.data(), length, acl.get(), flags,
@@ -830,59 +843,61 @@ std::future<Result<Created>> CKeeper::async_create(std::string path, std::string
   });
 }
 
-std::future<Result<Empty>> CKeeper::async_remove(std::string path, Version version) {
+void CKeeper::send_remove(std::string path, Version version, ReplyHandler<Result<Empty>> on_reply) {
   detail::check_write_path(path);
-  auto c = std::make_unique<Completion<Empty>>(shared_.get(), path);
-  return send_open(std::move(c), [&](Completion<Empty>* raw) {
+  auto c = std::make_unique<Completion<Empty>>(shared_.get(), path, std::move(on_reply));
+  send_open(std::move(c), [&](Completion<Empty>* raw) {
     return zoo_adelete(handle_, path.c_str(), version, &on_void, raw);
   });
 }
 
 // Reads may look at the reserved /zookeeper subtree (a tool listing the tree
 // does); writes there are refused before they are sent.
-std::future<Result<Stat>> CKeeper::async_exists(std::string path, Watcher watcher) {
+void CKeeper::send_exists(std::string path, Watcher watcher, ReplyHandler<Result<Stat>> on_reply) {
   detail::check_read_path(path);
-  auto c = std::make_unique<Completion<Stat>>(shared_.get(), path);
+  auto c = std::make_unique<Completion<Stat>>(shared_.get(), path, std::move(on_reply));
   c->watch = arm(*shared_, path, std::move(watcher), /*exists_watch=*/true);
   WatchContext* w = c->watch;
-  return send_open(std::move(c), [&](Completion<Stat>* raw) {
+  send_open(std::move(c), [&](Completion<Stat>* raw) {
     return zoo_awexists(handle_, path.c_str(), w ? &on_watch : nullptr, w, &on_stat, raw);
   });
 }
 
-std::future<Result<NodeData>> CKeeper::async_get(std::string path, Watcher watcher) {
+void CKeeper::send_get(std::string path, Watcher watcher, ReplyHandler<Result<NodeData>> on_reply) {
   detail::check_read_path(path);
-  auto c = std::make_unique<Completion<NodeData>>(shared_.get(), path);
+  auto c = std::make_unique<Completion<NodeData>>(shared_.get(), path, std::move(on_reply));
   c->watch = arm(*shared_, path, std::move(watcher), /*exists_watch=*/false);
   WatchContext* w = c->watch;
-  return send_open(std::move(c), [&](Completion<NodeData>* raw) {
+  send_open(std::move(c), [&](Completion<NodeData>* raw) {
     return zoo_awget(handle_, path.c_str(), w ? &on_watch : nullptr, w, &on_data, raw);
   });
 }
 
-std::future<Result<Stat>> CKeeper::async_set(std::string path, std::string data, Version version) {
+void CKeeper::send_set(std::string path, std::string data, Version version,
+                       ReplyHandler<Result<Stat>> on_reply) {
   detail::check_set(path, data);
   const auto length = static_cast<int>(data.size());
-  auto c = std::make_unique<Completion<Stat>>(shared_.get(), path);
-  return send_open(std::move(c), [&](Completion<Stat>* raw) {
+  auto c = std::make_unique<Completion<Stat>>(shared_.get(), path, std::move(on_reply));
+  send_open(std::move(c), [&](Completion<Stat>* raw) {
     return zoo_aset(handle_, path.c_str(), data.data(), length, version, &on_stat, raw);
   });
 }
 
-std::future<Result<Children>> CKeeper::async_children(std::string path, Watcher watcher) {
+void CKeeper::send_children(std::string path, Watcher watcher,
+                            ReplyHandler<Result<Children>> on_reply) {
   detail::check_read_path(path);
-  auto c = std::make_unique<Completion<Children>>(shared_.get(), path);
+  auto c = std::make_unique<Completion<Children>>(shared_.get(), path, std::move(on_reply));
   c->watch = arm(*shared_, path, std::move(watcher), /*exists_watch=*/false);
   WatchContext* w = c->watch;
-  return send_open(std::move(c), [&](Completion<Children>* raw) {
+  send_open(std::move(c), [&](Completion<Children>* raw) {
     return zoo_awget_children2(handle_, path.c_str(), w ? &on_watch : nullptr, w, &on_children,
                                raw);
   });
 }
 
-std::future<MultiResult> CKeeper::async_multi(std::vector<Op> ops) {
+void CKeeper::send_multi(std::vector<Op> ops, ReplyHandler<MultiResult> on_reply) {
   detail::check_multi(ops);
-  auto c = std::make_unique<MultiCompletion>(shared_.get(), std::move(ops));
+  auto c = std::make_unique<MultiCompletion>(shared_.get(), std::move(ops), std::move(on_reply));
   std::vector<std::unique_ptr<CAclList>> acls;  // serialised inside zoo_amulti
   for (std::size_t i = 0; i < c->ops.size(); ++i) {
     zoo_op_t* out = &c->c_ops[i];
@@ -909,17 +924,17 @@ std::future<MultiResult> CKeeper::async_multi(std::vector<Op> ops) {
       zoo_check_op_init(out, check.path.c_str(), check.version);
     }
   }
-  return send_open(std::move(c), [&](MultiCompletion* raw) {
+  send_open(std::move(c), [&](MultiCompletion* raw) {
     if (const int refused = multi_refusal(handle_); refused != ZOK) return refused;
     return zoo_amulti(handle_, static_cast<int>(raw->c_ops.size()), raw->c_ops.data(),
                       raw->results.data(), &on_multi, raw);
   });
 }
 
-std::future<Result<Empty>> CKeeper::async_sync(std::string path) {
+void CKeeper::send_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) {
   detail::check_read_path(path);
-  auto c = std::make_unique<Completion<Empty>>(shared_.get(), path);
-  return send_open(std::move(c), [&](Completion<Empty>* raw) {
+  auto c = std::make_unique<Completion<Empty>>(shared_.get(), path, std::move(on_reply));
+  send_open(std::move(c), [&](Completion<Empty>* raw) {
     return zoo_async(handle_, path.c_str(), &on_synced, raw);
   });
 }

@@ -6,18 +6,19 @@
 //   auto keeper = zkr::connect_keeper({.hosts = "127.0.0.1:2181"}, on_state);
 //
 // How it maps the C client (details and reasons in c_keeper.cpp):
-// - Requests: every async_* checks its arguments with keeper_arguments.hpp,
+// - Requests: every send_* checks its arguments with keeper_arguments.hpp,
 //   as every Keeper does (std::invalid_argument, nothing sent), then calls
-//   the matching zoo_a* function with a heap completion that owns the
-//   promise. The C client answers one session's requests in order, on its
-//   completion thread; completions only fulfil promises.
+//   the matching zoo_a* function with a heap completion that owns the reply
+//   handler. The C client answers one session's requests in order, on its
+//   completion thread, where the handler runs; a request it refuses at once
+//   is answered on the calling thread, once no lock of ours is held.
 // - Watches: one heap context per watch, which delivers exactly one WatchEvent.
 //   The C client also calls per-path watchers with connecting/connected session
 //   events; those are ignored and the watch stays armed. Expiry and auth failure
 //   give session_ended.
 // - Close (the destructor): first the requests in flight may finish (up to
-//   2 s, while connected), then zookeeper_close, then every future still
-//   pending is fulfilled with Errc::closing, every watch still armed gets
+//   2 s, while connected), then zookeeper_close, then every request still
+//   pending is answered with Errc::closing, every watch still armed gets
 //   session_ended (a request that failed never armed one), and on_state gets
 //   SessionState::closed. Those last three happen on the thread that destroys
 //   the keeper, after the C client's threads have stopped: a watcher or
@@ -64,17 +65,6 @@ class CKeeper final : public Keeper {
   CKeeper(const CKeeper&) = delete;
   CKeeper& operator=(const CKeeper&) = delete;
 
-  std::future<Result<Created>> async_create(std::string path, std::string data, CreateMode mode,
-                                            CreateOptions options = {}) override;
-  std::future<Result<Empty>> async_remove(std::string path, Version version = kAnyVersion) override;
-  std::future<Result<Stat>> async_exists(std::string path, Watcher watcher = {}) override;
-  std::future<Result<NodeData>> async_get(std::string path, Watcher watcher = {}) override;
-  std::future<Result<Stat>> async_set(std::string path, std::string data,
-                                      Version version = kAnyVersion) override;
-  std::future<Result<Children>> async_children(std::string path, Watcher watcher = {}) override;
-  std::future<MultiResult> async_multi(std::vector<Op> ops) override;
-  std::future<Result<Empty>> async_sync(std::string path) override;
-
   void close() noexcept override;
   std::int64_t session_id() const override;
   std::string session_password() const override;
@@ -89,11 +79,27 @@ class CKeeper final : public Keeper {
   // handle. Defined in c_keeper.cpp.
   struct Shared;
 
+ protected:
+  void send_create(std::string path, std::string data, CreateMode mode, CreateOptions options,
+                   ReplyHandler<Result<Created>> on_reply) override;
+  void send_remove(std::string path, Version version,
+                   ReplyHandler<Result<Empty>> on_reply) override;
+  void send_exists(std::string path, Watcher watcher, ReplyHandler<Result<Stat>> on_reply) override;
+  void send_get(std::string path, Watcher watcher,
+                ReplyHandler<Result<NodeData>> on_reply) override;
+  void send_set(std::string path, std::string data, Version version,
+                ReplyHandler<Result<Stat>> on_reply) override;
+  void send_children(std::string path, Watcher watcher,
+                     ReplyHandler<Result<Children>> on_reply) override;
+  void send_multi(std::vector<Op> ops, ReplyHandler<MultiResult> on_reply) override;
+  void send_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) override;
+
  private:
   // Calls the C client with the handle under a shared lock, or answers
-  // closing at once if it was closed.
+  // closing at once if it was closed; a refusal is answered once the lock is
+  // released.
   template <class C, class Call>
-  auto send_open(std::unique_ptr<C> c, Call&& call);
+  void send_open(std::unique_ptr<C> c, Call&& call);
   // The nudging thread's loop, one nudge, and stopping it (idempotent).
   void watch_replies();
   void nudge();

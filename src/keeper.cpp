@@ -1,7 +1,9 @@
 // The blocking forms of Keeper, written once over the asynchronous core.
 #include "zkr/keeper.hpp"
 
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "zkr/path.hpp"
 
@@ -27,7 +29,65 @@ milliseconds resolve(const Keeper& keeper, OptionalTimeout timeout) {
   return timeout ? *timeout : keeper.default_timeout();
 }
 
+// A handler that fulfils a promise, and the promise's future.
+template <class T>
+std::pair<ReplyHandler<T>, std::future<T>> promised() {
+  auto promise = std::make_shared<std::promise<T>>();
+  auto future = promise->get_future();
+  return {[promise = std::move(promise)](T reply) { promise->set_value(std::move(reply)); },
+          std::move(future)};
+}
+
 }  // namespace
+
+std::future<Result<Created>> Keeper::async_create(std::string path, std::string data,
+                                                  CreateMode mode, CreateOptions options) {
+  auto [handler, future] = promised<Result<Created>>();
+  send_create(std::move(path), std::move(data), mode, std::move(options), std::move(handler));
+  return std::move(future);
+}
+
+std::future<Result<Empty>> Keeper::async_remove(std::string path, Version version) {
+  auto [handler, future] = promised<Result<Empty>>();
+  send_remove(std::move(path), version, std::move(handler));
+  return std::move(future);
+}
+
+std::future<Result<Stat>> Keeper::async_exists(std::string path, Watcher watcher) {
+  auto [handler, future] = promised<Result<Stat>>();
+  send_exists(std::move(path), std::move(watcher), std::move(handler));
+  return std::move(future);
+}
+
+std::future<Result<NodeData>> Keeper::async_get(std::string path, Watcher watcher) {
+  auto [handler, future] = promised<Result<NodeData>>();
+  send_get(std::move(path), std::move(watcher), std::move(handler));
+  return std::move(future);
+}
+
+std::future<Result<Stat>> Keeper::async_set(std::string path, std::string data, Version version) {
+  auto [handler, future] = promised<Result<Stat>>();
+  send_set(std::move(path), std::move(data), version, std::move(handler));
+  return std::move(future);
+}
+
+std::future<Result<Children>> Keeper::async_children(std::string path, Watcher watcher) {
+  auto [handler, future] = promised<Result<Children>>();
+  send_children(std::move(path), std::move(watcher), std::move(handler));
+  return std::move(future);
+}
+
+std::future<MultiResult> Keeper::async_multi(std::vector<Op> ops) {
+  auto [handler, future] = promised<MultiResult>();
+  send_multi(std::move(ops), std::move(handler));
+  return std::move(future);
+}
+
+std::future<Result<Empty>> Keeper::async_sync(std::string path) {
+  auto [handler, future] = promised<Result<Empty>>();
+  send_sync(std::move(path), std::move(handler));
+  return std::move(future);
+}
 
 Created Keeper::create(const std::string& path, std::string data, CreateMode mode,
                        CreateOptions options, OptionalTimeout timeout) {

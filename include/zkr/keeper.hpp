@@ -1,10 +1,11 @@
 // zkr/keeper.hpp: the seam between zkrecipes and ZooKeeper.
 //
 // A Keeper is one ZooKeeper session. Its core is asynchronous: every call sends
-// its request at once and returns a future, so several requests can be in
-// flight on one session, and ZooKeeper answers them in the order they were sent.
-// Blocking forms wait with a deadline (by default the session timeout) and
-// never longer.
+// its request at once, so several requests can be in flight on one session,
+// and ZooKeeper answers them in the order they were sent. Each request comes
+// in two forms: one returns a future, the other takes a handler that the
+// reply is handed to (no thread waits for it). Blocking forms wait with a
+// deadline (by default the session timeout) and never longer.
 //
 // Arguments are checked before anything is sent: a bad path throws
 // std::invalid_argument from the call itself.
@@ -13,6 +14,7 @@
 //   auto created = keeper->async_create("/a", "x", zkr::CreateMode::ephemeral);
 //   auto listed  = keeper->async_children("/");        // pipelined behind the create
 //   created.get().value(); listed.get().value();
+//   keeper->async_exists("/a", {}, [](zkr::Result<zkr::Stat> r) { /* on the event thread */ });
 //
 // Recipes use this interface only; the one implementation over the ZooKeeper C
 // client lives in src/, and tests add an in-memory one.
@@ -20,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -36,30 +39,65 @@ namespace zkr {
 
 using OptionalTimeout = std::optional<std::chrono::milliseconds>;
 
+// Takes one reply. It is called exactly once, on the Keeper's event thread,
+// after the replies to the session's earlier requests and after the watch
+// events that came before it; except that a request refused before it was
+// sent (the Keeper is closed, say) may be answered on the calling thread
+// before the call returns, so a handler must not need a lock its caller
+// holds. Like a Watcher it must not block nor call the blocking forms; it
+// may send further requests. It must not throw: nothing could catch it.
+template <class T>
+using ReplyHandler = std::function<void(T)>;
+
 class Keeper {
  public:
   virtual ~Keeper() = default;
 
-  // ---- Asynchronous core. Futures are always fulfilled: with the result, or
+  // ---- Asynchronous core. Every request is answered: with the result, or
   // ---- with closing / session_expired / connection_loss when the session ends.
+  // ---- Each takes a handler, or returns a future (a handler that sets it).
 
-  virtual std::future<Result<Created>> async_create(std::string path, std::string data,
-                                                    CreateMode mode,
-                                                    CreateOptions options = {}) = 0;
-  virtual std::future<Result<Empty>> async_remove(std::string path,
-                                                  Version version = kAnyVersion) = 0;
+  std::future<Result<Created>> async_create(std::string path, std::string data, CreateMode mode,
+                                            CreateOptions options = {});
+  void async_create(std::string path, std::string data, CreateMode mode, CreateOptions options,
+                    ReplyHandler<Result<Created>> on_reply) {
+    send_create(std::move(path), std::move(data), mode, std::move(options), std::move(on_reply));
+  }
+  std::future<Result<Empty>> async_remove(std::string path, Version version = kAnyVersion);
+  void async_remove(std::string path, Version version, ReplyHandler<Result<Empty>> on_reply) {
+    send_remove(std::move(path), version, std::move(on_reply));
+  }
   // no_node when absent; the watch (if given) is set either way and fires on create.
-  virtual std::future<Result<Stat>> async_exists(std::string path, Watcher watcher = {}) = 0;
-  virtual std::future<Result<NodeData>> async_get(std::string path, Watcher watcher = {}) = 0;
-  virtual std::future<Result<Stat>> async_set(std::string path, std::string data,
-                                              Version version = kAnyVersion) = 0;
-  virtual std::future<Result<Children>> async_children(std::string path, Watcher watcher = {}) = 0;
+  std::future<Result<Stat>> async_exists(std::string path, Watcher watcher = {});
+  void async_exists(std::string path, Watcher watcher, ReplyHandler<Result<Stat>> on_reply) {
+    send_exists(std::move(path), std::move(watcher), std::move(on_reply));
+  }
+  std::future<Result<NodeData>> async_get(std::string path, Watcher watcher = {});
+  void async_get(std::string path, Watcher watcher, ReplyHandler<Result<NodeData>> on_reply) {
+    send_get(std::move(path), std::move(watcher), std::move(on_reply));
+  }
+  std::future<Result<Stat>> async_set(std::string path, std::string data,
+                                      Version version = kAnyVersion);
+  void async_set(std::string path, std::string data, Version version,
+                 ReplyHandler<Result<Stat>> on_reply) {
+    send_set(std::move(path), std::move(data), version, std::move(on_reply));
+  }
+  std::future<Result<Children>> async_children(std::string path, Watcher watcher = {});
+  void async_children(std::string path, Watcher watcher, ReplyHandler<Result<Children>> on_reply) {
+    send_children(std::move(path), std::move(watcher), std::move(on_reply));
+  }
   // Not queued while the session is reconnecting: it fails at once with
   // connection_loss, not sent (the C client cannot build a multi safely on a
   // handle that a reconnection may find expired).
-  virtual std::future<MultiResult> async_multi(std::vector<Op> ops) = 0;
+  std::future<MultiResult> async_multi(std::vector<Op> ops);
+  void async_multi(std::vector<Op> ops, ReplyHandler<MultiResult> on_reply) {
+    send_multi(std::move(ops), std::move(on_reply));
+  }
   // Brings the connected server up to date with the leader for this path.
-  virtual std::future<Result<Empty>> async_sync(std::string path) = 0;
+  std::future<Result<Empty>> async_sync(std::string path);
+  void async_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) {
+    send_sync(std::move(path), std::move(on_reply));
+  }
 
   // ---- Session.
   // Ends the session now: the server deletes its ephemeral nodes, pending
@@ -111,6 +149,23 @@ class Keeper {
   // (persistent or container); existing ones are left alone.
   void create_parents(const std::string& path, CreateMode mode = CreateMode::persistent,
                       OptionalTimeout timeout = {});
+
+ protected:
+  // What an implementation sends; the async_* forms above all come here.
+  virtual void send_create(std::string path, std::string data, CreateMode mode,
+                           CreateOptions options, ReplyHandler<Result<Created>> on_reply) = 0;
+  virtual void send_remove(std::string path, Version version,
+                           ReplyHandler<Result<Empty>> on_reply) = 0;
+  virtual void send_exists(std::string path, Watcher watcher,
+                           ReplyHandler<Result<Stat>> on_reply) = 0;
+  virtual void send_get(std::string path, Watcher watcher,
+                        ReplyHandler<Result<NodeData>> on_reply) = 0;
+  virtual void send_set(std::string path, std::string data, Version version,
+                        ReplyHandler<Result<Stat>> on_reply) = 0;
+  virtual void send_children(std::string path, Watcher watcher,
+                             ReplyHandler<Result<Children>> on_reply) = 0;
+  virtual void send_multi(std::vector<Op> ops, ReplyHandler<MultiResult> on_reply) = 0;
+  virtual void send_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) = 0;
 };
 
 // The reply of an asynchronous call, or operation_timeout (naming `path`) if

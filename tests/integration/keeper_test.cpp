@@ -9,12 +9,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/ensemble.hpp"
@@ -621,6 +624,100 @@ TEST_F(KeeperTest, TwoHundredRequestsInFlightCompleteInOrder) {
 }
 
 // ---- Host list.
+
+// The handler forms: each reply is handed over on the C client's event
+// thread, in send order, and a handler may send the next request, as an
+// event-driven recipe does (no thread waits for any of it).
+TEST_F(KeeperTest, HandlersRunInSendOrderAndMaySendTheNextRequest) {
+  keeper_->create(at("h"));
+  constexpr int kPipelined = 100;
+  constexpr int kChained = 20;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int> order;                  // guarded by mutex: handlers, in the order they ran
+  std::vector<std::string> chained;        // guarded by mutex: paths the chain created
+  std::optional<Result<Children>> listed;  // guarded by mutex: the chain's last reply
+  bool on_calling_thread = false;          // guarded by mutex
+  const auto caller = std::this_thread::get_id();
+  const auto note = [&](int i) {
+    std::lock_guard lock(mutex);
+    order.push_back(i);
+    on_calling_thread = on_calling_thread || std::this_thread::get_id() == caller;
+    changed.notify_all();
+  };
+  for (int i = 0; i < kPipelined; ++i)
+    keeper_->async_exists(at("h"), {}, [&note, i](Result<Stat> r) {
+      EXPECT_TRUE(r.ok()) << errc_name(r.error());
+      note(i);
+    });
+  // Each create's handler sends the next create; the last one's sends a listing.
+  std::function<void(int)> link = [&](int i) {
+    keeper_->async_create(at("h/c-"), "", CreateMode::persistent_sequential, {},
+                          [&, i](Result<Created> r) {
+                            {
+                              std::lock_guard lock(mutex);
+                              if (r.ok()) chained.push_back(r.value().path);
+                            }
+                            note(kPipelined + i);
+                            if (i + 1 < kChained) {
+                              link(i + 1);
+                              return;
+                            }
+                            keeper_->async_children(at("h"), {}, [&](Result<Children> c) {
+                              std::lock_guard lock(mutex);
+                              listed = std::move(c);
+                              changed.notify_all();
+                            });
+                          });
+  };
+  link(0);
+
+  std::unique_lock lock(mutex);
+  if (!changed.wait_for(lock, kWait, [&] { return listed.has_value(); })) {
+    lock.unlock();
+    keeper_->close();  // answers the rest now, while what the handlers touch lives
+    FAIL() << "the chain did not end within " << kWait.count() << " s";
+  }
+  std::vector<int> expected(kPipelined + kChained);
+  for (int i = 0; i < kPipelined + kChained; ++i) expected[i] = i;
+  EXPECT_EQ(order, expected);
+  EXPECT_FALSE(on_calling_thread);
+  ASSERT_EQ(chained.size(), std::size_t{kChained});
+  EXPECT_TRUE(std::is_sorted(chained.begin(), chained.end()));
+  ASSERT_TRUE(listed->ok()) << errc_name(listed->error());
+  EXPECT_EQ(listed->value().names.size(), std::size_t{kChained});
+}
+
+// A request the keeper cannot send is answered before the call returns, on
+// the calling thread, and the handler may send again from there.
+TEST_F(KeeperTest, ARequestToAClosedKeeperIsAnsweredBeforeTheCallReturns) {
+  auto closed = open();
+  closed->close();
+  std::vector<Errc> answers;
+  closed->async_create(at("x"), "", CreateMode::persistent, {}, [&](Result<Created> r) {
+    answers.push_back(r.error());
+    closed->async_children(root_, {}, [&](Result<Children> c) { answers.push_back(c.error()); });
+  });
+  EXPECT_EQ(answers, (std::vector<Errc>{Errc::closing, Errc::closing}));
+  EXPECT_FALSE(keeper_->exists(at("x")));
+}
+
+// Pending handlers are answered when the keeper closes, each exactly once.
+TEST_F(KeeperTest, ClosingAnswersEveryPendingHandlerOnce) {
+  auto doomed = open();
+  std::mutex mutex;
+  std::vector<int> answers(200);  // guarded by mutex: how often each handler ran
+  for (int i = 0; i < 200; ++i)
+    doomed->async_get(root_, {}, [&, i](Result<NodeData> r) {
+      EXPECT_TRUE(r.ok() || r.error() == Errc::closing || r.error() == Errc::connection_loss)
+          << errc_name(r.error());
+      std::lock_guard lock(mutex);
+      ++answers[i];
+    });
+  doomed.reset();  // closes the session; answers what is pending on this thread
+  std::lock_guard lock(mutex);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(answers[i], 1) << i;
+}
 
 TEST(KeeperHostsTest, BadHostListIsRefusedBeforeConnecting) {
   for (const std::string hosts :

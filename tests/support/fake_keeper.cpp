@@ -385,9 +385,9 @@ class Server : public std::enable_shared_from_this<Server> {
 
   // ---- Requests. Each is applied at once, under the lock; its reply is queued.
 
-  std::future<Result<Created>> create(const std::shared_ptr<Session>& s, const std::string& path,
-                                      std::string data, CreateMode mode, CreateOptions options) {
-    return request<Result<Created>>(s, path, [&](Reg&) -> Result<Created> {
+  void create(const std::shared_ptr<Session>& s, const std::string& path, std::string data,
+              CreateMode mode, CreateOptions options, ReplyHandler<Result<Created>> on_reply) {
+    request<Result<Created>>(s, std::move(on_reply), path, [&](Reg&) -> Result<Created> {
       Txn txn = begin_txn();
       std::string created;
       Stat stat;
@@ -399,9 +399,9 @@ class Server : public std::enable_shared_from_this<Server> {
     });
   }
 
-  std::future<Result<Empty>> remove(const std::shared_ptr<Session>& s, const std::string& path,
-                                    Version version) {
-    return request<Result<Empty>>(s, path, [&](Reg&) -> Result<Empty> {
+  void remove(const std::shared_ptr<Session>& s, const std::string& path, Version version,
+              ReplyHandler<Result<Empty>> on_reply) {
+    request<Result<Empty>>(s, std::move(on_reply), path, [&](Reg&) -> Result<Empty> {
       Txn txn = begin_txn();
       const Errc e = remove_node(tree_, txn, s->to_server(path), version);
       if (e != Errc::ok) return {e, path};
@@ -410,9 +410,9 @@ class Server : public std::enable_shared_from_this<Server> {
     });
   }
 
-  std::future<Result<Stat>> set(const std::shared_ptr<Session>& s, const std::string& path,
-                                std::string data, Version version) {
-    return request<Result<Stat>>(s, path, [&](Reg&) -> Result<Stat> {
+  void set(const std::shared_ptr<Session>& s, const std::string& path, std::string data,
+           Version version, ReplyHandler<Result<Stat>> on_reply) {
+    request<Result<Stat>>(s, std::move(on_reply), path, [&](Reg&) -> Result<Stat> {
       Txn txn = begin_txn();
       Stat stat;
       const Errc e = set_node(tree_, txn, s->to_server(path), std::move(data), version, stat);
@@ -422,9 +422,9 @@ class Server : public std::enable_shared_from_this<Server> {
     });
   }
 
-  std::future<Result<Stat>> exists(const std::shared_ptr<Session>& s, const std::string& path,
-                                   Watcher watcher) {
-    return request<Result<Stat>>(s, path, [&](Reg& reg) -> Result<Stat> {
+  void exists(const std::shared_ptr<Session>& s, const std::string& path, Watcher watcher,
+              ReplyHandler<Result<Stat>> on_reply) {
+    request<Result<Stat>>(s, std::move(on_reply), path, [&](Reg& reg) -> Result<Stat> {
       const std::string server_path = s->to_server(path);
       // exists watches a missing node too: it fires when the node is created.
       if (watcher) reg = arm(data_watches_, s, server_path, path, std::move(watcher));
@@ -434,9 +434,9 @@ class Server : public std::enable_shared_from_this<Server> {
     });
   }
 
-  std::future<Result<NodeData>> get(const std::shared_ptr<Session>& s, const std::string& path,
-                                    Watcher watcher) {
-    return request<Result<NodeData>>(s, path, [&](Reg& reg) -> Result<NodeData> {
+  void get(const std::shared_ptr<Session>& s, const std::string& path, Watcher watcher,
+           ReplyHandler<Result<NodeData>> on_reply) {
+    request<Result<NodeData>>(s, std::move(on_reply), path, [&](Reg& reg) -> Result<NodeData> {
       const std::string server_path = s->to_server(path);
       const auto it = tree_.find(server_path);
       if (it == tree_.end()) return {Errc::no_node, path};  // and no watch
@@ -445,9 +445,9 @@ class Server : public std::enable_shared_from_this<Server> {
     });
   }
 
-  std::future<Result<Children>> children(const std::shared_ptr<Session>& s, const std::string& path,
-                                         Watcher watcher) {
-    return request<Result<Children>>(s, path, [&](Reg& reg) -> Result<Children> {
+  void children(const std::shared_ptr<Session>& s, const std::string& path, Watcher watcher,
+                ReplyHandler<Result<Children>> on_reply) {
+    request<Result<Children>>(s, std::move(on_reply), path, [&](Reg& reg) -> Result<Children> {
       const std::string server_path = s->to_server(path);
       const auto it = tree_.find(server_path);
       if (it == tree_.end()) return {Errc::no_node, path};  // and no watch
@@ -456,13 +456,16 @@ class Server : public std::enable_shared_from_this<Server> {
     });
   }
 
-  std::future<Result<Empty>> sync(const std::shared_ptr<Session>& s, const std::string& path) {
+  void sync(const std::shared_ptr<Session>& s, const std::string& path,
+            ReplyHandler<Result<Empty>> on_reply) {
     // One server: it is always up to date.
-    return request<Result<Empty>>(s, path, [](Reg&) -> Result<Empty> { return Empty{}; });
+    request<Result<Empty>>(s, std::move(on_reply), path,
+                           [](Reg&) -> Result<Empty> { return Empty{}; });
   }
 
-  std::future<MultiResult> multi(const std::shared_ptr<Session>& s, std::vector<Op> ops) {
-    return request<MultiResult>(s, {}, [&](Reg&) {
+  void multi(const std::shared_ptr<Session>& s, std::vector<Op> ops,
+             ReplyHandler<MultiResult> on_reply) {
+    request<MultiResult>(s, std::move(on_reply), {}, [&](Reg&) {
       // Applied to a copy, kept only if every operation succeeds: atomic.
       Txn txn = begin_txn();
       Tree scratch = tree_;
@@ -580,40 +583,38 @@ class Server : public std::enable_shared_from_this<Server> {
   // Sends one request: refused at once unless connected, else applied now and
   // its reply queued behind everything the server did before.
   template <class V, class Apply>
-  std::future<V> request(const std::shared_ptr<Session>& s, const std::string& path, Apply apply) {
-    auto promise = std::make_shared<std::promise<V>>();
-    auto future = promise->get_future();
+  void request(const std::shared_ptr<Session>& s, ReplyHandler<V> on_reply, const std::string& path,
+               Apply apply) {
     std::unique_lock lock(mu_);
     if (stopped_) {
       lock.unlock();
-      promise->set_value(failure<V>(Errc::closing, path));
-      return future;
+      on_reply(failure<V>(Errc::closing, path));
+      return;
     }
     Errc refused = Errc::ok;
     if (stopping_ || s->state == SessionState::closed) refused = Errc::closing;
     else if (s->state == SessionState::expired) refused = Errc::session_expired;
     else if (s->state == SessionState::connecting) refused = Errc::connection_loss;
     if (refused != Errc::ok) {
-      post([promise, value = failure<V>(refused, path)]() mutable {
-        promise->set_value(std::move(value));
+      post([on_reply = std::move(on_reply), value = failure<V>(refused, path)]() mutable {
+        on_reply(std::move(value));
       });
-      return future;
+      return;
     }
     Reg reg;
     V value = apply(reg);
-    post_reply(s, promise, std::move(value), path, std::move(reg));
-    return future;
+    post_reply(s, std::move(on_reply), std::move(value), path, std::move(reg));
   }
 
   template <class V>
-  void post_reply(const std::shared_ptr<Session>& s, std::shared_ptr<std::promise<V>> promise,
-                  V value, std::string path, Reg reg) {
+  void post_reply(const std::shared_ptr<Session>& s, ReplyHandler<V> on_reply, V value,
+                  std::string path, Reg reg) {
     const std::size_t generation = s->breaks.size();
-    post([this, s, generation, promise, value = std::move(value), path = std::move(path),
-          reg = std::move(reg)]() mutable {
+    post([this, s, generation, on_reply = std::move(on_reply), value = std::move(value),
+          path = std::move(path), reg = std::move(reg)]() mutable {
       const Errc lost = reply_lost(*s, generation, reg);
-      if (lost == Errc::ok) promise->set_value(std::move(value));
-      else promise->set_value(failure<V>(lost, path));
+      if (lost == Errc::ok) on_reply(std::move(value));
+      else on_reply(failure<V>(lost, path));
     });
   }
 
@@ -862,46 +863,50 @@ FakeKeeper::~FakeKeeper() { close(); }
 
 void FakeKeeper::close() noexcept { server_->close(session_); }
 
-std::future<Result<Created>> FakeKeeper::async_create(std::string path, std::string data,
-                                                      CreateMode mode, CreateOptions options) {
+void FakeKeeper::send_create(std::string path, std::string data, CreateMode mode,
+                             CreateOptions options, ReplyHandler<Result<Created>> on_reply) {
   detail::check_create(path, data, mode, options);
-  return server_->create(session_, path, std::move(data), mode, std::move(options));
+  server_->create(session_, path, std::move(data), mode, std::move(options), std::move(on_reply));
 }
 
-std::future<Result<Empty>> FakeKeeper::async_remove(std::string path, Version version) {
+void FakeKeeper::send_remove(std::string path, Version version,
+                             ReplyHandler<Result<Empty>> on_reply) {
   detail::check_write_path(path);
-  return server_->remove(session_, path, version);
+  server_->remove(session_, path, version, std::move(on_reply));
 }
 
-std::future<Result<Stat>> FakeKeeper::async_exists(std::string path, Watcher watcher) {
+void FakeKeeper::send_exists(std::string path, Watcher watcher,
+                             ReplyHandler<Result<Stat>> on_reply) {
   detail::check_read_path(path);
-  return server_->exists(session_, path, std::move(watcher));
+  server_->exists(session_, path, std::move(watcher), std::move(on_reply));
 }
 
-std::future<Result<NodeData>> FakeKeeper::async_get(std::string path, Watcher watcher) {
+void FakeKeeper::send_get(std::string path, Watcher watcher,
+                          ReplyHandler<Result<NodeData>> on_reply) {
   detail::check_read_path(path);
-  return server_->get(session_, path, std::move(watcher));
+  server_->get(session_, path, std::move(watcher), std::move(on_reply));
 }
 
-std::future<Result<Stat>> FakeKeeper::async_set(std::string path, std::string data,
-                                                Version version) {
+void FakeKeeper::send_set(std::string path, std::string data, Version version,
+                          ReplyHandler<Result<Stat>> on_reply) {
   detail::check_set(path, data);
-  return server_->set(session_, path, std::move(data), version);
+  server_->set(session_, path, std::move(data), version, std::move(on_reply));
 }
 
-std::future<Result<Children>> FakeKeeper::async_children(std::string path, Watcher watcher) {
+void FakeKeeper::send_children(std::string path, Watcher watcher,
+                               ReplyHandler<Result<Children>> on_reply) {
   detail::check_read_path(path);
-  return server_->children(session_, path, std::move(watcher));
+  server_->children(session_, path, std::move(watcher), std::move(on_reply));
 }
 
-std::future<MultiResult> FakeKeeper::async_multi(std::vector<Op> ops) {
+void FakeKeeper::send_multi(std::vector<Op> ops, ReplyHandler<MultiResult> on_reply) {
   detail::check_multi(ops);
-  return server_->multi(session_, std::move(ops));
+  server_->multi(session_, std::move(ops), std::move(on_reply));
 }
 
-std::future<Result<Empty>> FakeKeeper::async_sync(std::string path) {
+void FakeKeeper::send_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) {
   detail::check_read_path(path);
-  return server_->sync(session_, path);
+  server_->sync(session_, path, std::move(on_reply));
 }
 
 std::int64_t FakeKeeper::session_id() const { return session_->id; }

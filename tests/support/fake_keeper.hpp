@@ -169,23 +169,27 @@ class FakeKeeper final : public Keeper {
   FakeKeeper(const FakeKeeper&) = delete;
   FakeKeeper& operator=(const FakeKeeper&) = delete;
 
-  std::future<Result<Created>> async_create(std::string path, std::string data, CreateMode mode,
-                                            CreateOptions options = {}) override;
-  std::future<Result<Empty>> async_remove(std::string path, Version version = kAnyVersion) override;
-  std::future<Result<Stat>> async_exists(std::string path, Watcher watcher = {}) override;
-  std::future<Result<NodeData>> async_get(std::string path, Watcher watcher = {}) override;
-  std::future<Result<Stat>> async_set(std::string path, std::string data,
-                                      Version version = kAnyVersion) override;
-  std::future<Result<Children>> async_children(std::string path, Watcher watcher = {}) override;
-  std::future<MultiResult> async_multi(std::vector<Op> ops) override;
-  std::future<Result<Empty>> async_sync(std::string path) override;
-
   void close() noexcept override;
   std::int64_t session_id() const override;
   std::string session_password() const override;
   SessionState session_state() const override;
   std::chrono::milliseconds session_timeout() const override;
   std::string connected_host() const override;  // "fake:2181" while connected
+
+ protected:
+  void send_create(std::string path, std::string data, CreateMode mode, CreateOptions options,
+                   ReplyHandler<Result<Created>> on_reply) override;
+  void send_remove(std::string path, Version version,
+                   ReplyHandler<Result<Empty>> on_reply) override;
+  void send_exists(std::string path, Watcher watcher, ReplyHandler<Result<Stat>> on_reply) override;
+  void send_get(std::string path, Watcher watcher,
+                ReplyHandler<Result<NodeData>> on_reply) override;
+  void send_set(std::string path, std::string data, Version version,
+                ReplyHandler<Result<Stat>> on_reply) override;
+  void send_children(std::string path, Watcher watcher,
+                     ReplyHandler<Result<Children>> on_reply) override;
+  void send_multi(std::vector<Op> ops, ReplyHandler<MultiResult> on_reply) override;
+  void send_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) override;
 
  private:
   friend class fake::Server;

@@ -1,8 +1,8 @@
 // The fault-injecting Keeper decorator: see fault_keeper.hpp.
 //
 // Why a relay thread: a hook must run after the inner keeper's reply arrives
-// and before the caller sees it, and the Keeper interface tells us of a reply
-// only through its future. So every reply, faulted or not, goes through one
+// and before the caller sees it, and a hook may use the inner keeper's
+// blocking forms, which its own event thread cannot. So every reply, faulted or not, goes through one
 // queue that a thread of ours works through in request order; watch events go
 // through the same queue, so that the caller sees replies and events in the
 // order the inner keeper delivered them.
@@ -165,7 +165,7 @@ class FaultKeeper::Relay {
   struct Reply {
     std::function<bool()> ready;   // the inner keeper has delivered it
     std::function<void()> wait;    // until ready
-    std::function<void()> finish;  // hook, fault, then fulfil the caller's promise
+    std::function<void()> finish;  // hook, fault, then the caller's handler
   };
 
   // Sends a request and queues its reply as one step, so that queue order is
@@ -285,8 +285,8 @@ FaultKeeper::~FaultKeeper() {
 }
 
 template <class V, class Send>
-std::future<V> FaultKeeper::send(OpKind kind, std::vector<std::string_view> paths, Watcher* watcher,
-                                 Send send_inner) {
+void FaultKeeper::send(OpKind kind, std::vector<std::string_view> paths, Watcher* watcher,
+                       ReplyHandler<V> on_reply, Send send_inner) {
   const std::string path = paths.empty() ? std::string() : std::string(paths.front());
   std::optional<Fault> fault = faults_->take(kind, paths);
   auto ticket = std::make_shared<Ticket>();
@@ -310,8 +310,6 @@ std::future<V> FaultKeeper::send(OpKind kind, std::vector<std::string_view> path
     };
   }
 
-  auto promise = std::make_shared<std::promise<V>>();
-  auto future = promise->get_future();
   relay_->send([&] {
     std::shared_future<V> reply;
     if (fault && fault->fail) {
@@ -326,73 +324,76 @@ std::future<V> FaultKeeper::send(OpKind kind, std::vector<std::string_view> path
       return reply.wait_for(milliseconds::zero()) == std::future_status::ready;
     };
     queued.wait = [reply] { reply.wait(); };
-    queued.finish = [reply, promise, fault, ticket, kind, path] {
+    queued.finish = [reply, on_reply = std::move(on_reply), fault, ticket, kind, path] {
       V value = reply.get();
       if (fault && fault->hook) fault->hook(FaultCall{kind, path, error_of(value)});
       if (fault && fault->lose_reply && error_of(value) == Errc::ok) {
         ticket->cancelled = true;
         value = failure<V>(Errc::connection_loss, path);
       }
-      promise->set_value(std::move(value));
+      on_reply(std::move(value));
     };
     return queued;
   });
-  return future;
 }
 
-std::future<Result<Created>> FaultKeeper::async_create(std::string path, std::string data,
-                                                       CreateMode mode, CreateOptions options) {
+void FaultKeeper::send_create(std::string path, std::string data, CreateMode mode,
+                              CreateOptions options, ReplyHandler<Result<Created>> on_reply) {
   detail::check_create(path, data, mode, options);
-  return send<Result<Created>>(OpKind::create, {path}, nullptr, [&] {
+  send<Result<Created>>(OpKind::create, {path}, nullptr, std::move(on_reply), [&] {
     return inner_->async_create(path, std::move(data), mode, std::move(options));
   });
 }
 
-std::future<Result<Empty>> FaultKeeper::async_remove(std::string path, Version version) {
+void FaultKeeper::send_remove(std::string path, Version version,
+                              ReplyHandler<Result<Empty>> on_reply) {
   detail::check_write_path(path);
-  return send<Result<Empty>>(OpKind::remove, {path}, nullptr,
-                             [&] { return inner_->async_remove(path, version); });
+  send<Result<Empty>>(OpKind::remove, {path}, nullptr, std::move(on_reply),
+                      [&] { return inner_->async_remove(path, version); });
 }
 
-std::future<Result<Stat>> FaultKeeper::async_exists(std::string path, Watcher watcher) {
+void FaultKeeper::send_exists(std::string path, Watcher watcher,
+                              ReplyHandler<Result<Stat>> on_reply) {
   detail::check_read_path(path);
-  return send<Result<Stat>>(OpKind::exists, {path}, &watcher,
-                            [&] { return inner_->async_exists(path, std::move(watcher)); });
+  send<Result<Stat>>(OpKind::exists, {path}, &watcher, std::move(on_reply),
+                     [&] { return inner_->async_exists(path, std::move(watcher)); });
 }
 
-std::future<Result<NodeData>> FaultKeeper::async_get(std::string path, Watcher watcher) {
+void FaultKeeper::send_get(std::string path, Watcher watcher,
+                           ReplyHandler<Result<NodeData>> on_reply) {
   detail::check_read_path(path);
-  return send<Result<NodeData>>(OpKind::get, {path}, &watcher,
-                                [&] { return inner_->async_get(path, std::move(watcher)); });
+  send<Result<NodeData>>(OpKind::get, {path}, &watcher, std::move(on_reply),
+                         [&] { return inner_->async_get(path, std::move(watcher)); });
 }
 
-std::future<Result<Stat>> FaultKeeper::async_set(std::string path, std::string data,
-                                                 Version version) {
+void FaultKeeper::send_set(std::string path, std::string data, Version version,
+                           ReplyHandler<Result<Stat>> on_reply) {
   detail::check_set(path, data);
-  return send<Result<Stat>>(OpKind::set, {path}, nullptr,
-                            [&] { return inner_->async_set(path, std::move(data), version); });
+  send<Result<Stat>>(OpKind::set, {path}, nullptr, std::move(on_reply),
+                     [&] { return inner_->async_set(path, std::move(data), version); });
 }
 
-std::future<Result<Children>> FaultKeeper::async_children(std::string path, Watcher watcher) {
+void FaultKeeper::send_children(std::string path, Watcher watcher,
+                                ReplyHandler<Result<Children>> on_reply) {
   detail::check_read_path(path);
-  return send<Result<Children>>(OpKind::children, {path}, &watcher,
-                                [&] { return inner_->async_children(path, std::move(watcher)); });
+  send<Result<Children>>(OpKind::children, {path}, &watcher, std::move(on_reply),
+                         [&] { return inner_->async_children(path, std::move(watcher)); });
 }
 
-std::future<MultiResult> FaultKeeper::async_multi(std::vector<Op> ops) {
+void FaultKeeper::send_multi(std::vector<Op> ops, ReplyHandler<MultiResult> on_reply) {
   detail::check_multi(ops);
   std::vector<std::string_view> paths;
   for (const Op& op : ops)
     paths.push_back(std::visit([](const auto& o) -> const std::string& { return o.path; }, op));
   // paths view into ops, which stay put until send_inner moves them away.
-  return send<MultiResult>(OpKind::multi, std::move(paths), nullptr,
-                           [&] { return inner_->async_multi(std::move(ops)); });
+  send<MultiResult>(OpKind::multi, std::move(paths), nullptr, std::move(on_reply),
+                    [&] { return inner_->async_multi(std::move(ops)); });
 }
 
-std::future<Result<Empty>> FaultKeeper::async_sync(std::string path) {
+void FaultKeeper::send_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) {
   detail::check_read_path(path);
-  return send<Result<Empty>>(OpKind::sync, {path}, nullptr,
-                             [&] { return inner_->async_sync(path); });
+  send<Result<Empty>>(OpKind::sync, {path}, nullptr, std::move(on_reply),
+                      [&] { return inner_->async_sync(path); });
 }
 
 KeeperFactory with_faults(KeeperFactory inner, std::shared_ptr<Faults> faults) {

@@ -167,17 +167,6 @@ class FaultKeeper final : public Keeper {
   }
   Keeper& inner() { return *inner_; }
 
-  std::future<Result<Created>> async_create(std::string path, std::string data, CreateMode mode,
-                                            CreateOptions options = {}) override;
-  std::future<Result<Empty>> async_remove(std::string path, Version version = kAnyVersion) override;
-  std::future<Result<Stat>> async_exists(std::string path, Watcher watcher = {}) override;
-  std::future<Result<NodeData>> async_get(std::string path, Watcher watcher = {}) override;
-  std::future<Result<Stat>> async_set(std::string path, std::string data,
-                                      Version version = kAnyVersion) override;
-  std::future<Result<Children>> async_children(std::string path, Watcher watcher = {}) override;
-  std::future<MultiResult> async_multi(std::vector<Op> ops) override;
-  std::future<Result<Empty>> async_sync(std::string path) override;
-
   void close() noexcept override { inner_->close(); }
   std::int64_t session_id() const override { return inner_->session_id(); }
   std::string session_password() const override { return inner_->session_password(); }
@@ -189,12 +178,27 @@ class FaultKeeper final : public Keeper {
   // The relay thread's queue (fault_keeper.cpp).
   class Relay;
 
+ protected:
+  void send_create(std::string path, std::string data, CreateMode mode, CreateOptions options,
+                   ReplyHandler<Result<Created>> on_reply) override;
+  void send_remove(std::string path, Version version,
+                   ReplyHandler<Result<Empty>> on_reply) override;
+  void send_exists(std::string path, Watcher watcher, ReplyHandler<Result<Stat>> on_reply) override;
+  void send_get(std::string path, Watcher watcher,
+                ReplyHandler<Result<NodeData>> on_reply) override;
+  void send_set(std::string path, std::string data, Version version,
+                ReplyHandler<Result<Stat>> on_reply) override;
+  void send_children(std::string path, Watcher watcher,
+                     ReplyHandler<Result<Children>> on_reply) override;
+  void send_multi(std::vector<Op> ops, ReplyHandler<MultiResult> on_reply) override;
+  void send_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) override;
+
  private:
   // Matches the rules, wraps the watcher (if any), sends through send_inner()
   // unless the fault says fail, and queues the reply on the relay.
   template <class V, class Send>
-  std::future<V> send(OpKind kind, std::vector<std::string_view> paths, Watcher* watcher,
-                      Send send_inner);
+  void send(OpKind kind, std::vector<std::string_view> paths, Watcher* watcher,
+            ReplyHandler<V> on_reply, Send send_inner);
 
   std::shared_ptr<Keeper> inner_;
   std::shared_ptr<Faults> faults_;

@@ -35,13 +35,6 @@ using C = ConnectionState;
 
 constexpr auto kWait = 5s;  // deadline for things that should happen at once
 
-template <class T>
-std::future<T> ready(T value) {
-  std::promise<T> p;
-  p.set_value(std::move(value));
-  return p.get_future();
-}
-
 // Znodes shared by every keeper of one test: only what namespace creation and
 // background deletes need, with scripted failures for removes.
 struct Nodes {
@@ -93,24 +86,24 @@ class ScriptedKeeper : public Keeper {
   // What the C client knows before its event thread reports it.
   void know(SessionState s) { state_ = s; }
 
-  std::future<Result<Created>> async_create(std::string path, std::string, CreateMode,
-                                            CreateOptions) override {
+  void send_create(std::string path, std::string, CreateMode, CreateOptions,
+                   ReplyHandler<Result<Created>> on_reply) override {
     const auto full = real(path);
     std::lock_guard lock(nodes_->mutex);
-    if (nodes_->paths.count(full)) return ready(Result<Created>(Errc::node_exists, path));
+    if (nodes_->paths.count(full)) return on_reply(Result<Created>(Errc::node_exists, path));
     if (const auto it = nodes_->refused.find(full); it != nodes_->refused.end())
-      return ready(Result<Created>(it->second, path));
+      return on_reply(Result<Created>(it->second, path));
     const auto slash = full.rfind('/');
     const auto parent = slash == 0 ? "/" : full.substr(0, slash);
-    if (!nodes_->paths.count(parent)) return ready(Result<Created>(Errc::no_node, path));
+    if (!nodes_->paths.count(parent)) return on_reply(Result<Created>(Errc::no_node, path));
     nodes_->paths.insert(full);
-    return ready(Result<Created>(Created{path, {}}));
+    return on_reply(Result<Created>(Created{path, {}}));
   }
-  std::future<Result<Stat>> async_exists(std::string path, Watcher) override {
-    if (nodes_->contains(real(path))) return ready(Result<Stat>(Stat{}));
-    return ready(Result<Stat>(Errc::no_node, path));
+  void send_exists(std::string path, Watcher, ReplyHandler<Result<Stat>> on_reply) override {
+    if (nodes_->contains(real(path))) return on_reply(Result<Stat>(Stat{}));
+    return on_reply(Result<Stat>(Errc::no_node, path));
   }
-  std::future<Result<Empty>> async_remove(std::string path, Version) override {
+  void send_remove(std::string path, Version, ReplyHandler<Result<Empty>> on_reply) override {
     const auto full = real(path);
     std::lock_guard lock(nodes_->mutex);
     ++nodes_->removes;
@@ -118,34 +111,35 @@ class ScriptedKeeper : public Keeper {
     if (!nodes_->remove_failures.empty()) {
       const auto error = nodes_->remove_failures.front();
       nodes_->remove_failures.pop_front();
-      return ready(Result<Empty>(error, path));
+      return on_reply(Result<Empty>(error, path));
     }
-    if (!nodes_->paths.erase(full)) return ready(Result<Empty>(Errc::no_node, path));
-    return ready(Result<Empty>(Empty{}));
+    if (!nodes_->paths.erase(full)) return on_reply(Result<Empty>(Errc::no_node, path));
+    return on_reply(Result<Empty>(Empty{}));
   }
-  std::future<Result<NodeData>> async_get(std::string path, Watcher) override {
-    return ready(Result<NodeData>(Errc::unimplemented, path));
+  void send_get(std::string path, Watcher, ReplyHandler<Result<NodeData>> on_reply) override {
+    return on_reply(Result<NodeData>(Errc::unimplemented, path));
   }
-  std::future<Result<Stat>> async_set(std::string path, std::string, Version) override {
-    return ready(Result<Stat>(Errc::unimplemented, path));
+  void send_set(std::string path, std::string, Version,
+                ReplyHandler<Result<Stat>> on_reply) override {
+    return on_reply(Result<Stat>(Errc::unimplemented, path));
   }
-  std::future<Result<Children>> async_children(std::string path, Watcher) override {
+  void send_children(std::string path, Watcher, ReplyHandler<Result<Children>> on_reply) override {
     const auto full = real(path);
     std::lock_guard lock(nodes_->mutex);
-    if (!nodes_->paths.count(full)) return ready(Result<Children>(Errc::no_node, path));
+    if (!nodes_->paths.count(full)) return on_reply(Result<Children>(Errc::no_node, path));
     Children children;
     const auto prefix = full == "/" ? full : full + "/";
     for (const auto& p : nodes_->paths)
       if (p.size() > prefix.size() && p.compare(0, prefix.size(), prefix) == 0 &&
           p.find('/', prefix.size()) == std::string::npos)
         children.names.push_back(p.substr(prefix.size()));
-    return ready(Result<Children>(std::move(children)));
+    return on_reply(Result<Children>(std::move(children)));
   }
-  std::future<MultiResult> async_multi(std::vector<Op>) override {
-    return ready(MultiResult{Errc::unimplemented, {}});
+  void send_multi(std::vector<Op>, ReplyHandler<MultiResult> on_reply) override {
+    return on_reply(MultiResult{Errc::unimplemented, {}});
   }
-  std::future<Result<Empty>> async_sync(std::string path) override {
-    return ready(Result<Empty>(Errc::unimplemented, path));
+  void send_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) override {
+    return on_reply(Result<Empty>(Errc::unimplemented, path));
   }
 
   void close() noexcept override { closed = true; }

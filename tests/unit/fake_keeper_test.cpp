@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/fake_keeper.hpp"
@@ -652,6 +654,44 @@ TEST(FakeKeeper, ChrootIsAddedAndStripped) {
   EXPECT_EQ(log.lines(), std::vector<std::string>{"w created /y"});
   config.session_id = 42;
   EXPECT_THROW(ensemble.connect(config, {}), std::invalid_argument);
+}
+
+// The handler forms, as CKeeper gives them: replies in send order on the
+// event thread, a handler may send again, and a request to a closed session
+// is answered too.
+TEST(FakeKeeper, ReplyHandlersRunInSendOrderAndMaySendAgain) {
+  FakeEnsemble ensemble;
+  auto k = ensemble.connect();
+  const auto caller = std::this_thread::get_id();
+  std::mutex mutex;
+  std::vector<std::string> seen;  // guarded by mutex
+  bool on_caller = false;         // guarded by mutex
+  const auto note = [&](std::string what) {
+    std::lock_guard lock(mutex);
+    seen.push_back(std::move(what));
+    on_caller = on_caller || std::this_thread::get_id() == caller;
+  };
+  k->async_create("/h", "", CreateMode::persistent, {}, [&](Result<Created> r) {
+    note("create " + r.value().path);
+    k->async_children("/h", {}, [&](Result<Children> c) {
+      note("children " + std::to_string(c.value().names.size()));
+    });
+  });
+  k->async_exists("/h", {}, [&](Result<Stat> r) { note(r.ok() ? "exists" : "absent"); });
+  k->async_remove("/none", kAnyVersion,
+                  [&](Result<Empty> r) { note(std::string(errc_name(r.error()))); });
+  ASSERT_TRUE(ensemble.wait_idle());
+  {
+    std::lock_guard lock(mutex);
+    // The listing was sent from the first handler, so after the other two.
+    EXPECT_EQ(seen, (std::vector<std::string>{"create /h", "exists", "no_node", "children 0"}));
+    EXPECT_FALSE(on_caller);
+  }
+  k->close();
+  std::optional<Errc> refused;
+  k->async_sync("/", [&](Result<Empty> r) { refused = r.error(); });
+  ASSERT_TRUE(ensemble.wait_idle());
+  EXPECT_EQ(refused, Errc::closing);
 }
 
 TEST(FakeKeeper, KeepersOutlivingTheEnsembleFailWithClosing) {

@@ -39,38 +39,39 @@ using test::FakeEnsemble;
 // passes with unimplemented: the reference the other Keepers are held to.
 class ChecksOnlyKeeper final : public Keeper {
  public:
-  std::future<Result<Created>> async_create(std::string path, std::string data, CreateMode mode,
-                                            CreateOptions options) override {
+  void send_create(std::string path, std::string data, CreateMode mode, CreateOptions options,
+                   ReplyHandler<Result<Created>> on_reply) override {
     detail::check_create(path, data, mode, options);
-    return passed<Result<Created>>(path);
+    return on_reply(test::failure<Result<Created>>(Errc::unimplemented, path));
   }
-  std::future<Result<Empty>> async_remove(std::string path, Version) override {
+  void send_remove(std::string path, Version, ReplyHandler<Result<Empty>> on_reply) override {
     detail::check_write_path(path);
-    return passed<Result<Empty>>(path);
+    return on_reply(test::failure<Result<Empty>>(Errc::unimplemented, path));
   }
-  std::future<Result<Stat>> async_exists(std::string path, Watcher) override {
+  void send_exists(std::string path, Watcher, ReplyHandler<Result<Stat>> on_reply) override {
     detail::check_read_path(path);
-    return passed<Result<Stat>>(path);
+    return on_reply(test::failure<Result<Stat>>(Errc::unimplemented, path));
   }
-  std::future<Result<NodeData>> async_get(std::string path, Watcher) override {
+  void send_get(std::string path, Watcher, ReplyHandler<Result<NodeData>> on_reply) override {
     detail::check_read_path(path);
-    return passed<Result<NodeData>>(path);
+    return on_reply(test::failure<Result<NodeData>>(Errc::unimplemented, path));
   }
-  std::future<Result<Stat>> async_set(std::string path, std::string data, Version) override {
+  void send_set(std::string path, std::string data, Version,
+                ReplyHandler<Result<Stat>> on_reply) override {
     detail::check_set(path, data);
-    return passed<Result<Stat>>(path);
+    return on_reply(test::failure<Result<Stat>>(Errc::unimplemented, path));
   }
-  std::future<Result<Children>> async_children(std::string path, Watcher) override {
+  void send_children(std::string path, Watcher, ReplyHandler<Result<Children>> on_reply) override {
     detail::check_read_path(path);
-    return passed<Result<Children>>(path);
+    return on_reply(test::failure<Result<Children>>(Errc::unimplemented, path));
   }
-  std::future<MultiResult> async_multi(std::vector<Op> ops) override {
+  void send_multi(std::vector<Op> ops, ReplyHandler<MultiResult> on_reply) override {
     detail::check_multi(ops);
-    return passed<MultiResult>("");
+    return on_reply(test::failure<MultiResult>(Errc::unimplemented, ""));
   }
-  std::future<Result<Empty>> async_sync(std::string path) override {
+  void send_sync(std::string path, ReplyHandler<Result<Empty>> on_reply) override {
     detail::check_read_path(path);
-    return passed<Result<Empty>>(path);
+    return on_reply(test::failure<Result<Empty>>(Errc::unimplemented, path));
   }
 
   void close() noexcept override {}
@@ -79,14 +80,6 @@ class ChecksOnlyKeeper final : public Keeper {
   SessionState session_state() const override { return SessionState::connecting; }
   std::chrono::milliseconds session_timeout() const override { return 1000ms; }
   std::string connected_host() const override { return {}; }
-
- private:
-  template <class V>
-  static std::future<V> passed(const std::string& path) {
-    std::promise<V> promise;
-    promise.set_value(test::failure<V>(Errc::unimplemented, path));
-    return promise.get_future();
-  }
 };
 
 // One past what the C client can pass as an int: 2 GiB, made anew by each
