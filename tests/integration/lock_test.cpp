@@ -142,10 +142,11 @@ TYPED_TEST(LockIntegrationTest, HolderSessionExpiredNextWaiterWinsOldHolderIsTol
   ASSERT_TRUE(guarded_write(*holder_client.keeper(), lease, {op::Set{resource, "holder"}}).ok());
 
   // The waiter's thread holds its lock until the checks below are done: a
-  // reentrant mutex is released by the thread that holds it.
+  // reentrant mutex is released by the thread that holds it. (A jthread, so
+  // that a failed ASSERT below joins it instead of ending the whole binary.)
   std::optional<LockLease> waiter_lease;
   test::Latch granted, checked;
-  std::thread next([&] {
+  std::jthread next([&] {
     ASSERT_TRUE(waiter.try_acquire_for(kWait));
     waiter_lease.emplace(waiter.lease());
     granted.open();
@@ -314,13 +315,13 @@ TYPED_TEST(LockIntegrationTest, ContendersWithDifferentIdentitiesQueueOnOneLock)
   auto& anonymous = this->lock(this->client());
   ASSERT_TRUE(alice.try_acquire());
   std::atomic<int> granted{0};
-  std::thread bob_waits([&] {
+  std::jthread bob_waits([&] {
     ASSERT_TRUE(bob.try_acquire_for(kWait));
     EXPECT_EQ(granted.fetch_add(1), 0) << "bob comes first";
     bob.release();
   });
   ASSERT_TRUE(this->wait_queue_length(2));
-  std::thread anonymous_waits([&] {
+  std::jthread anonymous_waits([&] {
     ASSERT_TRUE(anonymous.try_acquire_for(kWait));
     EXPECT_EQ(granted.fetch_add(1), 1) << "then the anonymous client";
     anonymous.release();

@@ -71,24 +71,51 @@ std::string unique_path(const std::string& name) {
   return "/t-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" + name;
 }
 
+namespace {
+
+// The servers of the connect string other than `host`, or all of them when
+// none is left (an ensemble of one).
+std::string hosts_other_than(const std::string& host) {
+  const std::string all = connect_string();
+  std::string others;
+  std::size_t start = 0;
+  while (start <= all.size()) {
+    auto end = all.find(',', start);
+    if (end == std::string::npos) end = all.size();
+    const std::string one = all.substr(start, end - start);
+    if (!one.empty() && one != host) others += (others.empty() ? "" : ",") + one;
+    start = end + 1;
+  }
+  return others.empty() ? all : others;
+}
+
+}  // namespace
+
 void expire_session(const Keeper& victim, std::chrono::milliseconds timeout) {
-  // The join kicks the victim off its server; if the victim reconnects before
-  // the close goes out, it kicks the intruder in turn and the close is lost
-  // with the intruder's connection. So close, then join again to prove the
-  // session is gone: the server answers a join of a closed session with
-  // "expired".
+  // The intruder joins the session, closes it, then joins again to prove it
+  // gone: the server answers a join of a closed session with "expired".
+  //
+  // It joins through a server other than the victim's. A server that gets
+  // the close on one connection leaves open any other connection it has for
+  // the session, so a victim that had reconnected to the intruder's server
+  // would stay connected, pinged and answered, to a session that no longer
+  // exists, and never hear that it expired. Closed from elsewhere, the close
+  // reaches the victim's server as a transaction, which drops the victim's
+  // connection; its reconnect is then told the session expired. (A victim
+  // that lost its link by itself just then could still land on the
+  // intruder's server: each attempt looks again where the victim is.)
   struct Joined {
     std::mutex mutex;
     std::condition_variable cv;
     std::optional<SessionState> state;
   };
   KeeperConfig config;
-  config.hosts = connect_string();
   config.session_timeout = victim.session_timeout();
   config.session_id = victim.session_id();
   config.session_password = victim.session_password();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (int attempt = 1; attempt <= 10; ++attempt) {
+    config.hosts = hosts_other_than(victim.connected_host());
     auto joined = std::make_shared<Joined>();
     auto intruder = connect_keeper(config, [joined](SessionState state) {
       std::lock_guard lock(joined->mutex);
