@@ -46,6 +46,11 @@ struct Session {
     zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
     zh = zookeeper_init(connect.c_str(), &on_event, 15000, nullptr, &connection, 0);
     if (!zh) throw std::runtime_error("floor: zookeeper_init failed for " + connect);
+    // As the library's sessions do (c_keeper.cpp): by default the C client
+    // resolves every host name again on each poll of its socket, which costs
+    // a third of its CPU under load. The floor stands for the protocol, not
+    // for that default.
+    zoo_set_servers_resolution_delay(zh, 10'000);
     std::unique_lock lock(connection.mutex);
     if (!connection.changed.wait_for(lock, kConnectTimeout,
                                      [&] { return connection.state == ZOO_CONNECTED_STATE; })) {

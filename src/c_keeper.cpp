@@ -610,6 +610,10 @@ template <class C, class Call>
   return {};
 }
 
+// The least time between two routine resolutions of the connect string's
+// host names (see CKeeper::CKeeper).
+constexpr int kHostResolutionWindowMs = 10'000;
+
 // How long a close waits for the requests in flight. A healthy ensemble
 // answers thousands well within it; a dead link fails them sooner or later
 // (the C client gives up on a silent server after 2/3 of the session timeout).
@@ -695,6 +699,13 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
         Errc::system_error, "",
         "zookeeper_init(\"" + detail::printable(connect) + "\") failed: " + std::strerror(error));
   }
+  // By default the C client resolves every host of the connect string again
+  // each time it polls its socket: a getaddrinfo per host per reply, about a
+  // third of the client's CPU under load (measured in W3, issue #13). Once
+  // per window is enough to follow a DNS change; a connection loss still
+  // resolves at once.
+  if (zoo_set_servers_resolution_delay(handle_, kHostResolutionWindowMs) != ZOK)
+    shared_->log->warn("zookeeper client: could not set the host resolution delay");
   if (config.auth) {
     // Sent first on every connection, ahead of any request.
     const std::string credentials = config.auth->user + ":" + config.auth->password;
