@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -671,6 +672,11 @@ TEST(FakeKeeper, ReplyHandlersRunInSendOrderAndMaySendAgain) {
     seen.push_back(std::move(what));
     on_caller = on_caller || std::this_thread::get_id() == caller;
   };
+  // The event thread waits behind a gate until all three are sent: without
+  // it, the first reply could come (and its handler send the listing) before
+  // the caller sends the other two.
+  std::promise<void> gate;
+  k->async_sync("/", [opened = gate.get_future().share()](Result<Empty>) { opened.wait(); });
   k->async_create("/h", "", CreateMode::persistent, {}, [&](Result<Created> r) {
     note("create " + r.value().path);
     k->async_children("/h", {}, [&](Result<Children> c) {
@@ -680,6 +686,7 @@ TEST(FakeKeeper, ReplyHandlersRunInSendOrderAndMaySendAgain) {
   k->async_exists("/h", {}, [&](Result<Stat> r) { note(r.ok() ? "exists" : "absent"); });
   k->async_remove("/none", kAnyVersion,
                   [&](Result<Empty> r) { note(std::string(errc_name(r.error()))); });
+  gate.set_value();
   ASSERT_TRUE(ensemble.wait_idle());
   {
     std::lock_guard lock(mutex);
