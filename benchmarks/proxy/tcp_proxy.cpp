@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <system_error>
 #include <vector>
 
@@ -233,14 +234,18 @@ void TcpProxy::pump(const std::shared_ptr<Connection>& c, bool to_server) {
   std::vector<char> chunk(64 * 1024);
   const auto alive = [&] { return !c->closed && !stopping_; };
 
-  // Waits until `until`, waking at least every kPollMs to notice a reset or
-  // shutdown. Sleeps to the microsecond: the benchmarks add round trips of
-  // 1 ms, half of it each way.
-  const auto wait_until = [&](Clock::time_point until) {
-    for (auto now = Clock::now(); alive() && now < until; now = Clock::now())
-      std::this_thread::sleep_for(
-          std::min<Clock::duration>(until - now, std::chrono::milliseconds(kPollMs)));
+  // Whole frames read but not yet sent, each with the time it may go. Reading
+  // goes on while they wait: a delay is latency, not a queue, so requests
+  // pipelined in separate writes each arrive one delay after they were sent
+  // (a pump that slept before reading on would delay the second by two).
+  struct Pending {
+    Clock::time_point due;
+    std::string bytes;
+    bool reset_after = false;  // an armed drop: nothing after these arrives
   };
+  std::deque<Pending> pending;
+  bool reading = true;  // false after the peer's FIN or a dropped reply
+
   const auto send_all = [&](const std::string& out) {
     std::size_t done = 0;
     while (done < out.size() && alive()) {
@@ -256,61 +261,98 @@ void TcpProxy::pump(const std::shared_ptr<Connection>& c, bool to_server) {
     }
     return done == out.size();
   };
+  // Sends what is due, in order. False once the connection is to end.
+  const auto send_due = [&] {
+    const auto now = Clock::now();
+    while (!pending.empty() && pending.front().due <= now) {
+      auto next = std::move(pending.front());
+      pending.pop_front();
+      if (!next.bytes.empty() && !send_all(next.bytes)) {
+        c->close(true);
+        return false;
+      }
+      if (next.reset_after) {
+        c->close(true);
+        return false;
+      }
+    }
+    if (!reading && pending.empty()) {  // the peer's FIN, passed on after its data
+      c->close(false);
+      return false;
+    }
+    return true;
+  };
 
   while (alive()) {
     if (mode_ == static_cast<int>(ProxyMode::blackhole)) {
-      wait_until(Clock::now() + std::chrono::milliseconds(kPollMs));
+      std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
       continue;
     }
-    pollfd p{src, POLLIN, 0};
-    if (::poll(&p, 1, kPollMs) != 1) continue;
-    const auto n = ::recv(src, chunk.data(), chunk.size(), 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) {  // the peer closed or reset: so does the proxy
-      c->close(n < 0);
-      break;
-    }
-    const auto arrived = Clock::now();
-    buffer.append(chunk.data(), static_cast<std::size_t>(n));
-
-    std::string out;
-    bool drop_and_reset = false;
-    while (buffer.size() >= 4) {
-      const std::uint32_t length = be32(buffer.data());
-      if (length > kMaxFrame) {
+    // Waits for bytes or for the next frame's time, whichever comes first,
+    // and at most kPollMs, to notice a reset or shutdown. To the microsecond:
+    // the benchmarks add round trips of 1 ms, half of it each way.
+    auto wait =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::milliseconds(kPollMs));
+    if (!pending.empty())
+      wait = std::clamp(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(pending.front().due - Clock::now()),
+          std::chrono::nanoseconds::zero(), wait);
+    const timespec timeout{static_cast<time_t>(wait.count() / 1'000'000'000),
+                           static_cast<long>(wait.count() % 1'000'000'000)};
+    pollfd p{reading ? src : -1, POLLIN, 0};  // -1: only the timeout wakes us
+    const int ready = ::ppoll(&p, 1, &timeout, nullptr);
+    if (ready == 1 && reading) {
+      const auto n = ::recv(src, chunk.data(), chunk.size(), 0);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) {  // reset: so does the proxy, at once
         c->close(true);
         break;
       }
-      if (buffer.size() < 4 + length) break;
-      const std::string frame = buffer.substr(0, 4 + length);
-      buffer.erase(0, 4 + length);
-      if (!first_frame && length >= 8) {
-        const auto xid = static_cast<std::int32_t>(be32(frame.data() + 4));
-        if (to_server) {
-          const auto opcode = static_cast<std::int32_t>(be32(frame.data() + 8));
-          if (xid > 0 && is_mutating(opcode) && drop_armed_) {
-            std::lock_guard lock(mutex_);
-            const bool wanted = drop_opcodes_.empty() ||
-                                std::find(drop_opcodes_.begin(), drop_opcodes_.end(), opcode) !=
-                                    drop_opcodes_.end();
-            bool armed = true;
-            if (wanted && drop_armed_.compare_exchange_strong(armed, false)) {
-              c->drop_xid = xid;  // set before the request goes out, so before its reply
-              dropped_ = "opcode " + std::to_string(opcode) + " xid " + std::to_string(xid);
+      if (n == 0) reading = false;
+      if (n > 0) {
+        const auto arrived = Clock::now();
+        buffer.append(chunk.data(), static_cast<std::size_t>(n));
+        Pending out{arrived, {}, false};
+        if (mode_ == static_cast<int>(ProxyMode::delay))
+          out.due += std::chrono::microseconds(delay_us_.load());
+        while (buffer.size() >= 4) {
+          const std::uint32_t length = be32(buffer.data());
+          if (length > kMaxFrame) {
+            c->close(true);
+            break;
+          }
+          if (buffer.size() < 4 + length) break;
+          const std::string frame = buffer.substr(0, 4 + length);
+          buffer.erase(0, 4 + length);
+          if (!first_frame && length >= 8) {
+            const auto xid = static_cast<std::int32_t>(be32(frame.data() + 4));
+            if (to_server) {
+              const auto opcode = static_cast<std::int32_t>(be32(frame.data() + 8));
+              if (xid > 0 && is_mutating(opcode) && drop_armed_) {
+                std::lock_guard lock(mutex_);
+                const bool wanted = drop_opcodes_.empty() ||
+                                    std::find(drop_opcodes_.begin(), drop_opcodes_.end(), opcode) !=
+                                        drop_opcodes_.end();
+                bool armed = true;
+                if (wanted && drop_armed_.compare_exchange_strong(armed, false)) {
+                  c->drop_xid = xid;  // set before the request goes out, so before its reply
+                  dropped_ = "opcode " + std::to_string(opcode) + " xid " + std::to_string(xid);
+                }
+              }
+            } else if (xid > 0 && xid == c->drop_xid) {
+              // This reply and everything after it never arrive.
+              out.reset_after = true;
+              reading = false;
+              break;
             }
           }
-        } else if (xid > 0 && xid == c->drop_xid) {
-          drop_and_reset = true;  // this reply and everything after it never arrive
-          break;
+          first_frame = false;
+          out.bytes += frame;
         }
+        if (c->closed) break;
+        if (!out.bytes.empty() || out.reset_after) pending.push_back(std::move(out));
       }
-      first_frame = false;
-      out += frame;
     }
-    if (mode_ == static_cast<int>(ProxyMode::delay))
-      wait_until(arrived + std::chrono::microseconds(delay_us_.load()));
-    if (!out.empty() && !send_all(out)) c->close(true);
-    if (drop_and_reset) c->close(true);
+    if (!send_due()) break;
   }
   if (--c->live_pumps == 0) c->release_fds();
 }
