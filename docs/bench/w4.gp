@@ -11,4 +11,4 @@ plot 'w4.dat' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'flat p50', \
      'w4.dat' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'flat p99', \
      'w4.dat' using 0:5 with linespoints lw 2 pt 5 title 'hashed p50', \
      'w4.dat' using 0:6 with linespoints lw 1 pt 4 dt 2 title 'hashed p99', \
-     1.74385 with lines lc rgb 'gray50' lw 1 dt 3 title 'floor p50 (bare C client cycle)'
+     1.91417 with lines lc rgb 'gray50' lw 1 dt 3 title 'floor p50 (bare C client cycle)'

@@ -9,4 +9,4 @@ set key top left Left reverse
 set datafile missing 'NaN'
 plot 'w5.dat' using 0:3:xtic(2) with linespoints lw 2 pt 7 title 'p50', \
      'w5.dat' using 0:4 with linespoints lw 1 pt 6 dt 2 title 'p99', \
-     1.74385 with lines lc rgb 'gray50' lw 1 dt 3 title 'floor p50 (bare C client cycle)'
+     1.91417 with lines lc rgb 'gray50' lw 1 dt 3 title 'floor p50 (bare C client cycle)'
