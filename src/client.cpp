@@ -138,7 +138,7 @@ struct Client::Impl {
       closing = true;
       connected = false;
     }
-    connected_cv.notify_all();
+    changed();
     remover.stop();
     inbox->close();
     if (session_thread.joinable()) session_thread.join();
@@ -288,7 +288,7 @@ struct Client::Impl {
       connected = machine.is_connected();
       auth_failed = machine.auth_failed();
     }
-    connected_cv.notify_all();
+    changed();
     if (machine.is_connected()) remover.on_connected();
   }
 
@@ -389,16 +389,20 @@ struct Client::Impl {
       log->error("{}; trying again in {} ms", why, namespace_retry_delay.count());
       // A lost link says nothing about the namespace: callers keep waiting for
       // a connection. Anything else (no_auth, invalid_acl, ...) is the answer.
-      std::lock_guard lock(mutex);
-      if (!is_connection_error(code))
-        namespace_error = KeeperError(code, path, why + "; the client goes on trying");
-      connected_cv.notify_all();
+      {
+        std::lock_guard lock(mutex);
+        if (!is_connection_error(code))
+          namespace_error = KeeperError(code, path, why + "; the client goes on trying");
+      }
+      changed();
       return false;
     }
     namespace_retry_delay = kNamespaceRetryFirst;
-    std::lock_guard lock(mutex);
-    namespace_error.reset();
-    connected_cv.notify_all();
+    {
+      std::lock_guard lock(mutex);
+      namespace_error.reset();
+    }
+    changed();
     return true;
   }
 
@@ -484,21 +488,72 @@ struct Client::Impl {
       }
       dead_epoch = candidate_epoch;
     }
-    if (closing) throw KeeperError(Errc::closing, "", "the client is closing");
-    // Before connected: the namespace may have gone, and failed to come back,
-    // while the session stayed up.
-    if (namespace_error) throw *namespace_error;
-    if (auth_failed)
-      throw KeeperError(
-          Errc::auth_failed, "",
-          "authentication failed on " + options.connect_string +
-              " (the ensemble refused the credentials; no new session will be opened)");
+    if (auto final = final_error()) throw *final;
     if (stop.stop_requested())
       throw KeeperError(Errc::connection_loss, "", "stopped while waiting for a connection");
     const auto waited = std::chrono::duration_cast<milliseconds>(until - start);
     throw KeeperError(Errc::connection_loss, "",
                       "not connected to " + options.connect_string + " within " +
                           std::to_string(std::max(waited, milliseconds::zero()).count()) + " ms");
+  }
+
+  // Why no session will serve (mutex held): the Client is closing, the
+  // namespace cannot be made, or the ensemble refused the credentials.
+  std::optional<KeeperError> final_error() const {
+    if (closing) return KeeperError(Errc::closing, "", "the client is closing");
+    // Before connected: the namespace may have gone, and failed to come back,
+    // while the session stayed up.
+    if (namespace_error) return *namespace_error;
+    if (auth_failed)
+      return KeeperError(
+          Errc::auth_failed, "",
+          "authentication failed on " + options.connect_string +
+              " (the ensemble refused the credentials; no new session will be opened)");
+    return std::nullopt;
+  }
+
+  // wait_session() without the wait: the session if it serves now, else
+  // nullopt, and on_change is called at the next change. Throws as
+  // wait_session() does when no session will serve.
+  std::optional<Client::Session> session_now(const ChangeCallback& on_change) const {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      if (closing || namespace_error || !connected)
+        if (auto final = final_error()) throw *final;
+      if (!connected) break;
+      // As in wait_session(): a handle that already knows its session ended
+      // is not handed out; the session thread's replacement of it is a change.
+      const auto candidate = keeper;
+      const auto candidate_epoch = epoch;
+      const auto seen = changes;
+      lock.unlock();
+      const auto said = candidate->session_state();
+      lock.lock();
+      // A change came meanwhile (or the epoch moved on): look again.
+      if (changes != seen || candidate_epoch != epoch || !connected) continue;
+      if (said != SessionState::expired && said != SessionState::auth_failed)
+        return Client::Session{candidate, candidate_epoch};
+      break;
+    }
+    if (on_change) {
+      std::erase_if(change_waiters, [](const auto& w) { return w.expired(); });
+      change_waiters.push_back(on_change);
+    }
+    return std::nullopt;
+  }
+
+  // After connected, auth_failed, closing or namespace_error changed (mutex
+  // not held): wakes the blocking waits, and calls session_now()'s callers back.
+  void changed() {
+    std::vector<std::weak_ptr<std::function<void()>>> waiters;
+    {
+      std::lock_guard lock(mutex);
+      ++changes;
+      waiters.swap(change_waiters);
+    }
+    connected_cv.notify_all();
+    for (const auto& waiter : waiters)
+      if (const auto call = waiter.lock()) (*call)();
   }
 
   detail::BackgroundRemover::Session remover_session() const {
@@ -542,6 +597,10 @@ struct Client::Impl {
   bool auth_failed = false;                    // guarded by mutex
   bool closing = false;                        // guarded by mutex
   std::optional<KeeperError> namespace_error;  // guarded by mutex: why it cannot be made
+  std::uint64_t changes = 0;                   // guarded by mutex: calls of changed()
+  // session_now()'s callers that found no session; a caller drops its
+  // callback to cancel.
+  mutable std::vector<std::weak_ptr<std::function<void()>>> change_waiters;  // guarded by mutex
 
   detail::BackgroundRemover remover;
   detail::ListenerDispatcher listeners;
@@ -604,6 +663,10 @@ std::shared_ptr<Keeper> Client::keeper_when_connected(
 Client::Session Client::session_when_connected(
     std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop) const {
   return impl_->wait_session(deadline, std::move(stop));
+}
+
+std::optional<Client::Session> Client::session_now(const ChangeCallback& on_change) const {
+  return impl_->session_now(on_change);
 }
 
 bool Client::on_listener_thread() const noexcept { return impl_->listeners.on_thread(); }

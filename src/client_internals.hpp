@@ -69,6 +69,19 @@ struct ClientInternals {
                                    bool by_name_prefix = false) noexcept {
     client.remove_in_background(std::move(path), epoch, by_name_prefix);
   }
+  // The connected session, now, without waiting: session_when_connected()
+  // for code that must not block (an event-driven acquire). nullopt while
+  // none serves; then *on_change, unless null, is called once at the next
+  // change of the connection (connected or not, a new session, the Client
+  // closing), on the thread that made it (the Client's session thread, or
+  // the one destroying the Client), after which the caller asks again. It
+  // must not block. The Client keeps it by weak reference: dropping it
+  // cancels. Throws as session_when_connected() when no session will serve:
+  // closing, auth_failed, or the namespace's error.
+  static std::optional<Client::Session> session_now(
+      const Client& client, const std::shared_ptr<std::function<void()>>& on_change) {
+    return client.session_now(on_change);
+  }
   // True on the Client's listener thread (inside a listener).
   static bool on_listener_thread(const Client& client) noexcept {
     return client.on_listener_thread();

@@ -172,6 +172,8 @@ class Client {
   // What recipes need of a Client and users do not: src/client_internals.hpp.
   friend struct detail::ClientInternals;
   void remove_in_background(std::string path, std::uint64_t epoch, bool by_name_prefix) noexcept;
+  using ChangeCallback = std::shared_ptr<std::function<void()>>;
+  std::optional<Session> session_now(const ChangeCallback& on_change) const;
   bool on_listener_thread() const noexcept;
   std::shared_ptr<detail::CallbackThread> callback_thread() const noexcept;
   std::shared_ptr<detail::ClientLifeline> lifeline() const noexcept;

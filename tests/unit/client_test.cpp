@@ -222,6 +222,12 @@ class Heard {
     std::lock_guard lock(mutex_);
     return states_;
   }
+  // True once at least `n` states were heard, the last of them `last`.
+  bool wait_for(std::size_t n, C last, milliseconds timeout = kWait) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, timeout,
+                        [&] { return states_.size() >= n && states_.back() == last; });
+  }
 
  private:
   std::mutex mutex_;
@@ -359,6 +365,109 @@ TEST(Client, KeeperWhenConnectedNeverHandsOutAHandleThatKnowsItsSessionEnded) {
   ASSERT_EQ(waiting.wait_for(kWait), std::future_status::ready);
   EXPECT_EQ(waiting.get(), second);
   EXPECT_EQ(client.session_when_connected().epoch, 2u);
+}
+
+// Counts the calls of a session_now() callback, with a wait on them.
+struct ChangeCount {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int calls = 0;  // guarded by mutex
+  std::shared_ptr<std::function<void()>> callback = std::make_shared<std::function<void()>>([this] {
+    std::lock_guard lock(mutex);
+    ++calls;
+    cv.notify_all();
+  });
+  bool wait_for(int n, milliseconds timeout = kWait) {
+    std::unique_lock lock(mutex);
+    return cv.wait_for(lock, timeout, [&] { return calls >= n; });
+  }
+  int count() {
+    std::lock_guard lock(mutex);
+    return calls;
+  }
+};
+
+// session_now(): the session at once, or nullopt and one call at the next
+// change; never a handle that already knows its session ended.
+TEST(Client, SessionNowAnswersAtOnceAndCallsBackOnTheNextChange) {
+  Factory factory;
+  Heard heard;  // outlives the Client, which tells its listeners it closed
+  ChangeCount change;
+  Client client(options_for(factory));
+  client.add_listener(heard.listener());
+  auto first = factory.keeper(0);
+  EXPECT_FALSE(detail::ClientInternals::session_now(client, change.callback));
+  EXPECT_EQ(change.count(), 0);
+  first->report(S::connected);
+  ASSERT_TRUE(change.wait_for(1));
+  auto now = detail::ClientInternals::session_now(client, change.callback);
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->keeper, first);
+  EXPECT_EQ(now->epoch, 1u);
+
+  // The handle knows its session ended before the Client hears of it.
+  first->know(S::expired);
+  EXPECT_FALSE(detail::ClientInternals::session_now(client, change.callback));
+  first->report(S::expired);  // lost, and a new session
+  ASSERT_TRUE(change.wait_for(2));
+  auto second = factory.keeper(1);
+  ASSERT_TRUE(second);
+  // Not connected yet: a callback again, for the connection.
+  EXPECT_FALSE(detail::ClientInternals::session_now(client, change.callback));
+  second->report(S::connected);
+  ASSERT_TRUE(change.wait_for(3));
+  now = detail::ClientInternals::session_now(client, nullptr);
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->keeper, second);
+  EXPECT_EQ(now->epoch, 2u);
+  // A callback is called once per registration, not at every change.
+  const int settled = change.count();
+  ASSERT_TRUE(heard.wait_for(1, C::reconnected));  // the listeners are level with us
+  const auto heard_before = heard.states().size();
+  second->report(S::connecting);
+  second->report(S::connected);
+  ASSERT_TRUE(heard.wait_for(heard_before + 2, C::reconnected));  // both changes made
+  ASSERT_TRUE(detail::ClientInternals::session_now(client, nullptr));
+  EXPECT_EQ(change.count(), settled);
+}
+
+TEST(Client, SessionNowCallbackDroppedIsNeverCalled) {
+  Factory factory;
+  ChangeCount dropped, kept;  // outlive the Client, which calls kept again as it closes
+  Client client(options_for(factory));
+  auto first = factory.keeper(0);
+  EXPECT_FALSE(detail::ClientInternals::session_now(client, dropped.callback));
+  EXPECT_FALSE(detail::ClientInternals::session_now(client, kept.callback));
+  std::weak_ptr<std::function<void()>> gone = dropped.callback;
+  dropped.callback.reset();
+  EXPECT_TRUE(gone.expired()) << "the Client kept the callback alive";
+  first->report(S::connected);
+  ASSERT_TRUE(kept.wait_for(1));
+  EXPECT_EQ(dropped.count(), 0);
+}
+
+TEST(Client, SessionNowWaiterHearsTheClientCloseAndAuthFailureThrows) {
+  Factory factory;
+  ChangeCount change;
+  {
+    Client client(options_for(factory));
+    EXPECT_FALSE(detail::ClientInternals::session_now(client, change.callback));
+  }
+  EXPECT_EQ(change.count(), 1) << "a waiter must hear that no session will come";
+
+  Factory refusing;
+  ChangeCount failed;
+  Client client(options_for(refusing));
+  auto first = refusing.keeper(0);
+  EXPECT_FALSE(detail::ClientInternals::session_now(client, failed.callback));
+  first->report(S::auth_failed);
+  ASSERT_TRUE(failed.wait_for(1));
+  try {
+    (void)detail::ClientInternals::session_now(client, failed.callback);
+    FAIL() << "no session will come, and session_now() did not say so";
+  } catch (const KeeperError& e) {
+    EXPECT_EQ(e.errc(), Errc::auth_failed);
+  }
 }
 
 TEST(Client, SuspendedForASessionTimeoutIsLostAndANewSession) {
