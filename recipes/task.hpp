@@ -2,8 +2,10 @@
 // written as straight-line code that waits for replies with co_await, and so
 // parks no thread while it waits. It runs on whichever thread resumes it: the
 // caller's until its first wait, then the Keeper's event thread (replies and
-// watch events), the Client's listener thread (connection states), a timer,
-// or the thread that stops it. So code between two co_awaits must not block.
+// watch events) or the timer thread (deadlines; and connection states and
+// stops, handed over to it: a lock attempt must not run on the Client's
+// listener thread, where an acquire is refused). So code between two
+// co_awaits must not block.
 //
 //   Task<int> child();
 //   Task<int> parent() { co_return 1 + co_await child(); }

@@ -12,8 +12,8 @@
 //
 // One waiter at a time. Wakes are not counted: several before a wait make one,
 // and a wake with nobody waiting is kept for the next wait, which then does
-// not suspend. So a waiter that looks at its queues after every wait, as
-// WaitSignal's users do, misses nothing.
+// not suspend. So a waiter that looks at its queues after every wait misses
+// nothing.
 #pragma once
 
 #include <coroutine>

@@ -1,7 +1,5 @@
 #include "timer_thread.hpp"
 
-#include <vector>
-
 namespace zkr::detail {
 
 struct TimerThread::Timer::Queue {
