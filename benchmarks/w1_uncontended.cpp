@@ -6,6 +6,7 @@
 #include "curator_peer.hpp"
 #include "floor.hpp"
 #include "progress.hpp"
+#include "round_trip_bound.hpp"
 #include "rss.hpp"
 #include "server_cost.hpp"
 #include "workloads.hpp"
@@ -76,22 +77,19 @@ std::optional<double> w1_p50(const Reporter& reporter, const std::string& impl, 
   return std::nullopt;
 }
 
-// What no lock can beat at this added latency: a cycle needs at least one
-// round trip, and whatever the servers spend on it, which is what our cycle
-// costs with no latency added (its quorum writes and a loopback trip). The
-// floor's cycle makes three round trips, so its growth over its own 0 ms
-// cycle, divided by three, is the round trip the proxies really add.
-std::string one_round_trip_bound(const Reporter& reporter, double floor_p50) {
+// The bound the +1 ms target meets (round_trip_bound.hpp), said for the
+// verdict; "" without the 0 ms figures.
+std::string round_trip_bound_text(const Reporter& reporter, double floor_p50) {
   const auto floor_at_zero = w1_p50(reporter, "floor", 0);
   const auto ours_at_zero = w1_p50(reporter, "zkr", 0);
-  if (!floor_at_zero || !ours_at_zero || floor_p50 <= *floor_at_zero) return "";
-  const double round_trip = (floor_p50 - *floor_at_zero) / 3;
-  const double best_cycle = *ours_at_zero + round_trip;
+  if (!floor_at_zero || !ours_at_zero) return "";
+  const auto bound = bench::one_round_trip_bound(*floor_at_zero, floor_p50, *ours_at_zero);
+  if (!bound) return "";
   return strprintf(
       "; a cycle of one round trip can reach %.2fx at most here: the floor's p50 %.2f ms over "
       "%.2f ms, where one added round trip measures %.2f ms (the floor makes three) and our "
       "cycle with none costs %.2f ms",
-      floor_p50 / best_cycle, floor_p50, best_cycle, round_trip, *ours_at_zero);
+      bound->ratio, floor_p50, bound->best_cycle_ms, bound->round_trip_ms, *ours_at_zero);
 }
 
 }  // namespace
@@ -161,7 +159,7 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
          floor_rate > 0 && rate >= 2.5 * floor_rate, !ctx.options.quick,
          strprintf("%.1f cycles/s = %.2fx the floor's %.1f/s at +1 ms RTT (wanted >= 2.5x)", rate,
                    floor_rate > 0 ? rate / floor_rate : 0.0, floor_rate) +
-             one_round_trip_bound(ctx.reporter, floor_p50)});
+             round_trip_bound_text(ctx.reporter, floor_p50)});
   if (rtt > 0) return;
   if (writes)
     ctx.reporter.verdict({"W1 writes per cycle <= 2.0 (the lock node's create and delete)", false,
