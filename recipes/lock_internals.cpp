@@ -5,13 +5,17 @@
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
-#include <condition_variable>
 #include <deque>
+#include <exception>
+#include <future>
 #include <mutex>
 
 #include "client_internals.hpp"
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
+#include "pending_reply.hpp"
+#include "timer_thread.hpp"
+#include "wakeup.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr::detail {
@@ -28,38 +32,31 @@ struct SessionGone {
 // it a bug rather than a race.
 constexpr int kMaxDirectoryRaces = 100;
 
-// Wakes one waiting acquire: watch events from the keeper's event thread and
-// connection states from the Client's listener thread.
-class WaitSignal {
+// What reaches a waiting attempt from other threads, and the wakeup it waits
+// on. A watch event runs the attempt at once, on the keeper's event thread:
+// the listing a hand-off is granted on is sent from there, with no thread
+// switch. Connection states (from the Client's listener thread, where an
+// acquire must not run), stops (from any thread, inside request_stop()) and
+// session changes (from the Client's session thread) run it on the timer
+// thread instead.
+class AttemptInbox {
  public:
+  explicit AttemptInbox(std::shared_ptr<TimerThread> timers)
+      : timers_(std::move(timers)), wakeup_(Wakeup::make(*timers_)) {}
+
   void on_event(const WatchEvent& event) {
     {
       std::lock_guard lock(mutex_);
       events_.push_back(event);
     }
-    ready_.notify_all();
-  }
-  // A deletion, with the listing the event thread sent the moment it came.
-  void on_deleted(const WatchEvent& event, std::future<Result<Children>> listing) {
-    {
-      std::lock_guard lock(mutex_);
-      events_.push_back(event);
-      listing_ = {event.path, std::move(listing)};
-    }
-    ready_.notify_all();
-  }
-  // The listing sent when `path` was deleted, if one was; it is taken once.
-  std::optional<std::future<Result<Children>>> take_listing(const std::string& path) {
-    std::lock_guard lock(mutex_);
-    if (!listing_.second.valid() || listing_.first != path) return std::nullopt;
-    return std::exchange(listing_, {}).second;
+    wakeup_->wake();
   }
   void on_state(ConnectionState state) {
     {
       std::lock_guard lock(mutex_);
       states_.push_back(state);
     }
-    ready_.notify_all();
+    wake_on_timer_thread();
   }
   // The caller's stop_token was stopped (from any thread).
   void on_stop() {
@@ -67,18 +64,20 @@ class WaitSignal {
       std::lock_guard lock(mutex_);
       stopped_ = true;
     }
-    ready_.notify_all();
+    wake_on_timer_thread();
   }
+  void wake_on_timer_thread() {
+    (void)timers_->at(Clock::now(), [weak = std::weak_ptr<Wakeup>(wakeup_)] {
+      if (const auto wakeup = weak.lock()) wakeup->wake();
+    });
+  }
+
   bool stopped() {
     std::lock_guard lock(mutex_);
     return stopped_;
   }
-  // False if the deadline passed with nothing new.
-  bool wait_until(Clock::time_point deadline) {
-    std::unique_lock lock(mutex_);
-    return ready_.wait_until(lock, deadline,
-                             [&] { return !events_.empty() || !states_.empty() || stopped_; });
-  }
+  // co_await until(t): false if t came with nothing new.
+  auto until(Deadline deadline) { return wakeup_->until(deadline); }
   std::deque<WatchEvent> take_events() {
     std::lock_guard lock(mutex_);
     return std::exchange(events_, {});
@@ -87,14 +86,15 @@ class WaitSignal {
     std::lock_guard lock(mutex_);
     return std::exchange(states_, {});
   }
+  TimerThread& timers() { return *timers_; }
 
  private:
+  const std::shared_ptr<TimerThread> timers_;
+  const std::shared_ptr<Wakeup> wakeup_;
   std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<WatchEvent> events_;                                  // guarded by mutex_
-  std::deque<ConnectionState> states_;                             // guarded by mutex_
-  std::pair<std::string, std::future<Result<Children>>> listing_;  // guarded by mutex_
-  bool stopped_ = false;                                           // guarded by mutex_
+  std::deque<WatchEvent> events_;       // guarded by mutex_
+  std::deque<ConnectionState> states_;  // guarded by mutex_
+  bool stopped_ = false;                // guarded by mutex_
 };
 
 bool passed(const Deadline& deadline) { return deadline && Clock::now() >= *deadline; }
@@ -102,90 +102,122 @@ bool passed(const Deadline& deadline) { return deadline && Clock::now() >= *dead
 // How a wait for our turn ended.
 enum class Turn { ours, deadline, stopped, vanished };
 
+// A request's reply to await later: sent() hands the handler to `send`.
+template <class T, class Send>
+PendingReply<Result<T>> sent(Send send) {
+  PendingReply<Result<T>> reply;
+  send(reply.handler());
+  return reply;
+}
+
 }  // namespace
 
-// One acquire, from our create to the grant, within one session.
+// One acquire, from our create to the grant, within one session. A
+// coroutine (task.hpp): it parks no thread while it waits, and runs on the
+// thread that ends each wait, so nothing in it blocks.
 class Attempt {
  public:
   // after_epoch: a session this acquire already lost; wait for a later one.
-  Attempt(LockInternals& lock, std::shared_ptr<WaitSignal> signal, Deadline deadline,
-          std::stop_token stop, std::uint64_t after_epoch, std::optional<HeldWriteNode> held_write)
+  Attempt(LockInternals& lock, std::shared_ptr<AttemptInbox> inbox, Deadline deadline,
+          std::uint64_t after_epoch, std::optional<HeldWriteNode> held_write)
       : after_epoch_(after_epoch),
         held_write_(std::move(held_write)),
         lock_(lock),
         client_(lock.client_),
-        signal_(std::move(signal)),
+        inbox_(std::move(inbox)),
         deadline_(deadline),
-        stop_(std::move(stop)) {}
+        on_session_change_(
+            std::make_shared<std::function<void()>>([weak = std::weak_ptr<AttemptInbox>(inbox_)] {
+              if (const auto alive = weak.lock()) alive->wake_on_timer_thread();
+            })) {}
 
   // The lease, or nullptr if the deadline passed or a stop came. Throws SessionGone, or
   // KeeperError for what the retry policy will not retry.
-  std::shared_ptr<LeaseState> run() {
+  Task<std::shared_ptr<LeaseState>> run() {
     RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline_);
     for (;;) {
+      std::exception_ptr failure;
       try {
-        bind_session();
+        co_await bind_session();
         for (;;) {
           // Checked between stages, the grant's included: a stop that comes
           // as our turn does gives the lock on rather than take it.
-          if (signal_->stopped()) {
-            abandon();
-            return nullptr;
+          if (inbox_->stopped()) {
+            co_await abandon();
+            co_return nullptr;
           }
           switch (stage_) {
             case Stage::queue:
-              enqueue();  // ends in Stage::wait: a listing showed our node
+              co_await enqueue();  // ends in Stage::wait: a listing showed our node
               break;
             case Stage::wait:
-              switch (wait_turn()) {
+              switch (co_await wait_turn()) {
                 case Turn::ours: stage_ = Stage::grant; break;
                 case Turn::deadline:
-                case Turn::stopped: abandon(); return nullptr;
+                case Turn::stopped: co_await abandon(); co_return nullptr;
                 case Turn::vanished: start_over(); break;  // back to Stage::queue
               }
               break;
-            case Stage::grant: return grant();
+            case Stage::grant: co_return grant();
           }
         }
-      } catch (const SessionGone&) {
-        abandon_if_session_lives();
-        throw;
-      } catch (const KeeperError& e) {
-        if (signal_->stopped()) {  // whatever the error: the caller wants out
-          abandon();
-          return nullptr;
-        }
-        // session_expired, or any link error from a session the Client has
-        // already replaced (closing it, so its requests answer `closing`).
-        const bool replaced = epoch_ != 0 && client_.session_epoch() != epoch_;
-        if (e.errc() == Errc::session_expired || (replaced && is_connection_error(e.errc()))) {
-          abandon_if_session_lives();
-          throw SessionGone{epoch_};
-        }
-        const auto step = is_retryable(e.errc()) ? budget.next() : RetryBudget::Step{};
-        if (step.verdict == RetryBudget::Verdict::give_up) {
-          abandon();
-          throw;
-        }
-        if (step.verdict == RetryBudget::Verdict::past_deadline || signal_->stopped()) {
-          abandon();
-          return nullptr;
-        }
-        client_.logger().debug("lock {}: {}; retrying in {} ms", lock_.dir_, e.what(),
-                               step.delay.count());
-        budget.sleep(step);
       } catch (...) {
-        abandon();
-        throw;
+        failure = std::current_exception();
+      }
+      // What to do about it is decided here, and done below: a coroutine
+      // cannot wait inside a handler.
+      const auto next = after_failure(failure, budget);
+      switch (next.action) {
+        case Action::session_gone: co_await abandon_if_session_lives(); throw SessionGone{epoch_};
+        case Action::give_back: co_await abandon(); co_return nullptr;
+        case Action::fail: co_await abandon(); std::rethrow_exception(failure);
+        case Action::retry: co_await pause(budget.timer_delay(next.step)); break;
       }
     }
   }
 
  private:
-  void bind_session() {
-    await_session_after(after_epoch_);
-    if (signal_->stopped()) return;
-    auto [keeper, epoch] = client_.session_when_connected(deadline_, stop_);
+  enum class Action { retry, give_back, fail, session_gone };
+  struct Next {
+    Action action;
+    RetryBudget::Step step;
+  };
+
+  Next after_failure(const std::exception_ptr& failure, RetryBudget& budget) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const SessionGone&) {
+      return {Action::session_gone, {}};
+    } catch (const KeeperError& e) {
+      if (inbox_->stopped()) return {Action::give_back, {}};  // whatever the error: out
+      // session_expired, or any link error from a session the Client has
+      // already replaced (closing it, so its requests answer `closing`).
+      const bool replaced = epoch_ != 0 && client_.session_epoch() != epoch_;
+      if (e.errc() == Errc::session_expired || (replaced && is_connection_error(e.errc())))
+        return {Action::session_gone, {}};
+      const auto step = is_retryable(e.errc()) ? budget.next() : RetryBudget::Step{};
+      if (step.verdict == RetryBudget::Verdict::give_up) return {Action::fail, step};
+      if (step.verdict == RetryBudget::Verdict::past_deadline) return {Action::give_back, step};
+      client_.logger().debug("lock {}: {}; retrying in {} ms", lock_.dir_, e.what(),
+                             step.delay.count());
+      return {Action::retry, step};
+    } catch (...) {
+      return {Action::fail, {}};
+    }
+  }
+
+  // A retry's delay, on the timer; a stop ends it early.
+  Task<void> pause(milliseconds delay) {
+    if (delay <= milliseconds::zero()) co_return;
+    const auto until = Clock::now() + delay;
+    while (co_await inbox_->until(until))
+      if (inbox_->stopped()) co_return;
+  }
+
+  Task<void> bind_session() {
+    co_await await_session_after(after_epoch_);
+    if (inbox_->stopped()) co_return;
+    auto [keeper, epoch] = co_await connected_session();
     client_.logger().debug("lock {}: attempt on session epoch {} (0x{:x})", lock_.dir_, epoch,
                            keeper->session_id());
     if (epoch_ == 0) {
@@ -197,18 +229,36 @@ class Attempt {
     keeper_ = std::move(keeper);
   }
 
+  // Client::session_when_connected() without a blocked thread: the Client
+  // calls us back at its next change while none serves.
+  Task<Client::Session> connected_session() {
+    const auto until = bounded(Clock::now() + client_.options().connection_timeout);
+    for (;;) {
+      if (inbox_->stopped())
+        throw KeeperError(Errc::connection_loss, "", "stopped while waiting for a connection");
+      if (auto session = ClientInternals::session_now(client_, on_session_change_))
+        co_return std::move(*session);
+      if (!co_await inbox_->until(until)) break;
+    }
+    if (auto session = ClientInternals::session_now(client_, nullptr))
+      co_return std::move(*session);
+    throw KeeperError(Errc::connection_loss, "",
+                      "not connected to " + client_.options().connect_string +
+                          " within the connection timeout" + (deadline_ ? " or the deadline" : ""));
+  }
+
   // After our session ended, the Client may not have heard of it yet: its
   // keeper is still the dead one. Binding to it would only fail again.
-  void await_session_after(std::uint64_t epoch) {
-    if (epoch == 0) return;
+  Task<void> await_session_after(std::uint64_t epoch) {
+    if (epoch == 0) co_return;
     const auto until = bounded(Clock::now() + client_.options().connection_timeout);
     while (client_.session_epoch() <= epoch) {
       // The Client announces lost after moving to the next epoch: a state wakes us.
-      if (!signal_->wait_until(until))
+      if (!co_await inbox_->until(until))
         throw KeeperError(Errc::connection_loss, lock_.dir_, "no new session after ours ended");
-      if (signal_->stopped()) return;  // run() sees it next
-      (void)signal_->take_states();
-      (void)signal_->take_events();
+      if (inbox_->stopped()) co_return;  // run() sees it next
+      (void)inbox_->take_states();
+      (void)inbox_->take_events();
     }
   }
 
@@ -219,11 +269,11 @@ class Attempt {
   // its one attempt. (What a request we stop waiting for may have created,
   // abandon() deletes.)
   template <class T>
-  Result<T> await(std::future<Result<T>> reply, const std::string& path) {
+  auto await(PendingReply<Result<T>>& reply, const std::string& path) {
     const auto timeout = keeper_->default_timeout();
     auto until = Clock::now() + timeout;
     if (deadline_) until = std::min(until, *deadline_ + timeout);
-    return await_reply(std::move(reply), until, path);
+    return reply.until(inbox_->timers(), until, Result<T>(Errc::operation_timeout, path));
   }
   Clock::time_point bounded(Clock::time_point t) const {
     return deadline_ ? std::min(t, *deadline_) : t;
@@ -246,43 +296,49 @@ class Attempt {
   // When the directory's parent is missing too (a bucket of the hashed
   // layout, reaped since its last key went), the next round sends creates of
   // every ancestor in the same pipeline: one extra round trip, not two.
-  void enqueue() {
+  Task<void> enqueue() {
     if (!use_)
       use_ = std::make_unique<DirectoryRegistry::Use>(lock_.directories_, lock_.dir_,
                                                       lock_.options_.remove_directory_on_release,
                                                       lock_.options_.directory_grace);
-    if (create_sent_ && recover_node()) return;
+    if (create_sent_ && co_await recover_node()) co_return;
     bool with_ancestors = false;
     bool with_directory = !lock_.directories_->known(lock_.dir_);
     for (int races = 0;; ++races) {
-      std::vector<std::pair<std::string, std::future<Result<Created>>>> ancestors;
+      const auto create_directory = [&](const std::string& path) {
+        return sent<Created>([&](auto on_reply) {
+          keeper_->async_create(path, std::string(kLockDirectoryMark), CreateMode::container,
+                                lock_.create_options_, std::move(on_reply));
+        });
+      };
+      std::vector<std::pair<std::string, PendingReply<Result<Created>>>> ancestors;
       if (with_ancestors) {
         for (auto slash = lock_.dir_.find('/', 1); slash != std::string::npos;
              slash = lock_.dir_.find('/', slash + 1)) {
           std::string ancestor = lock_.dir_.substr(0, slash);
-          auto reply = keeper_->async_create(ancestor, std::string(kLockDirectoryMark),
-                                             CreateMode::container, lock_.create_options_);
+          auto reply = create_directory(ancestor);
           ancestors.emplace_back(std::move(ancestor), std::move(reply));
         }
       }
-      std::optional<std::future<Result<Created>>> dir_created;
-      if (with_directory)
-        dir_created = keeper_->async_create(lock_.dir_, std::string(kLockDirectoryMark),
-                                            CreateMode::container, lock_.create_options_);
+      std::optional<PendingReply<Result<Created>>> dir_created;
+      if (with_directory) dir_created = create_directory(lock_.dir_);
       create_sent_ = true;
-      auto created = keeper_->async_create(prefix_path(), lock_.holder_,
-                                           CreateMode::ephemeral_sequential, lock_.create_options_);
-      auto listed = keeper_->async_children(lock_.dir_);
+      auto created = sent<Created>([&](auto on_reply) {
+        keeper_->async_create(prefix_path(), lock_.holder_, CreateMode::ephemeral_sequential,
+                              lock_.create_options_, std::move(on_reply));
+      });
+      auto listed = sent<Children>(
+          [&](auto on_reply) { keeper_->async_children(lock_.dir_, {}, std::move(on_reply)); });
       std::optional<KeeperError> ancestor_error;
       for (auto& [path, reply] : ancestors) {
-        const auto result = await(std::move(reply), path);
+        const auto result = co_await await(reply, path);
         if (!result.ok() && result.error() != Errc::node_exists && !ancestor_error)
           ancestor_error.emplace(result.error(), path, "creating the lock directory's parents");
       }
       std::optional<Result<Created>> dir_result;
-      if (dir_created) dir_result = await(std::move(*dir_created), lock_.dir_);
-      auto create_result = await(std::move(created), prefix_path());
-      auto list_result = await(std::move(listed), lock_.dir_);
+      if (dir_created) dir_result = co_await await(*dir_created, lock_.dir_);
+      auto create_result = co_await await(created, prefix_path());
+      auto list_result = co_await await(listed, lock_.dir_);
       if (create_result.ok()) {
         lock_.directories_->proven(lock_.dir_);
         node_ = std::string(node_name(create_result.value().path));
@@ -291,7 +347,7 @@ class Attempt {
         // someone, then the directory by a release): as if not listed.
         if (!list_result.ok() && list_result.error() != Errc::no_node)
           throw KeeperError(list_result.error(), lock_.dir_, "listing the lock directory");
-        if (list_result.ok() ? position(list_result.value()) : position(Children{})) return;
+        if (list_result.ok() ? position(list_result.value()) : position(Children{})) co_return;
         continue;  // our node vanished between create and list: start over
       }
       if (create_result.error() != Errc::no_node || races >= kMaxDirectoryRaces)
@@ -313,32 +369,39 @@ class Attempt {
   }
 
   // Our create's reply was lost: the node may exist. Find it by its guid.
-  bool recover_node() {
-    auto listed = await(keeper_->async_children(lock_.dir_), lock_.dir_);
-    if (listed.error() == Errc::no_node) return create_sent_ = false;
+  Task<bool> recover_node() {
+    auto listing = list();
+    const auto listed = co_await await(listing, lock_.dir_);
+    if (listed.error() == Errc::no_node) co_return create_sent_ = false;
     if (!listed.ok()) throw KeeperError(listed.error(), lock_.dir_, "looking for our lock node");
     const auto found = find_protected_node(listed.value().names, guid_, lock_.kind_);
     if (!found) {
       // It may yet be created (a create still on its way to the leader):
       // a new name for the next create, and the old one is deleted on sight.
       forget_guid();
-      return create_sent_ = false;
+      co_return create_sent_ = false;
     }
     const std::string path = join_path(lock_.dir_, *found);
-    auto stat = await(keeper_->async_exists(path), path);
-    if (stat.error() == Errc::no_node) return create_sent_ = false;
+    auto looked =
+        sent<Stat>([&](auto on_reply) { keeper_->async_exists(path, {}, std::move(on_reply)); });
+    const auto stat = co_await await(looked, path);
+    if (stat.error() == Errc::no_node) co_return create_sent_ = false;
     if (!stat.ok()) throw KeeperError(stat.error(), path, "checking our lock node");
     if (stat.value().ephemeral_owner != session_id_) {
       // Not of this session, whatever its name says: never adopt it.
       forget_guid();
-      return create_sent_ = false;
+      co_return create_sent_ = false;
     }
     node_ = *found;
     czxid_ = stat.value().czxid;
     client_.logger().debug("lock {}: adopted {} after a lost reply", lock_.dir_, node_);
-    return position(listed.value());
+    co_return position(listed.value());
   }
 
+  PendingReply<Result<Children>> list() {
+    return sent<Children>(
+        [&](auto on_reply) { keeper_->async_children(lock_.dir_, {}, std::move(on_reply)); });
+  }
   // Where our node stands in a listing of the directory. False: not there.
   // Every listing goes through here, the one a grant is decided on included;
   // one showing another lock protocol's nodes ends the attempt (run()
@@ -387,26 +450,29 @@ class Attempt {
   // word says who is before us: a node's existence, or a listing. What is
   // written in a node (by its owner, Curator's revoker, or anyone allowed to
   // write it) is never read as a sign of anything.
-  Turn wait_turn() {
+  Task<Turn> wait_turn() {
     while (!lower_.empty()) {
-      if (passed(deadline_)) return Turn::deadline;
-      if (signal_->stopped()) return Turn::stopped;
-      if (own_node_lost()) return Turn::vanished;
+      if (passed(deadline_)) co_return Turn::deadline;
+      if (inbox_->stopped()) co_return Turn::stopped;
+      if (own_node_lost()) co_return Turn::vanished;
       const std::string before = join_path(lock_.dir_, lower_.back());
       // A get, not an exists: it arms no watch when the node is already gone,
       // and lock node names are never used twice, so such a watch would stay
       // in the session for ever.
-      auto watched = await(keeper_->async_get(before, watch_for_hand_off()), before);
+      auto watching = sent<NodeData>([&](auto on_reply) {
+        keeper_->async_get(before, watch_for_hand_off(), std::move(on_reply));
+      });
+      const auto watched = co_await await(watching, before);
       bool gone = watched.error() == Errc::no_node;
       if (!gone && !watched.ok())
         throw KeeperError(watched.error(), before, "watching the node before ours");
       if (!gone) {
         client_.logger().debug("lock {}: {} waits for {}", lock_.dir_, node_, lower_.back());
-        switch (await_change(before)) {
+        switch (co_await await_change(before)) {
           case Change::deleted: gone = true; break;
           case Change::look_again: break;
-          case Change::deadline: return Turn::deadline;
-          case Change::stopped: return Turn::stopped;
+          case Change::deadline: co_return Turn::deadline;
+          case Change::stopped: co_return Turn::stopped;
         }
       }
       if (!gone) continue;
@@ -421,29 +487,19 @@ class Attempt {
       // what arrived while we waited (another protocol's nodes: position()).
       // lower_ is replaced only by that reply: a retry after a lost one
       // watches (and lists) again rather than granting on the event alone.
-      auto sent = signal_->take_listing(before);
-      if (!(sent ? position_from(await(std::move(*sent), lock_.dir_)) : relist()))
-        return Turn::vanished;
+      // The deletion event ran us on the event thread, so the listing leaves
+      // from there, with no thread switch.
+      auto listing = list();
+      if (!position_from(co_await await(listing, lock_.dir_))) co_return Turn::vanished;
     }
-    return own_node_lost() ? Turn::vanished : Turn::ours;
+    co_return own_node_lost() ? Turn::vanished : Turn::ours;
   }
 
-  // The watch on the node before ours. When that node goes, the listing a
-  // grant needs is sent from the event thread at once, not after this
-  // thread wakes: the hand-off is one thread switch shorter. It is still a
-  // request sent after the event arrived, so its reply proves the same.
+  // The watch on the node before ours: its event runs this attempt (the
+  // inbox wakes it on the event thread).
   Watcher watch_for_hand_off() {
-    return [signal = std::weak_ptr<WaitSignal>(signal_), keeper = std::weak_ptr<Keeper>(keeper_),
-            dir = lock_.dir_](const WatchEvent& event) {
-      const auto waiting = signal.lock();
-      if (!waiting) return;
-      const auto session = keeper.lock();
-      if (event.type != EventType::deleted || !session) return waiting->on_event(event);
-      try {
-        waiting->on_deleted(event, session->async_children(dir));
-      } catch (const std::exception&) {
-        waiting->on_event(event);  // the waiting thread lists, and meets the error itself
-      }
+    return [inbox = std::weak_ptr<AttemptInbox>(inbox_)](const WatchEvent& event) {
+      if (const auto waiting = inbox.lock()) waiting->on_event(event);
     };
   }
 
@@ -455,8 +511,7 @@ class Attempt {
     return why == LostReason::node_deleted;
   }
 
-  // Learns again which nodes are before ours. False: ours is gone.
-  bool relist() { return position_from(await(keeper_->async_children(lock_.dir_), lock_.dir_)); }
+  // Where our node stands in a listing's reply. False: ours is gone.
   bool position_from(const Result<Children>& listed) {
     if (!listed.ok() && listed.error() != Errc::no_node)
       throw KeeperError(listed.error(), lock_.dir_, "listing the lock directory");
@@ -465,30 +520,30 @@ class Attempt {
 
   enum class Change { deleted, look_again, deadline, stopped };
 
-  Change await_change(const std::string& watched) {
+  Task<Change> await_change(const std::string& watched) {
     for (;;) {
       // Without a deadline we still look again once per session timeout: a
       // watch is one message, and a lost one must not mean waiting forever.
       const auto safety = Clock::now() + keeper_->default_timeout();
       const auto until = deadline_ ? std::min(*deadline_, safety) : safety;
-      if (!signal_->wait_until(until))
-        return passed(deadline_) ? Change::deadline : Change::look_again;
-      if (signal_->stopped()) return Change::stopped;
-      for (const auto state : signal_->take_states()) {
+      if (!co_await inbox_->until(until))
+        co_return passed(deadline_) ? Change::deadline : Change::look_again;
+      if (inbox_->stopped()) co_return Change::stopped;
+      for (const auto state : inbox_->take_states()) {
         // States reach listeners late: a `lost` may belong to the session
         // before ours. The Client moves to a new epoch before it announces
         // lost, so the epoch says whether it is about ours.
         if (state == ConnectionState::lost || state == ConnectionState::reconnected) {
           if (client_.session_epoch() != epoch_) throw SessionGone{epoch_};
-          return Change::look_again;  // the watch survives; looking again is cheap and sure
+          co_return Change::look_again;  // the watch survives; looking again is cheap and sure
         }
         // suspended, read_only: the watch stays armed; keep waiting.
       }
-      for (const auto& event : signal_->take_events()) {
+      for (const auto& event : inbox_->take_events()) {
         if (event.path != watched) continue;  // a spent watch on an earlier node
-        if (event.type == EventType::deleted) return Change::deleted;
+        if (event.type == EventType::deleted) co_return Change::deleted;
         if (event.type == EventType::session_ended) throw SessionGone{epoch_};
-        return Change::look_again;  // changed: perhaps marked; the next get reads it
+        co_return Change::look_again;  // changed: perhaps marked; the next get reads it
       }
     }
   }
@@ -516,8 +571,8 @@ class Attempt {
 
   // Our node went with our session, unless that session is still the
   // Client's: then it is alive, and left alone it would block the queue.
-  void abandon_if_session_lives() noexcept {
-    if (epoch_ != 0 && client_.session_epoch() == epoch_) abandon();
+  Task<void> abandon_if_session_lives() {
+    if (epoch_ != 0 && client_.session_epoch() == epoch_) co_await abandon();
   }
 
   void start_over() {
@@ -550,12 +605,13 @@ class Attempt {
   // Deletes our node, known or not. When the link is up the delete is done by
   // the time we return, so a caller told "not acquired" sees no node of ours;
   // otherwise the Client goes on in the background. Never throws.
-  void abandon() noexcept {
-    if (epoch_ == 0) return;
+  Task<void> abandon() {
+    if (epoch_ == 0) co_return;
     try {
       if (!node_.empty()) {
         const std::string path = join_path(lock_.dir_, node_);
-        if (!remove_now(path)) detail::ClientInternals::remove_in_background(client_, path, epoch_);
+        if (!co_await remove_now(path))
+          detail::ClientInternals::remove_in_background(client_, path, epoch_);
       } else if (create_sent_) {
         detail::ClientInternals::remove_in_background(client_, prefix_path(), epoch_,
                                                       /*by_name_prefix=*/true);
@@ -570,22 +626,25 @@ class Attempt {
     use_.reset();
   }
 
-  bool remove_now(const std::string& path) {
-    if (!keeper_ || client_.session_epoch() != epoch_ || !client_.is_connected()) return false;
+  Task<bool> remove_now(const std::string& path) {
+    if (!keeper_ || client_.session_epoch() != epoch_ || !client_.is_connected()) co_return false;
     // Cleaning up may take a round trip past the deadline (never more than
     // one session timeout past it, as every wait here): better than leaving
     // a node in the queue for the background to find.
-    const auto removed = await(keeper_->async_remove(path), path);
-    return removed.ok() || removed.error() == Errc::no_node;
+    auto removing = sent<Empty>(
+        [&](auto on_reply) { keeper_->async_remove(path, kAnyVersion, std::move(on_reply)); });
+    const auto removed = co_await await(removing, path);
+    co_return removed.ok() || removed.error() == Errc::no_node;
   }
 
   const std::uint64_t after_epoch_;
   const std::optional<HeldWriteNode> held_write_;
   LockInternals& lock_;
   Client& client_;
-  std::shared_ptr<WaitSignal> signal_;
+  const std::shared_ptr<AttemptInbox> inbox_;
   const Deadline deadline_;
-  const std::stop_token stop_;  // signal_ hears it too; this is for the connection wait
+  // Kept while we may wait for a connection; the Client holds it weakly.
+  const std::shared_ptr<std::function<void()>> on_session_change_;
 
   std::shared_ptr<Keeper> keeper_;
   std::uint64_t epoch_ = 0;
@@ -678,31 +737,34 @@ LockInternals::~LockInternals() {
   directories_->detach(dir_, options_.remove_directory_on_release);
 }
 
-std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
-                                                   const std::optional<HeldWriteNode>& held_write,
-                                                   std::stop_token stop) {
+Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(
+    Deadline deadline, std::optional<HeldWriteNode> held_write, std::stop_token stop) {
   RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline);
+  // Held only while we acquire: a lock object that outlives its Client must
+  // not keep the thread alive.
+  const auto timers = ClientInternals::timers(client_);
   std::uint64_t ended_epoch = 0;
   for (;;) {
-    if (stop.stop_requested()) return nullptr;
-    auto signal = std::make_shared<WaitSignal>();
-    const std::stop_callback on_stop(stop, [signal] { signal->on_stop(); });
+    if (stop.stop_requested()) co_return nullptr;
+    const auto inbox = std::make_shared<AttemptInbox>(timers);
+    const std::stop_callback on_stop(stop, [inbox] { inbox->on_stop(); });
     const auto listener =
-        client_.add_listener([weak = std::weak_ptr<WaitSignal>(signal)](ConnectionState state) {
-          if (auto s = weak.lock()) s->on_state(state);
+        client_.add_listener([weak = std::weak_ptr<AttemptInbox>(inbox)](ConnectionState state) {
+          if (const auto i = weak.lock()) i->on_state(state);
         });
+    std::exception_ptr failure;
     try {
-      Attempt attempt(*this, signal, deadline, stop, ended_epoch, held_write);
-      auto lease = attempt.run();
+      Attempt attempt(*this, inbox, deadline, ended_epoch, held_write);
+      auto lease = co_await attempt.run();
       client_.remove_listener(listener);
-      return lease;
+      co_return lease;
     } catch (const SessionGone& gone) {
-      client_.remove_listener(listener);
       ended_epoch = std::max(ended_epoch, gone.epoch);
     } catch (...) {
-      client_.remove_listener(listener);
-      throw;
+      failure = std::current_exception();
     }
+    client_.remove_listener(listener);
+    if (failure) std::rethrow_exception(failure);
     // Our session ended while we queued: never trust that view; queue again.
     if (!options_.requeue_after_session_loss)
       throw KeeperError(Errc::session_expired, dir_, "the session ended while acquiring the lock");
@@ -710,10 +772,31 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
     if (step.verdict == RetryBudget::Verdict::give_up)
       throw KeeperError(Errc::session_expired, dir_,
                         "the session ended while acquiring the lock, and the retry policy gave up");
-    if (step.verdict == RetryBudget::Verdict::past_deadline) return nullptr;
+    if (step.verdict == RetryBudget::Verdict::past_deadline) co_return nullptr;
     client_.logger().info("lock {}: session ended while queued; queueing again", dir_);
-    budget.sleep(step);
+    // The delay on the timer; a stop ends it early.
+    const auto delay = budget.timer_delay(step);
+    if (delay > milliseconds::zero()) {
+      const auto until = Clock::now() + delay;
+      while (co_await inbox->until(until))
+        if (inbox->stopped()) break;
+    }
   }
+}
+
+std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
+                                                   const std::optional<HeldWriteNode>& held_write,
+                                                   std::stop_token stop) {
+  // Shared with the callback, which may still be returning from set_value
+  // when this thread wakes and leaves.
+  const auto granted = std::make_shared<std::promise<std::shared_ptr<LeaseState>>>();
+  auto outcome = granted->get_future();
+  spawn(acquisition(deadline, held_write, std::move(stop)),
+        [granted](std::exception_ptr error, std::optional<std::shared_ptr<LeaseState>> lease) {
+          if (error) granted->set_exception(error);
+          else granted->set_value(std::move(*lease));
+        });
+  return outcome.get();
 }
 
 // Sends the delete and returns: the session's later requests (the next

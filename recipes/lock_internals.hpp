@@ -39,7 +39,6 @@
 #pragma once
 
 #include <chrono>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +49,7 @@
 #include "directory_registry.hpp"
 #include "lease_state.hpp"
 #include "lock_driver.hpp"
+#include "task.hpp"
 #include "zkr/client.hpp"
 #include "zkr/keeper.hpp"
 #include "zkr/lock.hpp"
@@ -89,6 +89,12 @@ class LockInternals {
   std::shared_ptr<LeaseState> acquire(Deadline deadline,
                                       const std::optional<HeldWriteNode>& held_write = {},
                                       std::stop_token stop = {});
+  // The same without a blocked thread: acquire() waits for this. It runs on
+  // the caller's thread until its first wait, then on the keeper's event
+  // thread or the Client's timer thread, and ends on one of them.
+  Task<std::shared_ptr<LeaseState>> acquisition(Deadline deadline,
+                                                std::optional<HeldWriteNode> held_write = {},
+                                                std::stop_token stop = {});
 
   // Sends the delete of the lease's node and returns without waiting for
   // its reply (see InterProcessMutex::release); never throws.

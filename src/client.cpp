@@ -60,6 +60,7 @@
 #include "listener_dispatcher.hpp"
 #include "log.hpp"
 #include "session_inbox.hpp"
+#include "timer_thread.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -570,6 +571,9 @@ struct Client::Impl {
 
   const std::shared_ptr<detail::ClientLifeline> lifeline =
       std::make_shared<detail::ClientLifeline>();
+  // Before everything that may resume an acquire (the keepers' event
+  // threads, the listeners), so that it goes after them.
+  const std::shared_ptr<detail::TimerThread> timers = std::make_shared<detail::TimerThread>();
   const ClientOptions options;  // validated, defaults filled in
   const std::shared_ptr<spdlog::logger> log;
   const KeeperConfig config;  // of every session; chroot = the namespace
@@ -682,5 +686,7 @@ std::shared_ptr<detail::ClientLifeline> Client::lifeline() const noexcept {
 std::shared_ptr<detail::DirectoryRegistry> Client::directory_registry() const noexcept {
   return impl_->directories;
 }
+
+std::shared_ptr<detail::TimerThread> Client::timers() const noexcept { return impl_->timers; }
 
 }  // namespace zkr

@@ -101,6 +101,12 @@ struct ClientInternals {
   static std::shared_ptr<DirectoryRegistry> directory_registry(const Client& client) noexcept {
     return client.directory_registry();
   }
+  // The thread that runs the deadlines and retry delays of acquires that
+  // park no thread (task.hpp), and resumes them after a connection state or
+  // a stop. It outlives the Client while an acquire holds it.
+  static std::shared_ptr<TimerThread> timers(const Client& client) noexcept {
+    return client.timers();
+  }
 };
 
 }  // namespace zkr::detail

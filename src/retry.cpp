@@ -95,6 +95,11 @@ void RecordingSleeper::sleep_for(milliseconds delay) {
   delays_.push_back(delay);
 }
 
+milliseconds RecordingSleeper::timer_delay(milliseconds delay) {
+  sleep_for(delay);
+  return milliseconds::zero();
+}
+
 std::vector<milliseconds> RecordingSleeper::delays() const {
   std::lock_guard lock(mutex_);
   return delays_;

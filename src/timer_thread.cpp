@@ -22,7 +22,8 @@ void TimerThread::Timer::cancel() noexcept {
   queue->calls.erase(it);
 }
 
-TimerThread::TimerThread() : queue_(std::make_shared<Timer::Queue>()), thread_([this] { run(); }) {}
+TimerThread::TimerThread()
+    : queue_(std::make_shared<Timer::Queue>()), thread_([queue = queue_] { run(*queue); }) {}
 
 TimerThread::~TimerThread() {
   decltype(Timer::Queue::calls) dropped;
@@ -33,7 +34,11 @@ TimerThread::~TimerThread() {
     queue_->calls.clear();
   }
   queue_->changed.notify_all();
-  thread_.join();
+  // The last owner may let go inside a call (an acquire ending on this
+  // thread): the thread cannot join itself, so it ends on its own, holding
+  // the queue.
+  if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
+  else thread_.join();
 }
 
 TimerThread::Timer TimerThread::at(Clock::time_point when, std::function<void()> fn) {
@@ -47,8 +52,7 @@ TimerThread::Timer TimerThread::at(Clock::time_point when, std::function<void()>
   return Timer(queue_, key);
 }
 
-void TimerThread::run() {
-  auto& q = *queue_;
+void TimerThread::run(Timer::Queue& q) {
   std::unique_lock lock(q.mutex);
   for (;;) {
     if (q.stopping) return;

@@ -42,7 +42,8 @@ class TimerThread {
   };
 
   TimerThread();
-  // Drops every pending call without running it, then joins. Not from a call.
+  // Drops every pending call without running it, then joins (from a call,
+  // the thread finishes that call and ends on its own).
   ~TimerThread();
   TimerThread(const TimerThread&) = delete;
   TimerThread& operator=(const TimerThread&) = delete;
@@ -53,7 +54,7 @@ class TimerThread {
   Timer at(Clock::time_point when, std::function<void()> fn);
 
  private:
-  void run();
+  static void run(Timer::Queue& queue);
 
   std::shared_ptr<Timer::Queue> queue_;
   std::thread thread_;  // last: starts once the rest exists

@@ -75,6 +75,7 @@ struct ClientOptions {
 namespace detail {
 class CallbackThread;
 class DirectoryRegistry;
+class TimerThread;
 
 class ClientLifeline;
 struct ClientInternals;
@@ -178,6 +179,7 @@ class Client {
   std::shared_ptr<detail::CallbackThread> callback_thread() const noexcept;
   std::shared_ptr<detail::ClientLifeline> lifeline() const noexcept;
   std::shared_ptr<detail::DirectoryRegistry> directory_registry() const noexcept;
+  std::shared_ptr<detail::TimerThread> timers() const noexcept;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -116,6 +116,10 @@ class Sleeper {
  public:
   virtual ~Sleeper() = default;
   virtual void sleep_for(milliseconds delay) = 0;
+  // For a retry that must not block its thread (a lock acquire waits on a
+  // timer instead): counts `delay` as slept, and says how long the timer is
+  // to run. The delay itself, unless the sleeper keeps a virtual clock.
+  virtual milliseconds timer_delay(milliseconds delay) { return delay; }
 };
 
 class RealSleeper : public Sleeper {
@@ -127,6 +131,7 @@ class RealSleeper : public Sleeper {
 class RecordingSleeper : public Sleeper {
  public:
   void sleep_for(milliseconds delay) override;
+  milliseconds timer_delay(milliseconds delay) override;  // records it; zero
   std::vector<milliseconds> delays() const;
   milliseconds total() const;
 
@@ -193,6 +198,12 @@ class RetryBudget {
   void sleep(const Step& step) {
     sleeper_.sleep_for(step.delay);
     slept_ += step.delay;
+  }
+  // The same for a caller that waits on a timer rather than sleep: counts
+  // the delay, and returns how long the timer is to run (Sleeper::timer_delay).
+  milliseconds timer_delay(const Step& step) {
+    slept_ += step.delay;
+    return sleeper_.timer_delay(step.delay);
   }
   int retries() const noexcept { return retries_; }
 
