@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "client_internals.hpp"
+#include "task.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr::detail {
@@ -64,6 +65,44 @@ bool connected_by(Client& client, const Deadline& deadline, const std::string& d
     rethrow_naming(e, dir);
   }
   return true;
+}
+
+namespace {
+
+Task<LockGuard> guard_acquisition(std::shared_ptr<const void> owner, LockInternals& internals,
+                                  std::shared_ptr<ClientLifeline> lifeline, Deadline deadline,
+                                  std::stop_token stop) {
+  const ClientLifeline::Visit visit(*lifeline);  // ~Client waits for it
+  if (!visit) throw client_gone(internals.dir());
+  std::shared_ptr<LeaseState> state;
+  std::exception_ptr failure;
+  try {
+    state = co_await internals.acquisition(deadline, {}, std::move(stop));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const KeeperError& e) {
+      rethrow_naming(e, internals.dir());
+    }
+  }
+  if (!state) co_return LockGuard{};
+  (void)owner;  // held to here: internals belongs to it
+  co_return LockGuard(std::move(state), std::move(lifeline), internals.client());
+}
+
+}  // namespace
+
+void acquire_guard_async(std::shared_ptr<const void> owner, LockInternals& internals,
+                         std::shared_ptr<ClientLifeline> lifeline, Deadline deadline,
+                         std::stop_token stop, GuardHandler on_done) {
+  spawn(guard_acquisition(std::move(owner), internals, std::move(lifeline), deadline,
+                          std::move(stop)),
+        [on_done = std::move(on_done)](std::exception_ptr error, std::optional<LockGuard> guard) {
+          on_done(error, guard ? std::move(*guard) : LockGuard{});
+        });
 }
 
 std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,

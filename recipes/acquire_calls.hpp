@@ -54,6 +54,16 @@ std::shared_ptr<LeaseState> acquire_when_connected(
     LockInternals& internals, Deadline deadline,
     const std::optional<HeldWriteNode>& held_write = {}, std::stop_token stop = {});
 
+// A guard of `internals`' queue with no thread waiting for it
+// (GuardForms::async_acquire_guard): on_done(error, guard) once, from the
+// thread that ends it. `owner` (what internals and lifeline belong to) is
+// held until then, so the lock object may go first; a Visit of the lifeline
+// is too, so the Client may not. Unlike the blocking forms it may start on
+// the Client's listener thread: it parks nothing there.
+void acquire_guard_async(std::shared_ptr<const void> owner, LockInternals& internals,
+                         std::shared_ptr<ClientLifeline> lifeline, Deadline deadline,
+                         std::stop_token stop, GuardHandler on_done);
+
 // Deletes the node of a hold, if the Client still can; if it cannot, its
 // session has ended and taken the node.
 void give_back(ClientLifeline& lifeline, LockInternals& internals,

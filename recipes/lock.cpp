@@ -116,7 +116,7 @@ struct InterProcessMutex::Impl : detail::QueueLock {
 
 InterProcessMutex::InterProcessMutex(Client& client, std::string path, LockOptions options)
     : impl_(
-          std::make_unique<Impl>(client, checked_lock_path(std::move(path)), std::move(options))) {}
+          std::make_shared<Impl>(client, checked_lock_path(std::move(path)), std::move(options))) {}
 
 InterProcessMutex::~InterProcessMutex() {
   std::unordered_map<std::thread::id, Impl::Hold> left;
@@ -137,6 +137,12 @@ bool InterProcessMutex::take(std::optional<Clock::time_point> deadline, std::sto
 LockGuard InterProcessMutex::take_guard(std::optional<Clock::time_point> deadline,
                                         std::stop_token stop) {
   return detail::take_guard(*impl_, "InterProcessMutex", deadline, stop);
+}
+
+void InterProcessMutex::take_guard_async(std::optional<Clock::time_point> deadline,
+                                         std::stop_token stop, detail::GuardHandler on_done) {
+  detail::acquire_guard_async(impl_, impl_->internals, impl_->lifeline, deadline, std::move(stop),
+                              std::move(on_done));
 }
 
 bool InterProcessMutex::release() noexcept {
@@ -204,7 +210,7 @@ struct InterProcessSemaphoreMutex::Impl : detail::QueueLock {
 InterProcessSemaphoreMutex::InterProcessSemaphoreMutex(Client& client, std::string path,
                                                        LockOptions options)
     : impl_(
-          std::make_unique<Impl>(client, checked_lock_path(std::move(path)), std::move(options))) {}
+          std::make_shared<Impl>(client, checked_lock_path(std::move(path)), std::move(options))) {}
 
 InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
   if (is_acquired_in_this_process())
@@ -221,6 +227,13 @@ bool InterProcessSemaphoreMutex::take(std::optional<Clock::time_point> deadline,
 LockGuard InterProcessSemaphoreMutex::take_guard(std::optional<Clock::time_point> deadline,
                                                  std::stop_token stop) {
   return detail::take_guard(*impl_, "InterProcessSemaphoreMutex", deadline, stop);
+}
+
+void InterProcessSemaphoreMutex::take_guard_async(std::optional<Clock::time_point> deadline,
+                                                  std::stop_token stop,
+                                                  detail::GuardHandler on_done) {
+  detail::acquire_guard_async(impl_, impl_->internals, impl_->lifeline, deadline, std::move(stop),
+                              std::move(on_done));
 }
 
 bool InterProcessSemaphoreMutex::release() noexcept {

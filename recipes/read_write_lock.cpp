@@ -167,6 +167,12 @@ LockGuard InterProcessReadWriteLock::Side::take_guard(std::optional<Clock::time_
                                                       std::stop_token stop) {
   return shared_->take_guard(write_, deadline, stop);
 }
+void InterProcessReadWriteLock::Side::take_guard_async(std::optional<Clock::time_point> deadline,
+                                                       std::stop_token stop,
+                                                       detail::GuardHandler on_done) {
+  detail::acquire_guard_async(shared_, shared_->side(write_), shared_->lifeline, deadline,
+                              std::move(stop), std::move(on_done));
+}
 const std::string& InterProcessReadWriteLock::Side::path() const noexcept { return shared_->dir(); }
 bool InterProcessReadWriteLock::Side::release() noexcept { return shared_->give(write_); }
 

@@ -291,10 +291,12 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex>,
   friend class detail::GuardForms<InterProcessMutex>;
   LockGuard take_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
                        std::stop_token stop);
+  void take_guard_async(std::optional<std::chrono::steady_clock::time_point> deadline,
+                        std::stop_token stop, detail::GuardHandler on_done);
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
 
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared with its asynchronous acquires
 };
 
 // Fair, not reentrant: a second acquire while held waits like anyone else.
@@ -331,10 +333,12 @@ class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessS
   friend class detail::GuardForms<InterProcessSemaphoreMutex>;
   LockGuard take_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
                        std::stop_token stop);
+  void take_guard_async(std::optional<std::chrono::steady_clock::time_point> deadline,
+                        std::stop_token stop, detail::GuardHandler on_done);
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
 
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared with its asynchronous acquires
 };
 
 }  // namespace zkr

@@ -32,9 +32,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
+#include <type_traits>
+#include <utility>
 
 #include "zkr/error.hpp"
 
@@ -79,6 +83,19 @@ class LockGuard {
 
 namespace detail {
 
+// What an asynchronous acquire calls back with: the guard, or the error.
+using GuardHandler = std::function<void(std::exception_ptr, LockGuard)>;
+
+// Any callable taking (std::exception_ptr, LockGuard), move-only ones too
+// (Asio's handlers), as a GuardHandler. It is called once.
+template <class Handler>
+GuardHandler guard_handler(Handler&& handler) {
+  auto held = std::make_shared<std::decay_t<Handler>>(std::forward<Handler>(handler));
+  return [held](std::exception_ptr error, LockGuard guard) {
+    (*held)(std::move(error), std::move(guard));
+  };
+}
+
 // The guard forms of a lock, written once. The lock gives them
 // `LockGuard take_guard(std::optional<steady_clock::time_point>,
 // std::stop_token)` (befriending this base) and `path()`.
@@ -103,6 +120,30 @@ class GuardForms {
   [[nodiscard]] LockGuard try_acquire_guard_until(std::chrono::steady_clock::time_point deadline,
                                                   std::stop_token stop = {}) {
     return self().take_guard(deadline, stop);
+  }
+
+  // The guard, with no thread waiting for it: queues and returns at once.
+  // on_done(error, guard) is called exactly once:
+  //   - granted: guard owns the grant, error is null;
+  //   - the deadline (none if nullopt) or a stop came first: both empty,
+  //     and our node is deleted as by a timed acquire;
+  //   - what acquire_guard() would throw: error holds it, guard is empty.
+  // It runs on a thread of the Client's (the session's event thread, or the
+  // timer thread of its acquires), or on this one before the call returns
+  // when the outcome is known at once; it must not block (post the work
+  // elsewhere, as zkr/asio.hpp does). A stop leaves the queue at once,
+  // whatever stage the acquire is in. The lock object may be destroyed
+  // before on_done runs; its Client must not be (~Client ends the acquire
+  // with `closing`, as it does a blocking one). No thread is parked per
+  // acquire: thousands may queue on a Client at once.
+  //
+  //   mutex.async_acquire_guard(std::chrono::steady_clock::now() + 5s, {},
+  //       [](std::exception_ptr error, zkr::LockGuard held) { ... });
+  template <class Handler>
+  void async_acquire_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
+                           std::stop_token stop, Handler&& on_done) {
+    self().take_guard_async(deadline, std::move(stop),
+                            guard_handler(std::forward<Handler>(on_done)));
   }
 
  private:

@@ -104,6 +104,8 @@ class InterProcessReadWriteLock {
     friend class detail::GuardForms<Side>;
     LockGuard take_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
                          std::stop_token stop);
+    void take_guard_async(std::optional<std::chrono::steady_clock::time_point> deadline,
+                          std::stop_token stop, detail::GuardHandler on_done);
     bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
     const std::string& path() const noexcept;  // what acquire()'s errors name
 
