@@ -20,7 +20,8 @@
 # shipped). tests/scripts/build_consumer.sh fails the install and package
 # tests on any other include; a header that must include Boost or spdlog
 # needs its -dev package in CPACK_DEBIAN_DEV_PACKAGE_DEPENDS and that check
-# widened.
+# widened. zkr/asio.hpp is the exception: it includes Boost.Asio, and only
+# its users include it, so the package suggests Boost rather than depend.
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME zkrecipes)
@@ -53,6 +54,7 @@ the shared library.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libzkrecipes-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEV_DEPENDS runtime)
+set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "libboost1.81-dev")  # for zkr/asio.hpp alone
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "The headers, the CMake package (find_package(zkrecipes)) and the pkg-config
 file (zkrecipes.pc) to build programs against libzkrecipes.")

@@ -1,0 +1,108 @@
+// zkr/asio.hpp: a lock's guard with any Boost.Asio completion token.
+//
+// The one zkr header that includes Boost (1.81 or later: it needs Asio's
+// per-operation cancellation); the others include only the standard
+// library, so a user who does not include this one needs no Boost at all.
+//
+// zkr::asio::async_acquire_guard(lock, [deadline,] token) is the lock's
+// async_acquire_guard() (zkr/lock_guard.hpp) as an Asio operation, for the
+// two mutexes and the read/write lock's sides. It completes with
+// (std::exception_ptr, zkr::LockGuard) on the handler's associated executor:
+//   - granted: a guard that owns the grant;
+//   - the deadline, or a cancellation, came first: an empty guard;
+//   - a failure: the exception, as the blocking forms would throw it.
+// Any token works: use_awaitable (co_await yields the guard, or throws),
+// use_future, deferred, a plain callback. Per-operation cancellation (a
+// bound cancellation slot, or awaitable operators racing a timer) stops the
+// acquire at whatever stage it is in: its node is deleted and nothing is
+// left behind. No thread is parked per waiting acquire.
+//
+//   boost::asio::awaitable<void> handle(zkr::InterProcessMutex& mutex) {
+//     zkr::LockGuard held = co_await zkr::asio::async_acquire_guard(
+//         mutex, std::chrono::steady_clock::now() + 5s, boost::asio::use_awaitable);
+//     if (!held) co_return;                 // not within 5 s
+//     co_await write_order(held.lease().fencing_token());
+//   }                                       // released when `held` goes
+#pragma once
+
+#include <boost/version.hpp>
+#if BOOST_VERSION < 108100
+#error "zkr/asio.hpp needs Boost 1.81 or later (per-operation cancellation)"
+#endif
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <utility>
+
+#include "zkr/lock_guard.hpp"
+
+namespace zkr::asio {
+
+namespace detail {
+
+// Starts the lock's acquire, and hands its outcome to the handler's executor.
+template <class Lock>
+struct InitiateAcquireGuard {
+  Lock& lock;
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+
+  template <class Handler>
+  void operator()(Handler&& handler) const {
+    namespace net = boost::asio;
+    auto stop = std::make_shared<std::stop_source>();
+    // Asio calls the slot's handler on the operation's executor; a stop
+    // may come from any thread, so that is all it has to do.
+    auto slot = net::get_associated_cancellation_slot(handler);
+    if (slot.is_connected())
+      slot.assign([stop](net::cancellation_type type) {
+        if (type != net::cancellation_type::none) stop->request_stop();
+      });
+    // Keeps the handler's executor running until it is called.
+    auto work = net::make_work_guard(net::get_associated_executor(handler));
+    lock.async_acquire_guard(
+        deadline, stop->get_token(),
+        [handler = std::forward<Handler>(handler), work = std::move(work)](
+            std::exception_ptr error, LockGuard guard) mutable {
+          auto executor = work.get_executor();
+          net::post(executor, [handler = std::move(handler), error = std::move(error),
+                               guard = std::move(guard)]() mutable {
+            // On the executor, where the slot is used: done with it.
+            auto used = net::get_associated_cancellation_slot(handler);
+            if (used.is_connected()) used.clear();
+            std::move(handler)(std::move(error), std::move(guard));
+          });
+          work.reset();
+        });
+  }
+};
+
+}  // namespace detail
+
+// The guard of `lock` (InterProcessMutex, InterProcessSemaphoreMutex, or a
+// side of InterProcessReadWriteLock), waiting no later than `deadline`
+// (std::nullopt: as long as it takes). The lock object may be destroyed
+// before the operation completes; its Client may not.
+template <class Lock, class CompletionToken>
+auto async_acquire_guard(Lock& lock, std::optional<std::chrono::steady_clock::time_point> deadline,
+                         CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, LockGuard)>(
+      detail::InitiateAcquireGuard<Lock>{lock, deadline}, token);
+}
+
+// The same without a deadline: only a grant, an error or a cancellation ends it.
+template <class Lock, class CompletionToken>
+auto async_acquire_guard(Lock& lock, CompletionToken&& token) {
+  return async_acquire_guard(lock, std::nullopt, std::forward<CompletionToken>(token));
+}
+
+}  // namespace zkr::asio
