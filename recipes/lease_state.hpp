@@ -19,7 +19,8 @@
 #include "callback_thread.hpp"
 #include "directory_registry.hpp"
 #include "zkr/client.hpp"
-#include "zkr/lock.hpp"
+#include "zkr/keeper.hpp"
+#include "zkr/lost_reason.hpp"
 
 namespace zkr::detail {
 

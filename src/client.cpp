@@ -8,7 +8,7 @@
 // manager: listeners on a thread of their own), client_options.hpp (checks
 // and defaults), client_internals.hpp (what recipes need of a Client).
 //
-// Three kinds of threads meet here:
+// Six kinds of threads meet here:
 //  - the keeper's event thread (the C client's), which reports session events.
 //    It only appends them to an inbox: it must never block, and a handle cannot
 //    be closed from its own event thread.
@@ -21,6 +21,9 @@
 //  - the background remover's thread (remove_in_background), which waits on
 //    requests, so it is neither of the two above.
 //  - the callback thread (callback_thread.hpp), where lease callbacks run.
+//  - the timer thread (timer_thread.hpp), which runs the deadlines and retry
+//    delays of acquires that park no thread, and resumes them after a state
+//    or a stop.
 //
 // Namespace: the session's handle is opened with the namespace as its chroot,
 // so the C client adds and strips the prefix on every path, watch and result.
