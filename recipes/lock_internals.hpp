@@ -82,7 +82,8 @@ class LockInternals {
   // The lease once granted; nullptr if the deadline passed or `stop` was
   // stopped first (our node is then deleted: at once while the link is up,
   // else by the background remover). A stop is seen at once while we wait
-  // for our turn, and otherwise when the round trip under way ends. Throws
+  // (for our turn, a connection, or a retry's delay), and otherwise when the
+  // round trip under way ends. Throws
   // KeeperError for errors the retry policy will not retry (no_auth,
   // invalid_acl, a lost session when requeue is off, ...). A read acquire
   // may pass the write node its thread holds (a downgrade).
