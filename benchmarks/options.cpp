@@ -7,7 +7,7 @@
 namespace zkr::bench {
 namespace {
 
-const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7"};
+const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"};
 
 std::vector<std::string> parse_workloads(const std::string& text) {
   std::vector<std::string> picked;
@@ -17,7 +17,8 @@ std::vector<std::string> parse_workloads(const std::string& text) {
     std::string name = text.substr(start, comma - start);
     for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), name) == kAllWorkloads.end())
-      throw UsageError("unknown workload '" + name + "' in --workloads (use W1,W2,W3,W4,W5,W6,W7)");
+      throw UsageError("unknown workload '" + name +
+                       "' in --workloads (use W1,W2,W3,W4,W5,W6,W7,W8)");
     if (std::find(picked.begin(), picked.end(), name) == picked.end()) picked.push_back(name);
     start = comma + 1;
   }
@@ -170,6 +171,12 @@ Plan make_plan(const Options& options) {
   // one only when asked.
   plan.rtts_ms = options.rtts_ms.value_or(options.quick ? std::vector<double>{0}
                                                         : std::vector<double>{0, 1, 5});
+  // W8: 1,000 keys x 10 waiters (issue 15); 200 waiters when quick, so that
+  // the quick run stays well within its minute.
+  if (options.quick) {
+    plan.w8_keys = 50;
+    plan.w8_waiters_per_key = 4;
+  }
   std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });
   if (plan.w4_keys.empty() || plan.w4_keys.back() < options.max_keys)
     if (options.max_keys < (options.quick ? 1000u : 1000000u))
@@ -206,6 +213,10 @@ Workloads:
   W7  a semaphore of 4 leases with 16 sessions (throughput, holders at once,
       fairness); then InterProcessSemaphoreMutex and CuratorSemaphoreMutex,
       with 1 and 8 sessions each: requests and writes per acquisition
+  W8  many waiters: 10 queued on each of 1,000 keys, all granted in turn,
+      first as 10,000 coroutines on one Asio thread (async_acquire_guard),
+      then as 10,000 threads in the blocking acquire: threads and RSS added
+      while queued, hand-off p50/p99, time until all are granted
 
 Every workload also shows requests and writes per operation, counted by the
 servers (mntr's zk_packets_received over every server, the leader's zxid from

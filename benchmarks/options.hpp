@@ -18,7 +18,7 @@ class UsageError : public std::runtime_error {
 
 struct Options {
   std::string connect;                 // --connect, else $ZK_CONNECT
-  std::vector<std::string> workloads;  // W1..W5, in run order
+  std::vector<std::string> workloads;  // W1..W8, in run order
   bool quick = false;                  // tiny sizes: a smoke test
   bool json = false;
   bool strict = false;                 // a missed target also exits 1
@@ -57,6 +57,8 @@ struct Plan {
   std::uint64_t w5_handoffs;              // measured at each N, at most
   std::chrono::milliseconds w5_duration;  // at each N, at most
   std::vector<double> rtts_ms = {0};      // W1 and W2 at each added round trip (0: direct)
+  std::uint64_t w8_keys = 1000;           // W8: keys, each with as many waiters queued
+  std::uint64_t w8_waiters_per_key = 10;
 };
 
 Plan make_plan(const Options& options);

@@ -1,4 +1,4 @@
-// Memory of this process, in KiB.
+// Memory of this process, in KiB, and its threads.
 #pragma once
 
 #include <cstdint>
@@ -9,5 +9,7 @@ namespace zkr::bench {
 std::uint64_t peak_rss_kib();
 // Resident set size now (/proc/self/statm); 0 if unreadable.
 std::uint64_t current_rss_kib();
+// Threads of this process now (/proc/self/status, Threads:); 0 if unreadable.
+std::uint64_t thread_count();
 
 }  // namespace zkr::bench

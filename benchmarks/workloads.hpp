@@ -15,6 +15,7 @@ void run_w4_znode_growth(Context& ctx);
 void run_w5_queue_depth(Context& ctx);
 void run_w6_read_write(Context& ctx);
 void run_w7_semaphore(Context& ctx);
+void run_w8_many_waiters(Context& ctx);
 
 // Workers of W6 and of W7's semaphore, each on a session of its own: the
 // Curator peer opens as many.

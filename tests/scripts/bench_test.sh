@@ -69,12 +69,15 @@ if ! jq -e -s 'length > 0 and all(.[];
   head -c 2000 "$work/lines.jsonl" >&2
 fi
 # Each workload and the floor are there.
-for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7; do
+for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8; do
   jq -e -s --arg w "$w" 'any(.[]; .impl == "zkr" and .workload == $w)' "$work/lines.jsonl" >/dev/null ||
     fail "no zkr $w line"
 done
 jq -e -s 'any(.[]; .impl == "floor" and .ops > 0)' "$work/lines.jsonl" >/dev/null || fail "no floor line"
 # Correctness: no violations, no leftovers, ratios to the floor present.
+# W8's two sides (async, blocking): every waiter granted once, one at a time.
+jq -e -s '[.[] | select(.workload == "W8") | (.violations == 0 and .failures == 0 and .granted_once == .params.waiters)] | length == 2 and all' \
+  "$work/lines.jsonl" >/dev/null || fail "W8: a waiter not granted once, or a violation"
 jq -e -s '[.[] | select(.workload == "W2" or .workload == "W5" or .workload == "W6") | .violations] | length > 0 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "mutual-exclusion violations (or no count of them)"
 # W2 runs the floor's lock, issue 13's probe (the floor granting on the

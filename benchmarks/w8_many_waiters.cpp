@@ -1,0 +1,385 @@
+// W8 (issue 15): what a waiter costs. 1,000 keys, 10 waiters queued on each,
+// all granted in turn, twice in the same process:
+//   async:    the 10,000 waiters are coroutines on ONE Asio thread
+//             (zkr::asio::async_acquire_guard with use_awaitable);
+//   blocking: one thread per waiter in InterProcessMutex::try_acquire_until,
+//             as many threads as that needs.
+// Each side has a Client (one session) of its own and keys of its own. A first
+// holder takes every key, then the waiters queue behind it, and only once
+// every waiter is queued do the holders release; each waiter, when granted,
+// releases at once, and the next on its key is granted. Measured per side:
+// the threads, RSS and heap the waiters add, when every waiter is queued
+// (the most there ever are); the hand-off p50/p99, from the previous
+// holder's release to the grant; the time from the first release to the last
+// grant. Checked: every waiter granted exactly once, never two holders of a
+// key at once, fencing tokens rising on each key (KeyLedger).
+#include <malloc.h>
+
+#include <algorithm>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "critical_section.hpp"
+#include "rss.hpp"
+#include "server_cost.hpp"
+#include "small_stack_threads.hpp"
+#include "w8_ledger.hpp"
+#include "workloads.hpp"
+#include "zkr/asio.hpp"
+#include "zkr/lock.hpp"
+
+namespace zkr::bench {
+namespace {
+
+namespace net = boost::asio;
+
+// Every acquire of a side, the first holders' included, has this long from
+// the side's start: a side ends by itself within it.
+constexpr auto kSideTimeLimit = std::chrono::seconds(120);
+// The blocking side's stack per thread. The library's deepest blocking path
+// (an acquire's retries, logging) needs a few KiB; 256 KiB leaves room and
+// keeps 10,000 threads within 2.5 GiB of address space (the default, 8 MiB,
+// would reserve 80 GiB). Only touched pages are resident, so the RSS
+// measured does not depend on this size.
+constexpr std::size_t kStackBytes = 256 * 1024;
+
+// One waiter's grant; each waiter writes only its own.
+struct Waiter {
+  double handoff_ms = -1;
+  std::int64_t granted_ns = 0;
+  std::uint32_t grants = 0;  // must end at 1
+};
+
+// One side's keys and waiters; waiter w waits on key w % keys.
+struct Side {
+  Side(Client& client, const std::string& dir, std::size_t keys, std::size_t waiter_count)
+      : ledgers(keys), waiters(waiter_count) {
+    for (std::size_t k = 0; k < keys; ++k)
+      mutexes.push_back(
+          std::make_unique<InterProcessMutex>(client, dir + "/key-" + std::to_string(k)));
+  }
+
+  std::size_t key_of(std::size_t waiter) const { return waiter % mutexes.size(); }
+
+  // A waiter holding its key's lock: checks and times the grant, then
+  // gives the lock back at once through `release`.
+  template <class Release>
+  void granted(std::size_t w, std::int64_t token, Release&& release) {
+    KeyLedger& key = ledgers[key_of(w)];
+    Waiter& me = waiters[w];
+    me.granted_ns = monotonic_ns();
+    me.handoff_ms = key.granted(token, me.granted_ns);
+    ++me.grants;
+    key.releasing(monotonic_ns());
+    release();
+  }
+
+  std::vector<std::unique_ptr<InterProcessMutex>> mutexes;  // one per key, shared by its waiters
+  std::vector<KeyLedger> ledgers;                           // one per key
+  std::vector<Waiter> waiters;
+  RoundShared failures;  // acquire timeouts and errors
+};
+
+// Every key taken by a first holder, a guard each, all at once as callbacks
+// on an io_context of its own run on this thread (it is gone before the
+// side's measures begin). Throws if a key cannot be had.
+std::vector<LockGuard> hold_every_key(Side& side, Clock::time_point deadline) {
+  net::io_context io;
+  std::vector<LockGuard> guards(side.mutexes.size());
+  std::exception_ptr error;
+  for (std::size_t k = 0; k < side.mutexes.size(); ++k)
+    zkr::asio::async_acquire_guard(
+        *side.mutexes[k], deadline,
+        net::bind_executor(io, [&, k](std::exception_ptr e, LockGuard guard) {
+          if (e && !error) error = e;
+          guards[k] = std::move(guard);
+        }));
+  io.run();  // until every acquire has completed
+  if (error) std::rethrow_exception(error);
+  for (std::size_t k = 0; k < guards.size(); ++k) {
+    if (!guards[k])
+      throw RunError("W8: " + side.mutexes[k]->path() + " not acquired in time: held elsewhere?");
+    (void)side.ledgers[k].granted(guards[k].lease().fencing_token(), monotonic_ns());
+  }
+  return guards;
+}
+
+// The hand-offs begin: each key's first holder releases.
+void release_first_holders(Side& side, std::vector<LockGuard>& guards) {
+  for (std::size_t k = 0; k < guards.size(); ++k) {
+    side.ledgers[k].releasing(monotonic_ns());
+    (void)guards[k].release();
+  }
+}
+
+// Whether each key's lock directory holds its first holder's node and its
+// waiters' (per_key[k] of them) by the deadline.
+bool wait_until_queued(Client& client, const Side& side, const std::vector<std::size_t>& per_key,
+                       Clock::time_point deadline) {
+  auto keeper = client.keeper();
+  for (std::size_t k = 0; k < side.mutexes.size(); ++k)
+    if (!wait_for_children(*keeper, side.mutexes[k]->path(), per_key[k] + 1, deadline))
+      return false;
+  return true;
+}
+
+struct Footprint {
+  std::uint64_t threads = 0;
+  std::uint64_t rss_kib = 0;
+  // What malloc has handed out and not had back (glibc's mallinfo2, every
+  // arena): the waiters' own state, without the allocator's slack and
+  // without thread stacks, which are not malloc's.
+  std::uint64_t heap_kib = 0;
+};
+
+// The process now. RSS is the resident set now, not the peak: getrusage's
+// peak (VmHWM) covers the whole process life, earlier workloads and the
+// other side included, so it cannot tell the sides apart. Each side's growth
+// is its RSS when every waiter is queued minus its RSS just before it starts
+// them; `trim` first hands the heap that earlier work freed back to the
+// system (glibc's malloc_trim), so that neither side grows into memory the
+// one before it freed and looks cheaper than it is.
+Footprint footprint_now(bool trim) {
+  if (trim) (void)::malloc_trim(0);
+  const auto heap = ::mallinfo2();
+  return {thread_count(), current_rss_kib(), (heap.uordblks + heap.hblkhd) / 1024};
+}
+
+// What a side measured.
+struct Outcome {
+  std::string label;
+  std::string api;
+  std::size_t waiters = 0;  // started: the blocking side may start fewer
+  Footprint before, queued;
+  bool all_queued = false;
+  double seconds = 0;  // first release to last grant
+  Samples handoffs;
+  std::uint64_t granted_once = 0;
+  std::uint64_t violations = 0;  // the ledgers', and waiters granted more than once
+  std::uint64_t failures = 0;    // acquire timeouts and errors
+  std::string first_error;
+  std::optional<double> requests_per_op, writes_per_op;
+
+  std::int64_t threads_added() const {
+    return static_cast<std::int64_t>(queued.threads) - static_cast<std::int64_t>(before.threads);
+  }
+  std::int64_t rss_added_kib() const {
+    return static_cast<std::int64_t>(queued.rss_kib) - static_cast<std::int64_t>(before.rss_kib);
+  }
+  std::int64_t heap_added_kib() const {
+    return static_cast<std::int64_t>(queued.heap_kib) - static_cast<std::int64_t>(before.heap_kib);
+  }
+  bool clean() const { return violations == 0 && failures == 0 && granted_once == waiters; }
+};
+
+// Waiters per key among the first `started`.
+std::vector<std::size_t> waiters_per_key(const Side& side, std::size_t started) {
+  std::vector<std::size_t> per_key(side.mutexes.size(), 0);
+  for (std::size_t w = 0; w < started; ++w) ++per_key[side.key_of(w)];
+  return per_key;
+}
+
+// The side's waiters are queued and their key's first holders about to
+// release: measures, releases, waits for every grant (`join` returns when all
+// waiters have ended), and sums up.
+template <class Join>
+Outcome hand_off(const Context& ctx, Client& client, Side& side, std::vector<LockGuard>& holders,
+                 std::size_t started, Clock::time_point deadline, Join&& join) {
+  Outcome o;
+  o.waiters = started;
+  o.all_queued = wait_until_queued(client, side, waiters_per_key(side, started), deadline);
+  if (!o.all_queued)
+    std::fprintf(stderr, "bench:   W8: not every waiter queued within %lld s; releasing anyway\n",
+                 static_cast<long long>(kSideTimeLimit.count()));
+  o.queued = footprint_now(false);
+  CostMeter cost(ctx.options.connect);
+  cost.begin();
+  const std::int64_t start_ns = monotonic_ns();
+  release_first_holders(side, holders);
+  join();
+  std::int64_t last_ns = start_ns;
+  for (std::size_t w = 0; w < started; ++w) {
+    const Waiter& waiter = side.waiters[w];
+    if (waiter.grants == 0) continue;
+    o.handoffs.add(waiter.handoff_ms);
+    last_ns = std::max(last_ns, waiter.granted_ns);
+    if (waiter.grants == 1) ++o.granted_once;
+    o.violations += waiter.grants - 1;
+  }
+  o.seconds = static_cast<double>(last_ns - start_ns) / 1e9;
+  cost.end(o.handoffs.size());
+  o.requests_per_op = cost.requests_per_op();
+  o.writes_per_op = cost.writes_per_op();
+  for (const auto& ledger : side.ledgers) o.violations += ledger.violations();
+  o.failures = side.failures.errors();
+  o.first_error = side.failures.first_error();
+  return o;
+}
+
+net::awaitable<void> async_waiter(Side& side, std::size_t w, Clock::time_point deadline) {
+  try {
+    LockGuard held = co_await zkr::asio::async_acquire_guard(*side.mutexes[side.key_of(w)],
+                                                             deadline, net::use_awaitable);
+    if (!held) {
+      side.failures.timed_out();
+      co_return;
+    }
+    side.granted(w, held.lease().fencing_token(), [&] { (void)held.release(); });
+  } catch (const std::exception& e) {
+    side.failures.failed(e);
+  }
+}
+
+Outcome run_async(const Context& ctx, std::size_t keys, std::size_t waiters) {
+  auto client = ctx.connect();
+  Side side(*client, ctx.path("w8/async"), keys, waiters);
+  const auto deadline = Clock::now() + kSideTimeLimit;
+  auto holders = hold_every_key(side, deadline);
+  const Footprint before = footprint_now(true);
+  net::io_context io(1);
+  for (std::size_t w = 0; w < waiters; ++w)
+    net::co_spawn(io, async_waiter(side, w, deadline), net::detached);
+  // The one Asio thread; run() returns once every waiter's coroutine has ended.
+  // A jthread: should hand_off() throw, it still joins (each waiter ends by the deadline).
+  std::jthread io_thread([&io] { io.run(); });
+  Outcome o = hand_off(ctx, *client, side, holders, waiters, deadline, [&] { io_thread.join(); });
+  o.before = before;
+  o.label = "async, 1 Asio thread";
+  o.api = "zkr::asio::async_acquire_guard, use_awaitable";
+  return o;
+}
+
+void blocking_waiter(Side& side, std::size_t w, Clock::time_point deadline) {
+  try {
+    InterProcessMutex& mutex = *side.mutexes[side.key_of(w)];
+    if (!mutex.try_acquire_until(deadline)) {
+      side.failures.timed_out();
+      return;
+    }
+    side.granted(w, mutex.lease().fencing_token(), [&] { (void)mutex.release(); });
+  } catch (const std::exception& e) {
+    side.failures.failed(e);
+  }
+}
+
+Outcome run_blocking(const Context& ctx, std::size_t keys, std::size_t waiters) {
+  auto client = ctx.connect();
+  Side side(*client, ctx.path("w8/blocking"), keys, waiters);
+  const auto deadline = Clock::now() + kSideTimeLimit;
+  auto holders = hold_every_key(side, deadline);
+  const Footprint before = footprint_now(true);
+  SmallStackThreads threads(kStackBytes);
+  for (std::size_t w = 0; w < waiters; ++w) {
+    if (!threads.start([&side, w, deadline] { blocking_waiter(side, w, deadline); })) {
+      std::fprintf(stderr,
+                   "bench:   W8 blocking: the system refused thread %zu (%s): going on with %zu "
+                   "threads, one per waiter\n",
+                   w + 1, threads.last_error().c_str(), threads.started());
+      break;
+    }
+  }
+  const std::size_t started = threads.started();
+  Outcome o = hand_off(ctx, *client, side, holders, started, deadline, [&] { threads.join_all(); });
+  o.before = before;
+  o.label = "blocking, " + std::to_string(started) + " threads";
+  o.api = "InterProcessMutex::try_acquire_until";
+  return o;
+}
+
+Record record_of(const Outcome& o, std::size_t keys) {
+  Record r;
+  r.workload = "W8";
+  r.label = o.label;
+  r.params.add("keys", static_cast<std::uint64_t>(keys))
+      .add("waiters", static_cast<std::uint64_t>(o.waiters))
+      .add("sessions", 1)
+      .add("api", o.api);
+  r.ops = o.handoffs.size();
+  r.seconds = o.seconds;
+  r.latency = o.handoffs.percentiles();
+  r.requests_per_op = o.requests_per_op;
+  r.writes_per_op = o.writes_per_op;
+  const double mib = static_cast<double>(o.rss_added_kib()) / 1024.0;
+  r.extra.add("threads_before", o.before.threads)
+      .add("threads_queued", o.queued.threads)
+      .add("threads_added", o.threads_added())
+      .add("rss_before_kib", o.before.rss_kib)
+      .add("rss_queued_kib", o.queued.rss_kib)
+      .add("rss_added_kib", o.rss_added_kib())
+      .add("rss_added_per_waiter_kib",
+           o.waiters ? static_cast<double>(o.rss_added_kib()) / static_cast<double>(o.waiters) : 0)
+      .add("heap_added_kib", o.heap_added_kib())
+      .add("all_queued", o.all_queued)
+      .add("granted_once", o.granted_once)
+      .add("violations", o.violations)
+      .add("failures", o.failures)
+      .add("peak_rss_kib", peak_rss_kib());
+  r.note = strprintf("latency = hand-off; %+lld threads, %+.1f MiB RSS (heap %+.1f) while queued",
+                     static_cast<long long>(o.threads_added()), mib,
+                     static_cast<double>(o.heap_added_kib()) / 1024.0);
+  return r;
+}
+
+}  // namespace
+
+void run_w8_many_waiters(Context& ctx) {
+  const std::size_t keys = ctx.plan.w8_keys;
+  const std::size_t waiters = keys * ctx.plan.w8_waiters_per_key;
+  std::cerr << "bench: W8 " << waiters << " waiters on " << keys
+            << " keys: async on one Asio thread, then blocking with a thread each\n";
+  // Async first: if anything, the blocking side then finds the allocator's
+  // arenas warm; footprint_now() trims what the async side freed.
+  const Outcome async = run_async(ctx, keys, waiters);
+  const Outcome blocking = run_blocking(ctx, keys, waiters);
+  for (const Outcome* o : {&async, &blocking}) {
+    if (!o->first_error.empty())
+      std::cerr << "bench:   W8 " << o->label << ": first error: " << o->first_error << "\n";
+    ctx.reporter.add(record_of(*o, keys));
+  }
+  for (const Outcome* o : {&async, &blocking})
+    ctx.reporter.verdict(
+        {"W8 " + o->label + ": every waiter granted once, one holder per key at a time", true,
+         o->clean(), true,
+         strprintf("%llu of %zu waiters granted once, %llu violations, %llu timeouts or errors",
+                   static_cast<unsigned long long>(o->granted_once), o->waiters,
+                   static_cast<unsigned long long>(o->violations),
+                   static_cast<unsigned long long>(o->failures))});
+  // The Asio thread is the one the async side may add.
+  ctx.reporter.verdict(
+      {"W8 async waiters take no thread each", false, async.threads_added() <= 1, true,
+       strprintf("%+lld threads for %zu async waiters, %+lld for %zu blocking ones",
+                 static_cast<long long>(async.threads_added()), async.waiters,
+                 static_cast<long long>(blocking.threads_added()), blocking.waiters)});
+  const auto per_waiter = [](const Outcome& o, std::int64_t kib) {
+    return o.waiters ? static_cast<double>(kib) / static_cast<double>(o.waiters) : 0;
+  };
+  const double async_rss = per_waiter(async, async.rss_added_kib());
+  const double blocking_rss = per_waiter(blocking, blocking.rss_added_kib());
+  ctx.reporter.verdict(
+      {"W8 an async waiter costs less memory than a blocking one", false, async_rss < blocking_rss,
+       !ctx.options.quick,
+       strprintf("RSS per waiter: %.1f KiB async, %.1f KiB blocking (of which heap: %.1f and "
+                 "%.1f KiB; the rest is the allocator's slack, and the threads' stacks)",
+                 async_rss, blocking_rss, per_waiter(async, async.heap_added_kib()),
+                 per_waiter(blocking, blocking.heap_added_kib()))});
+  const auto async_p = async.handoffs.percentiles();
+  const auto blocking_p = blocking.handoffs.percentiles();
+  std::cerr << strprintf(
+                   "bench:   W8 hand-off p50/p99: async %.2f/%.2f ms, blocking %.2f/%.2f ms; "
+                   "all granted in %.2f s and %.2f s",
+                   async_p.p50_ms, async_p.p99_ms, blocking_p.p50_ms, blocking_p.p99_ms,
+                   async.seconds, blocking.seconds)
+            << "\n";
+}
+
+}  // namespace zkr::bench
