@@ -46,8 +46,6 @@ class AsioTest : public LockUnitTest<InterProcessMutex> {
     work_.reset();
     if (io_thread_.joinable()) io_thread_.join();
   }
-  // An acquire that ended deleted its node before it completed.
-  bool no_ephemerals_of(Contender& c) { return ensemble_.ephemerals_of(session_of(c)).empty(); }
 
   net::io_context io_;
   net::executor_work_guard<net::io_context::executor_type> work_ = net::make_work_guard(io_);

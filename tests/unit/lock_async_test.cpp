@@ -48,18 +48,7 @@ std::chrono::steady_clock::time_point in(std::chrono::milliseconds d) {
 }
 
 template <class Lock>
-class LockAsyncTest : public LockUnitTest<Lock> {
- protected:
-  bool no_ephemerals_of(Contender& c) {
-    return this->ensemble_.ephemerals_of(this->session_of(c)).empty();
-  }
-  bool next_is_granted_at_once() {
-    auto next = this->lock_for(this->contender());
-    const bool granted = next->try_acquire_for(kWait);
-    if (granted) next->release();
-    return granted;
-  }
-};
+using LockAsyncTest = LockUnitTest<Lock>;
 
 TYPED_TEST_SUITE(LockAsyncTest, LockTypes);
 

@@ -23,19 +23,7 @@ using test::Latch;
 using test::OpKind;
 
 template <class Lock>
-class LockCancelTest : public LockUnitTest<Lock> {
- protected:
-  bool no_ephemerals_of(Contender& c) {
-    return this->ensemble_.ephemerals_of(this->session_of(c)).empty();
-  }
-  // A contender that takes the lock at once: the lock went on to it.
-  bool next_is_granted_at_once() {
-    auto next = this->lock_for(this->contender());
-    const bool granted = next->try_acquire_for(kWait);
-    if (granted) next->release();
-    return granted;
-  }
-};
+using LockCancelTest = LockUnitTest<Lock>;
 
 TYPED_TEST_SUITE(LockCancelTest, LockTypes);
 
@@ -197,9 +185,6 @@ TYPED_TEST(LockCancelTest, StoppedWaitersLeaveTheRestInOrder) {
 // queue with nothing of ours left.
 class OtherLocksCancelTest : public LockUnitTest<InterProcessMutex> {
  protected:
-  bool no_ephemerals_of(Contender& c) {
-    return this->ensemble_.ephemerals_of(this->session_of(c)).empty();
-  }
   // Runs `acquire(token)` on a thread, stops it once `queued()` holds, and
   // says whether it returned false, soon.
   template <class Acquire, class Queued>

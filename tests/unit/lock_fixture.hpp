@@ -68,6 +68,16 @@ class LockUnitTest : public ::testing::Test {
 
   std::int64_t session_of(Contender& c) { return c.client->keeper()->session_id(); }
 
+  // No node of c's session is left anywhere.
+  bool no_ephemerals_of(Contender& c) { return ensemble_.ephemerals_of(session_of(c)).empty(); }
+  // A new contender takes the lock at once: whoever was before it let go.
+  bool next_is_granted_at_once() {
+    auto next = lock_for(contender());
+    const bool granted = next->try_acquire_for(kWait);
+    if (granted) next->release();
+    return granted;
+  }
+
   test::FakeEnsemble ensemble_;
   std::vector<std::unique_ptr<Contender>> contenders_;
   std::shared_ptr<Keeper> raw_;

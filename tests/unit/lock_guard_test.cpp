@@ -19,9 +19,6 @@ using namespace std::chrono_literals;
 template <class Lock>
 class LockGuardTest : public LockUnitTest<Lock> {
  protected:
-  bool no_ephemerals_of(Contender& c) {
-    return this->ensemble_.ephemerals_of(this->session_of(c)).empty();
-  }
   // Another contender takes the lock at once: it is free.
   bool free_now() {
     auto other = this->lock_for(this->contender());
