@@ -199,7 +199,9 @@ void DirectoryRegistry::run() {
       settled.clear();
       lock.lock();
     } else if (!releases_.empty()) {
-      // The front one is the next to come.
+      // The front one is the next to come. The reference outlives the lock:
+      // only this thread pops or clears releases_ (close() joins it first),
+      // and a deque's push_back keeps references to its elements valid.
       auto& front = releases_.front();
       auto until = std::min(front.give_up_at, Clock::now() + kReplySlice);
       if (const auto due = next_due()) until = std::min(until, *due);

@@ -61,7 +61,7 @@ void BackgroundRemover::run() {
     const auto ready = [&] { return stopping_ || (wake_ && !items_.empty()); };
     if (!retry_at_) {
       cv_.wait(lock, ready);
-    } else if (!cv_.wait_until(lock, *retry_at_, ready)) {
+    } else if (const auto until = *retry_at_; !cv_.wait_until(lock, until, ready)) {
       retry_at_.reset();  // the pause is over
       wake_ = true;
     }

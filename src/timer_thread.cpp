@@ -61,8 +61,11 @@ void TimerThread::run(Timer::Queue& q) {
       continue;
     }
     const auto first = q.calls.begin();
-    if (Clock::now() < first->first.first) {
-      q.changed.wait_until(lock, first->first.first);
+    // A copy: the wait reads its deadline again after waking, and by then a
+    // cancel() on another thread may have erased the node that held it.
+    const auto due = first->first.first;
+    if (Clock::now() < due) {
+      q.changed.wait_until(lock, due);
       continue;
     }
     auto call = std::move(first->second);

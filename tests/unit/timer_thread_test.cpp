@@ -66,6 +66,27 @@ TEST(TimerThread, ACancelledCallNeverRunsAndLetsGoOfWhatItHeldAtOnce) {
   none.cancel();
 }
 
+// The thread waits for the earliest call's time; cancelling that call frees
+// the queue's node that held the time while the thread waits on it. The wait
+// must not read it again on waking (AddressSanitizer reports such a read as a
+// heap use after free; without it, a garbage deadline goes unnoticed). Each
+// round parks the thread on a far call, cancels it, then wakes the thread
+// with a call due at once, which must run at once.
+TEST(TimerThread, CancellingTheCallItWaitsForWhileItWaitsIsSafe) {
+  TimerThread timers;
+  for (int round = 0; round < 200; ++round) {
+    std::promise<void> parked;
+    // This runs first; afterwards the thread goes back to wait for `far`.
+    timers.at(Clock::now(), [&] { parked.set_value(); });
+    auto far = timers.at(Clock::now() + 1h, [] { ADD_FAILURE() << "a cancelled call ran"; });
+    ASSERT_EQ(parked.get_future().wait_for(10s), std::future_status::ready);
+    far.cancel();
+    std::promise<void> woken;
+    timers.at(Clock::now(), [&] { woken.set_value(); });
+    ASSERT_EQ(woken.get_future().wait_for(10s), std::future_status::ready) << "round " << round;
+  }
+}
+
 TEST(TimerThread, ACallMayScheduleTheNext) {
   TimerThread timers;
   std::promise<int> out;
