@@ -331,5 +331,36 @@ TEST_F(ZkrPauseTest, CtrlZThenFgWithinTheSessionResumesBothAndTheCommandEndsNorm
   EXPECT_TRUE(queue_reaches(path, 0));
 }
 
+TEST_F(ZkrPauseTest, SigstoppedZkrFreezesItsCommandWhichGoesOnOnceZkrProvesItsLeaseAgain) {
+  const std::string path = root_ + "/frozen";
+  const auto ticks = dir_ / "ticks";
+  const auto pid_file = dir_ / "first.pid";
+  const auto done = dir_ / "done";
+  // The guard stops the group half a session timeout (6 s) after zkr's last
+  // proof; the session outlives that by 6 s more, and a link the client finds
+  // silent when it resumes is reconnected to the same session, not lost.
+  ZkrLock holder(dir_, "holder", path, ticker(ticks, pid_file, done.string()),
+                 {"--session-timeout", "12s", "--ignore-suspended"});
+  ASSERT_TRUE(eventually([&] { return count_of(lines_of(ticks), "A") >= 3; })) << holder.err();
+  const auto pgid = static_cast<pid_t>(std::stol(read_file(pid_file)));
+
+  holder.signal(SIGSTOP);
+  ASSERT_TRUE(eventually([&] { return holder.stopped(); }));
+  EXPECT_TRUE(eventually([&] { return group_cannot_run(pgid); }))
+      << "zkr is stopped, and its command runs on: " << describe(group_states(pgid));
+  EXPECT_TRUE(holder.stopped()) << "the test came too late: zkr runs again";
+  const auto ticks_while_stopped = lines_of(ticks).size();
+
+  holder.signal(SIGCONT);
+  EXPECT_TRUE(eventually([&] { return lines_of(ticks).size() > ticks_while_stopped; }))
+      << "the command did not go on once zkr ran again: " << describe(group_states(pgid)) << "\n"
+      << holder.err();
+  std::ofstream(done).put('\n');
+  EXPECT_EQ(holder.wait(), 3) << holder.err();
+  EXPECT_NE(holder.status().find("\"outcome\":\"held_throughout\""), std::string::npos)
+      << holder.status();
+  EXPECT_TRUE(queue_reaches(path, 0));
+}
+
 }  // namespace
 }  // namespace zkr

@@ -96,6 +96,22 @@ TEST(ZkrPauseRule, KillsTwiceTheSessionTimeoutAfterTheLastProofHeldOrNotAndOnce)
   EXPECT_EQ(actions_at(late, t0 + 3 * T), std::vector<Action>{Action::kill});
 }
 
+TEST(ZkrPauseRule, EndingForALostLockTheGroupIsStoppedNoMoreButStillKilledLate) {
+  PauseRule rule(T, t0);
+  EXPECT_TRUE(rule.unexpired(t0 + T - 1));
+  EXPECT_FALSE(rule.unexpired(t0 + T));
+  EXPECT_EQ(actions_at(rule, t0 + T / 2), std::vector<Action>{Action::stop});
+  rule.terminating();  // zkr sent SIGTERM, and SIGCONT
+  EXPECT_TRUE(actions_at(rule, t0 + T / 2 + 1).empty());
+  EXPECT_EQ(rule.wake_at(), t0 + 2 * T);
+  EXPECT_EQ(actions_at(rule, t0 + 2 * T), std::vector<Action>{Action::kill});
+
+  PauseRule running(T, t0);
+  running.terminating();  // before the stop was due: none comes
+  EXPECT_TRUE(actions_at(running, t0 + T).empty());
+  EXPECT_EQ(actions_at(running, t0 + 2 * T), std::vector<Action>{Action::kill});
+}
+
 TEST(ZkrPauseRule, ProofsEveryInterval_WithRepliesUnderAThird_NeverStopAHealthyRun) {
   const auto interval = PauseRule::proof_interval(T);
   EXPECT_EQ(interval, T / 6);

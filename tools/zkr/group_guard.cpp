@@ -24,6 +24,7 @@ struct Message {
 constexpr char kProved = 'p';
 constexpr char kHold = 'h';
 constexpr char kRelease = 'r';
+constexpr char kTerminating = 't';
 constexpr char kDisarm = 'd';
 
 void act(pid_t pgid, PauseRule::Action action) {
@@ -95,6 +96,7 @@ void act(pid_t pgid, PauseRule::Action action) {
         case kProved: rule.proved(message.value); break;
         case kHold: rule.hold(); break;
         case kRelease: rule.release(); break;
+        case kTerminating: rule.terminating(); break;
         case kDisarm: ::_exit(0);
         default: break;
       }
@@ -146,6 +148,8 @@ void GroupGuard::proved(std::int64_t sent_ns) noexcept { send(kProved, sent_ns, 
 void GroupGuard::hold() noexcept { send(kHold, 0, 0); }
 
 void GroupGuard::release() noexcept { send(kRelease, 0, 0); }
+
+void GroupGuard::terminating() noexcept { send(kTerminating, 0, 0); }
 
 void GroupGuard::disarm() noexcept {
   if (pid_ < 0) return;

@@ -22,6 +22,8 @@
 //     and why that is safe);
 //   - when zkr stops for ^Z it says so, and the group stays stopped until
 //     zkr says it runs again;
+//   - when zkr ends the group for a lost lock, it says so, and the guard no
+//     longer stops it (it must act on SIGTERM);
 //   - when zkr dies, however it dies, the kernel closes zkr's end: the guard
 //     reads end of file and SIGKILLs the group;
 //   - when zkr is done with the group (it is empty), it disarms the guard:
@@ -64,6 +66,9 @@ class GroupGuard {
   void hold() noexcept;
   // zkr runs again: the group goes on if the latest proof allows.
   void release() noexcept;
+  // zkr found the lock lost and is ending the group (SIGTERM, then SIGKILL):
+  // stop it no more, kill it only when zkr has been silent for 2T.
+  void terminating() noexcept;
 
   // Tells the guard to exit without signalling, and reaps it. Call it only
   // once the group is empty, or when it must live on. Idempotent; never throws.

@@ -81,9 +81,17 @@ void LeaseWatch::prove_every(std::stop_token stop) {
 }
 
 bool LeaseWatch::may_run() const noexcept {
+  if (ending_) return true;
   PauseRule rule(to_ns(session_timeout_), proven_ns_.load());
   if (holding_) rule.hold();
   return rule.may_run(boottime_ns());
+}
+
+bool LeaseWatch::may_end_gently() noexcept {
+  if (!PauseRule(to_ns(session_timeout_), proven_ns_.load()).unexpired(boottime_ns())) return false;
+  ending_ = true;
+  if (guard_) guard_->terminating();
+  return true;
 }
 
 void LeaseWatch::stop_with_command(pid_t pgid) {

@@ -64,8 +64,16 @@ class LeaseWatch {
   void arm(pid_t pgid);
 
   // Whether the command's group may run now: zkr has a proof young enough,
-  // and is not stopping. The guard's own view lags behind it, never ahead.
+  // and is not stopping; or it is ending for a lost lock (may_end_gently()).
+  // The guard's own view lags behind it, never ahead.
   bool may_run() const noexcept;
+
+  // The lock is lost. True if the group may still act on a SIGTERM: the
+  // server cannot have expired the session yet (the last proof is less than
+  // a session timeout old), and the guard is told to stop it no more. False
+  // if zkr was stopped or starved past that point: the next holder may be
+  // running, and the group must be killed at once.
+  bool may_end_gently() noexcept;
 
   // ^Z: stops the group, then zkr itself; returns once zkr is continued. The
   // group goes on as soon as the lease is proved again (at once if the last
@@ -86,6 +94,7 @@ class LeaseWatch {
   std::chrono::milliseconds session_timeout_;
   std::atomic<std::int64_t> proven_ns_{0};  // latest proof's send time (boottime_ns)
   std::atomic<bool> holding_{false};        // zkr is stopping for ^Z
+  std::atomic<bool> ending_{false};         // may_end_gently() said yes
   std::optional<GroupGuard> guard_;
   std::jthread prover_;
 };

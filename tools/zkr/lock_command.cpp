@@ -311,15 +311,15 @@ std::string lock_help() {
          "SIGSTOP, or starved), before the session can expire and the lock pass on;\n"
          "the group goes on when zkr proves the lock again, and is killed if zkr stays\n"
          "silent for twice the session timeout. ^Z stops zkr and CMD's group; after\n"
-         "fg or bg, CMD goes on once the lock is proved (if it was lost meanwhile, CMD\n"
-         "is killed and zkr exits 79). A guard stopped along with zkr (SIGSTOP to both)\n"
-         "stops nothing.\n"
+         "fg or bg, CMD goes on once the lock is proved (if it was lost meanwhile: as\n"
+         "below). A guard stopped along with zkr (SIGSTOP to both) stops nothing.\n"
          "\n"
          "If the lock is lost while the group runs (the session expired, the node was\n"
          "deleted, or the link to ZooKeeper dropped, unless --ignore-suspended), the\n"
-         "group gets SIGTERM, then SIGKILL after --kill-after. SIGINT, SIGTERM,\n"
-         "SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zkr, by a process or the\n"
-         "terminal, are passed on to the group.\n"
+         "group gets SIGTERM, then SIGKILL after --kill-after; SIGKILL at once if zkr\n"
+         "was stopped past the point where its session may have expired. SIGINT,\n"
+         "SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zkr, by a process or\n"
+         "the terminal, are passed on to the group.\n"
          "\n"
          "Options:\n" +
          format_options(lock_specs()) + "\n" + connection_help_footer() +
@@ -443,6 +443,7 @@ int lock_main(const std::vector<std::string>& args) {
         const pid_t pgid = *spawned.pid;
         log->info("running {} as pid {}, in a process group of its own", settings.command[0], pgid);
         const LeaseHooks hooks{[&] { return watch.may_run(); },
+                               [&] { return watch.may_end_gently(); },
                                [&] { watch.stop_with_command(pgid); }};
         SupervisionResult result;
         try {

@@ -26,6 +26,10 @@
 //     holder's command may need.
 //   - While zkr itself is stopped on purpose (^Z), the group stays stopped
 //     whatever proofs are pending: it goes on once zkr has resumed.
+//   - Once zkr has found the lock lost and told the group to end (SIGTERM,
+//     sent only while the session cannot have expired yet), the group is no
+//     longer stopped, so that it can act on it; zkr kills it after
+//     --kill-after, and the guard still at t0 + 2T.
 //
 // Times are CLOCK_BOOTTIME nanoseconds: unlike CLOCK_MONOTONIC, it counts a
 // machine's suspend, during which the servers' clocks run on.
@@ -74,6 +78,8 @@ class PauseRule {
   }
   // zkr runs again.
   constexpr void release() noexcept { held_ = false; }
+  // zkr found the lock lost, and told the group to end.
+  constexpr void terminating() noexcept { terminating_ = true; }
 
   // The next thing to do at `now`; call again until it says none.
   constexpr Action next(std::int64_t now) noexcept {
@@ -82,6 +88,7 @@ class PauseRule {
       killed_ = true;
       return Action::kill;
     }
+    if (terminating_) return Action::none;
     if (now >= stop_at()) {
       if (stopped_) return Action::none;
       stopped_ = true;
@@ -97,11 +104,17 @@ class PauseRule {
   // When next() may next have something to do (kNever: not before a message).
   constexpr std::int64_t wake_at() const noexcept {
     if (killed_) return kNever;
-    return stopped_ ? kill_at() : stop_at();
+    return stopped_ || terminating_ ? kill_at() : stop_at();
   }
 
   // Whether the group may run at `now`: zkr not held, and a proof in its half.
   constexpr bool may_run(std::int64_t now) const noexcept { return !held_ && now < stop_at(); }
+
+  // Whether the server cannot have expired the session by `now`: the last
+  // proof is less than a whole session timeout old.
+  constexpr bool unexpired(std::int64_t now) const noexcept {
+    return now < saturating_add(proven_, timeout_);
+  }
 
   constexpr std::int64_t stop_at() const noexcept { return saturating_add(proven_, timeout_ / 2); }
   constexpr std::int64_t kill_at() const noexcept { return saturating_add(proven_, 2 * timeout_); }
@@ -116,6 +129,7 @@ class PauseRule {
   bool held_ = false;
   bool stopped_ = false;  // by us, or by zkr for ^Z
   bool killed_ = false;
+  bool terminating_ = false;
 };
 
 }  // namespace zkr::cli

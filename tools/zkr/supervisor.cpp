@@ -90,12 +90,15 @@ SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<
     if (!result.terminated_for_loss && lost()) {
       result.terminated_for_loss = true;
       on_loss();
-      if (lease.may_run()) {
-        signal_group(pgid, SIGTERM, stopped);
+      if (lease.may_end_gently()) {
+        // Woken whatever stopped it (the terminal, the guard): a stopped
+        // process acts on no SIGTERM.
+        signal_group(pgid, SIGTERM, true);
         kill_at = Clock::now() + kill_after;
       } else {
         print_error("the command's group (" + std::to_string(pgid) +
-                    ") is stopped, its lease unproved: sending SIGKILL");
+                    ") was stopped past the point where our session may have expired: "
+                    "sending SIGKILL");
         ::kill(-pgid, SIGKILL);
         result.killed = true;
       }

@@ -27,9 +27,11 @@
 // a stopped process acts on no other signal but SIGKILL; but never while the
 // lease is unproved, when the group must stay stopped.
 //
-// If the lock is lost while the group may not run (stopped because zkr could
-// not prove its lease), the group is killed at once: woken to act on SIGTERM,
-// it would run beside the next holder.
+// When the lock is lost, the group is woken (SIGCONT) to act on the SIGTERM
+// even if it is stopped for want of a proof, as long as the session cannot
+// have expired yet; past that point (zkr was stopped or starved for a whole
+// session timeout) the next holder may be running, and the group gets SIGKILL
+// at once.
 #pragma once
 
 #include <sys/types.h>
@@ -54,6 +56,7 @@ struct SupervisionResult {
 // What zkr knows of its lease while the group runs (lease_watch.hpp).
 struct LeaseHooks {
   std::function<bool()> may_run;            // the group may run now
+  std::function<bool()> may_end_gently;     // lost: may the group still act on SIGTERM?
   std::function<void()> stop_with_command;  // ^Z: stop group and zkr; returns once continued
 };
 
