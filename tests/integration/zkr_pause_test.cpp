@@ -362,5 +362,30 @@ TEST_F(ZkrPauseTest, SigstoppedZkrFreezesItsCommandWhichGoesOnOnceZkrProvesItsLe
   EXPECT_TRUE(queue_reaches(path, 0));
 }
 
+TEST_F(ZkrPauseTest, CtrlZWhileQueuedStopsZkrWhichQueuesOnWhenContinued) {
+  // zkr reads SIGTSTP itself now, in every phase: queued, it must still stop
+  // (nothing of its command runs yet), not take ^Z for an interrupt.
+  const std::string path = root_ + "/queued";
+  const auto ticks = dir_ / "ticks";
+  const auto pid_file = dir_ / "first.pid";
+  const auto done = dir_ / "done";
+  const auto second_ran = dir_ / "second-ran";
+  ZkrLock holder(dir_, "holder", path, ticker(ticks, pid_file, done.string()));
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(pid_file); })) << holder.err();
+  ZkrLock waiter(dir_, "waiter", path, "touch " + quoted(second_ran) + "; exit 4");
+  ASSERT_TRUE(queue_reaches(path, 2)) << waiter.err();
+
+  waiter.signal(SIGTSTP);
+  ASSERT_TRUE(eventually([&] { return waiter.stopped(); })) << "^Z did not stop a queued zkr";
+  waiter.signal(SIGCONT);
+  EXPECT_TRUE(eventually([&] { return !waiter.stopped(); }));
+  std::ofstream(done).put('\n');
+  EXPECT_EQ(holder.wait(), 3) << holder.err();
+  EXPECT_EQ(waiter.wait(), 4) << waiter.err();
+  EXPECT_TRUE(std::filesystem::exists(second_ran));
+  EXPECT_NE(waiter.status().find("\"outcome\":\"held_throughout\""), std::string::npos)
+      << waiter.status();
+}
+
 }  // namespace
 }  // namespace zkr
