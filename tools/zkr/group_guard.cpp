@@ -52,30 +52,28 @@ void act(pid_t pgid, PauseRule::Action action) {
   ::close_range(static_cast<unsigned>(socket) + 1, ~0U, 0);
   // A timer on the clock the rule counts in: CLOCK_BOOTTIME goes on through
   // a suspend of the host, as the servers' clocks do; poll()'s own timeout
-  // would not.
+  // would not, and serves only if the kernel gives us no timer.
   const int timer = ::timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
-  if (timer < 0) {
-    // Without a clock, the group may not run unguarded: stop it, and keep
-    // only the death watch.
-    ::kill(-pgid, SIGSTOP);
-    rule.hold();
-  }
   for (;;) {
     // Act on the time first: a message that came late must not hide it.
     for (auto action = rule.next(boottime_ns()); action != PauseRule::Action::none;
          action = rule.next(boottime_ns()))
       act(pgid, action);
+    const auto at = rule.wake_at();
+    int poll_timeout_ms = -1;
     if (timer >= 0) {
       itimerspec when{};
-      const auto at = rule.wake_at();
       if (at != PauseRule::kNever) {
         when.it_value.tv_sec = at / 1'000'000'000;
         when.it_value.tv_nsec = at % 1'000'000'000;
       }  // else all zero: disarmed
       ::timerfd_settime(timer, TFD_TIMER_ABSTIME, &when, nullptr);
+    } else if (at != PauseRule::kNever) {
+      const auto left_ms = (at - boottime_ns()) / 1'000'000 + 1;
+      poll_timeout_ms = static_cast<int>(left_ms < 0 ? 0 : left_ms > 60'000 ? 60'000 : left_ms);
     }
     pollfd fds[2] = {{socket, POLLIN, 0}, {timer, POLLIN, 0}};
-    if (::poll(fds, timer >= 0 ? 2 : 1, -1) < 0) continue;  // EINTR
+    if (::poll(fds, timer >= 0 ? 2 : 1, poll_timeout_ms) < 0) continue;  // EINTR
     if (timer >= 0 && (fds[1].revents & POLLIN) != 0) {
       std::uint64_t expirations = 0;
       (void)::read(timer, &expirations, sizeof expirations);

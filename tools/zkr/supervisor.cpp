@@ -96,9 +96,10 @@ SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<
         signal_group(pgid, SIGTERM, true);
         kill_at = Clock::now() + kill_after;
       } else {
-        print_error("the command's group (" + std::to_string(pgid) +
-                    ") was stopped past the point where our session may have expired: "
-                    "sending SIGKILL");
+        print_error(
+            "our lease was last proved more than a session timeout ago: the next "
+            "holder may be running; sending SIGKILL to the command's group (" +
+            std::to_string(pgid) + ")");
         ::kill(-pgid, SIGKILL);
         result.killed = true;
       }
