@@ -7,12 +7,12 @@
 //   2. run the command in a process group of its own (command.hpp) and
 //      supervise it until the whole group is gone (supervisor.hpp): signals
 //      passed on, and if the lease says lost, the group is terminated and zkr
-//      exits 79; a guard process kills the group if zkr dies (group_guard.hpp);
+//      exits 79; a guard process kills the group if zkr dies, and stops it
+//      while zkr cannot prove its lease (stopped, starved: lease_watch.hpp);
 //   3. check with the server that the lock is still ours, so that the
 //      command's own code is returned only if the lock was held throughout;
 //   4. release the lock (delete our node) whatever happened, including when
 //      the command could not be started (127, 126).
-#include <fcntl.h>
 #include <signal.h>
 
 #include <sys/prctl.h>
@@ -36,8 +36,9 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "group_guard.hpp"
+#include "lease_watch.hpp"
 #include "signal_inbox.hpp"
+#include "status_file.hpp"
 #include "supervisor.hpp"
 #include "verbs.hpp"
 #include "zkr/lock.hpp"
@@ -193,40 +194,6 @@ class CommandLock {
   InterProcessReadWriteLock::Side* side_ = nullptr;
 };
 
-// --status-file: zkr's own outcome, apart from the exit code it shares with
-// the command. The file is emptied when zkr starts, so that a line left by an
-// earlier run cannot pass for this one's: no line means zkr died.
-class StatusFile {
- public:
-  explicit StatusFile(const std::string& path)
-      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) {
-    if (fd_ < 0)
-      throw UsageError("--status-file: cannot open " + path + ": " + std::strerror(errno));
-  }
-  ~StatusFile() { ::close(fd_); }
-  StatusFile(const StatusFile&) = delete;
-  StatusFile& operator=(const StatusFile&) = delete;
-
-  // {"outcome":"...","exit":N[,"command_status":N]}: the command's status
-  // as a shell reports it, if it ran and ended. Once, with one write(2) and
-  // no stdio buffer: the path that ends zkr with _Exit flushes nothing.
-  void write(const char* outcome, int exit, std::optional<int> command_status) noexcept {
-    if (written_) return;
-    written_ = true;
-    std::string line =
-        std::string("{\"outcome\":\"") + outcome + "\",\"exit\":" + std::to_string(exit);
-    if (command_status) line += ",\"command_status\":" + std::to_string(*command_status);
-    line += "}\n";
-    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-      print_error(std::string("--status-file: write failed: ") + std::strerror(errno));
-  }
-  bool written() const noexcept { return written_; }
-
- private:
-  int fd_;
-  bool written_ = false;
-};
-
 // Whether the lock is still ours, asked of the server after the command's
 // group is gone: a loss the library has not heard of yet (a deletion on its
 // way, a race with the command's exit) must not pass for "held throughout".
@@ -278,6 +245,11 @@ Queued queue_for_lock(Client& client, CommandLock& lock, const ConnectionSetting
     while (!done) {
       const auto event = inbox.wait(std::nullopt);
       if (event.kind != SignalInbox::Event::Kind::signal || event.signo == SIGCHLD) continue;
+      if (event.signo == SIGTSTP) {
+        // ^Z while queued: nothing of ours runs yet; stop as any program does.
+        ::kill(::getpid(), SIGSTOP);
+        continue;
+      }
       if (stopped_by.exchange(event.signo) == 0) {
         log.info("signal {} while queued: leaving the queue", event.signo);
         stop.request_stop();
@@ -331,13 +303,23 @@ std::string lock_help() {
          "daemon calling setsid) is on its own: neither waited for nor signalled.\n"
          "Outside the terminal's foreground group, CMD cannot read from the terminal\n"
          "(give it input from a file or pipe; if it tries, it stops, and zkr says\n"
-         "so); ^Z stops zkr, not CMD.\n"
+         "so).\n"
+         "\n"
+         "CMD runs only while zkr can prove that it holds the lock: zkr reads its lock\n"
+         "node every sixth of the session timeout, and a guard process stops CMD's\n"
+         "group (SIGSTOP) once zkr has proved nothing for half of it (zkr stopped by\n"
+         "SIGSTOP, or starved), before the session can expire and the lock pass on;\n"
+         "the group goes on when zkr proves the lock again, and is killed if zkr stays\n"
+         "silent for twice the session timeout. ^Z stops zkr and CMD's group; after\n"
+         "fg or bg, CMD goes on once the lock is proved (if it was lost meanwhile: as\n"
+         "below). A guard stopped along with zkr (SIGSTOP to both) stops nothing.\n"
          "\n"
          "If the lock is lost while the group runs (the session expired, the node was\n"
          "deleted, or the link to ZooKeeper dropped, unless --ignore-suspended), the\n"
-         "group gets SIGTERM, then SIGKILL after --kill-after. SIGINT, SIGTERM,\n"
-         "SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zkr, by a process or the\n"
-         "terminal, are passed on to the group.\n"
+         "group gets SIGTERM, then SIGKILL after --kill-after; SIGKILL at once if zkr\n"
+         "was stopped past the point where its session may have expired. SIGINT,\n"
+         "SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zkr, by a process or\n"
+         "the terminal, are passed on to the group.\n"
          "\n"
          "Options:\n" +
          format_options(lock_specs()) + "\n" + connection_help_footer() +
@@ -390,7 +372,7 @@ int lock_main(const std::vector<std::string>& args) {
     auto log = cli_logger(connection.verbosity);
 
     // Before any thread exists, so that every thread inherits the blocked mask.
-    SignalInbox inbox({SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD});
+    SignalInbox inbox({SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGTSTP});
     // Processes of the command's group whose parent exits are handed to zkr
     // rather than to init: zkr sees them exit, and reaps them, so it can tell
     // when the group is empty. Without it (it cannot fail on Linux 3.4 and
@@ -434,27 +416,35 @@ int lock_main(const std::vector<std::string>& args) {
     });
 
     int code = exit_code::ok;
-    if (lost) {
+    // Proves the lease while the command runs, and stops the command when
+    // zkr cannot (lease_watch.hpp).
+    LeaseWatch watch(client->keeper(), lease.node_path(), *log);
+    if (lost || !watch.prove_first()) {
       print_error("lock " + settings.path + " was lost (" +
-                  std::string(to_string(lost_reason.load())) + ") before the command started");
+                  (lost ? std::string(to_string(lost_reason.load()))
+                        : std::string("the server did not confirm it")) +
+                  ") before the command started");
       code = exit_code::lock_lost;
       if (status) status->write("lock_lost", code, std::nullopt);
     } else {
-      std::optional<GroupGuard> guard;
       const auto spawned =
           spawn_command(settings.command,
                         {"ZKR_LOCK_PATH=" + settings.path, "ZKR_LOCK_NODE=" + lease.node_path(),
                          "ZKR_FENCING_TOKEN=" + std::to_string(lease.fencing_token())},
-                        inbox.original_mask(), [&](pid_t pgid) { guard.emplace(pgid); });
+                        inbox.original_mask(), [&](pid_t pgid) { watch.arm(pgid); });
       if (!spawned.pid) {
         print_error(settings.command[0] + ": " +
                     (spawned.error == ENOENT ? std::string("command not found")
                                              : std::string(std::strerror(spawned.error))));
+        watch.disarm();  // nothing of the command runs
         code = exit_code_for_spawn_error(spawned.error);
         if (status) status->write("command_not_run", code, std::nullopt);
       } else {
         const pid_t pgid = *spawned.pid;
         log->info("running {} as pid {}, in a process group of its own", settings.command[0], pgid);
+        const LeaseHooks hooks{[&] { return watch.may_run(); },
+                               [&] { return watch.may_end_gently(); },
+                               [&] { watch.stop_with_command(pgid); }};
         SupervisionResult result;
         try {
           result = supervise(
@@ -464,14 +454,14 @@ int lock_main(const std::vector<std::string>& args) {
                             std::string(to_string(lost_reason.load())) +
                             "): terminating the command's group (" + std::to_string(pgid) + ")");
               },
-              settings.kill_after, *log);
+              hooks, settings.kill_after, *log);
         } catch (...) {
           // We can no longer tell when the group ends: end it before the
           // lock is released.
           ::kill(-pgid, SIGKILL);
           throw;
         }
-        guard->disarm();  // the group is empty
+        watch.disarm();  // the group is empty
         bool held = false;
         std::string why;
         if (result.terminated_for_loss) {

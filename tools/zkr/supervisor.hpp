@@ -16,10 +16,22 @@
 // When `lost()` turns true (woken through the inbox), the group gets SIGTERM,
 // and SIGKILL if anything of it is still there `kill_after` later.
 //
+// SIGTSTP (a terminal's ^Z) is not passed on: zkr stops the whole group
+// (SIGSTOP, which the command cannot ignore), then itself, and when continued
+// lets the group go on once its lease is proved again (lease_watch.hpp). The
+// group must not run while zkr cannot watch its lock.
+//
 // Outside the terminal's foreground group, a command that reads the terminal
 // gets SIGTTIN and stops for good, still holding the lock. zkr says so on
 // stderr, and from then on follows every signal it sends with SIGCONT, since
-// a stopped process acts on no other signal but SIGKILL.
+// a stopped process acts on no other signal but SIGKILL; but never while the
+// lease is unproved, when the group must stay stopped.
+//
+// When the lock is lost, the group is woken (SIGCONT) to act on the SIGTERM
+// even if it is stopped for want of a proof, as long as the session cannot
+// have expired yet; past that point (zkr was stopped or starved for a whole
+// session timeout) the next holder may be running, and the group gets SIGKILL
+// at once.
 #pragma once
 
 #include <sys/types.h>
@@ -41,11 +53,18 @@ struct SupervisionResult {
   bool killed = false;               // the group outlived kill_after and got SIGKILL
 };
 
+// What zkr knows of its lease while the group runs (lease_watch.hpp).
+struct LeaseHooks {
+  std::function<bool()> may_run;            // the group may run now
+  std::function<bool()> may_end_gently;     // lost: may the group still act on SIGTERM?
+  std::function<void()> stop_with_command;  // ^Z: stop group and zkr; returns once continued
+};
+
 // `pgid` is the command's pid and group. `on_loss` runs once, when lost() is
 // first seen true, before the SIGTERM. Throws std::system_error if waiting
 // fails: the group may then still run.
 SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<bool()>& lost,
-                            const std::function<void()>& on_loss,
+                            const std::function<void()>& on_loss, const LeaseHooks& lease,
                             std::chrono::milliseconds kill_after, spdlog::logger& log);
 
 }  // namespace zkr::cli

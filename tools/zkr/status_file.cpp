@@ -1,0 +1,32 @@
+#include "status_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "args.hpp"
+#include "errors.hpp"
+
+namespace zkr::cli {
+
+StatusFile::StatusFile(const std::string& path)
+    : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) {
+  if (fd_ < 0) throw UsageError("--status-file: cannot open " + path + ": " + std::strerror(errno));
+}
+
+StatusFile::~StatusFile() { ::close(fd_); }
+
+void StatusFile::write(const char* outcome, int exit, std::optional<int> command_status) noexcept {
+  if (written_) return;
+  written_ = true;
+  std::string line =
+      std::string("{\"outcome\":\"") + outcome + "\",\"exit\":" + std::to_string(exit);
+  if (command_status) line += ",\"command_status\":" + std::to_string(*command_status);
+  line += "}\n";
+  if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    print_error(std::string("--status-file: write failed: ") + std::strerror(errno));
+}
+
+}  // namespace zkr::cli
