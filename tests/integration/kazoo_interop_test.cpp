@@ -119,9 +119,10 @@ class KazooInteropTest : public ::testing::Test {
   }
 
   std::string temp_file(const std::string& stem) {
-    const auto path = (std::filesystem::temp_directory_path() /
-                       (stem + "-" + std::to_string(::getpid()) + "-" + std::string(node_name(dir_))))
-                          .string();
+    const auto path =
+        (std::filesystem::temp_directory_path() /
+         (stem + "-" + std::to_string(::getpid()) + "-" + std::string(node_name(dir_))))
+            .string();
     files_.push_back(path);
     std::ofstream(path, std::ios::trunc);
     return path;
@@ -284,8 +285,8 @@ TEST_F(KazooInteropTest, SharedMutexHoldsNeverOverlapAcrossLibraries) {
   InterProcessMutex gate(gate_client, dir_, shared_with_kazoo());
   ASSERT_TRUE(gate.try_acquire_for(kWait));
   for (auto [py, file] : {std::pair{&py_a, file_a}, std::pair{&py_b, file_b}})
-    py->send("count lock " + dir_ + " " + counter + " " + std::to_string(kEach) + " 0 " +
-             kWaitMs + " " + file);
+    py->send("count lock " + dir_ + " " + counter + " " + std::to_string(kEach) + " 0 " + kWaitMs +
+             " " + file);
 
   std::mutex intervals_mutex;
   std::vector<exclusion::HolderInterval> intervals;
@@ -296,8 +297,8 @@ TEST_F(KazooInteropTest, SharedMutexHoldsNeverOverlapAcrossLibraries) {
           ADD_FAILURE() << "no grant within " << kWait.count() << " s at " << i;
           return;
         }
-        exclusion::HolderInterval hold{::getpid(), thread, monotonic_ns(), 0,
-                                       lock.lease().fencing_token(), "mutex"};
+        exclusion::HolderInterval hold{
+            ::getpid(), thread, monotonic_ns(), 0, lock.lease().fencing_token(), "mutex"};
         keeper.set(counter, std::to_string(std::stoll(keeper.get(counter).data) + 1));
         hold.exit_ns = monotonic_ns();
         lock.release();
@@ -431,8 +432,12 @@ TEST_F(KazooInteropTest, SharedReadWriteHoldsNeverPutAWriterBesideAnyone) {
           ADD_FAILURE() << "no grant within " << kWait.count() << " s at " << i;
           return;
         }
-        exclusion::HolderInterval hold{::getpid(), thread, monotonic_ns(), 0,
-                                       side.lease().fencing_token(), write ? "write" : "read"};
+        exclusion::HolderInterval hold{::getpid(),
+                                       thread,
+                                       monotonic_ns(),
+                                       0,
+                                       side.lease().fencing_token(),
+                                       write ? "write" : "read"};
         if (write) {
           keeper.set(counter, std::to_string(std::stoll(keeper.get(counter).data) + 1));
         } else {

@@ -41,8 +41,7 @@ std::string find_skip_reason() {
     return "python3 -c 'import kazoo' did not finish in 60 s";
   }
   if (*status != 0)
-    return std::string(kPython) +
-           " cannot import kazoo (scripts/setup installs python3-kazoo): " +
+    return std::string(kPython) + " cannot import kazoo (scripts/setup installs python3-kazoo): " +
            describe_wait_status(*status);
   return "";
 }

@@ -56,33 +56,40 @@ TEST(KazooNodes, AMutexRefusesEitherByDefault) {
 }
 
 TEST(KazooNodes, AReadWriteLockAndASemaphoreRefuseThemByDefault) {
-  const auto rw = find_foreign_lock_nodes({kOurRead, kKazooRead, kKazooLock}, QueueFamily::read_write);
+  const auto rw =
+      find_foreign_lock_nodes({kOurRead, kKazooRead, kKazooLock}, QueueFamily::read_write);
   ASSERT_TRUE(rw);
   EXPECT_EQ(rw->protocol, ForeignProtocol::kazoo_lock);
   EXPECT_EQ(rw->nodes, (std::vector<std::string>{kKazooRead, kKazooLock}));  // by name
-  EXPECT_NE(rw->advice(QueueFamily::read_write).find("ReadLock(client, path, extra_lock_patterns=[\"__WRIT__\"])"),
+  EXPECT_NE(rw->advice(QueueFamily::read_write)
+                .find("ReadLock(client, path, extra_lock_patterns=[\"__WRIT__\"])"),
             std::string::npos);
   // A semaphore never shares: not even when asked to.
   for (const auto peers : {QueuePeers{}, kShared}) {
-    const auto sem = find_foreign_lock_nodes({"locks", "leases", kKazooLock}, QueueFamily::semaphore, peers);
+    const auto sem =
+        find_foreign_lock_nodes({"locks", "leases", kKazooLock}, QueueFamily::semaphore, peers);
     ASSERT_TRUE(sem);
     EXPECT_EQ(sem->protocol, ForeignProtocol::kazoo_lock);
   }
 }
 
 TEST(KazooNodes, SharedTheyAreContendersNotForeign) {
-  EXPECT_FALSE(find_foreign_lock_nodes({kOurs, kKazooLock, kKazooRead}, QueueFamily::mutex, kShared));
+  EXPECT_FALSE(
+      find_foreign_lock_nodes({kOurs, kKazooLock, kKazooRead}, QueueFamily::mutex, kShared));
   EXPECT_FALSE(find_foreign_lock_nodes({kOurRead, kOurWrite, kKazooLock, kKazooRead},
                                        QueueFamily::read_write, kShared));
   // Sharing with kazoo's locks is not sharing with its semaphore, nor with
   // an unknown protocol, nor with the other queue family.
-  const auto lease = find_foreign_lock_nodes({kOurs, kKazooLock, kHex}, QueueFamily::mutex, kShared);
+  const auto lease =
+      find_foreign_lock_nodes({kOurs, kKazooLock, kHex}, QueueFamily::mutex, kShared);
   ASSERT_TRUE(lease);
   EXPECT_EQ(lease->protocol, ForeignProtocol::kazoo_semaphore);
-  const auto entry = find_foreign_lock_nodes({kOurs, "entry-0000000007"}, QueueFamily::mutex, kShared);
+  const auto entry =
+      find_foreign_lock_nodes({kOurs, "entry-0000000007"}, QueueFamily::mutex, kShared);
   ASSERT_TRUE(entry);
   EXPECT_EQ(entry->protocol, ForeignProtocol::unknown_sequential);
-  const auto rw = find_foreign_lock_nodes({kOurs, kKazooLock, kOurWrite}, QueueFamily::mutex, kShared);
+  const auto rw =
+      find_foreign_lock_nodes({kOurs, kKazooLock, kOurWrite}, QueueFamily::mutex, kShared);
   ASSERT_TRUE(rw);
   EXPECT_EQ(rw->protocol, ForeignProtocol::read_write_lock);
 }
@@ -115,18 +122,20 @@ TEST(SequenceSuffix, WhatTheServerAppends) {
 
 TEST(SequenceSuffix, AnUnknownProtocolsContendersAreRefused) {
   for (const std::string& name : std::vector<std::string>{
-           "entry-0000000001",                         // kazoo's queues
-        "_c_" + new_guid() + "-latch-0000000002",   // Curator's LeaderLatch
-        "_c_" + new_guid() + "-lease-0000000003",   // a lease out of its leases/
-        "_c_g-__write__0000000003", "_c_g-__READ_0000000003", "member--2147483648",
-        "n-000000009"}) {
-    for (const auto family : {QueueFamily::mutex, QueueFamily::read_write, QueueFamily::semaphore}) {
+           "entry-0000000001",                        // kazoo's queues
+           "_c_" + new_guid() + "-latch-0000000002",  // Curator's LeaderLatch
+           "_c_" + new_guid() + "-lease-0000000003",  // a lease out of its leases/
+           "_c_g-__write__0000000003", "_c_g-__READ_0000000003", "member--2147483648",
+           "n-000000009"}) {
+    for (const auto family :
+         {QueueFamily::mutex, QueueFamily::read_write, QueueFamily::semaphore}) {
       const auto found = find_foreign_lock_nodes({name, "config"}, family, kShared);
       ASSERT_TRUE(found) << name;
       EXPECT_EQ(found->protocol, ForeignProtocol::unknown_sequential) << name;
       EXPECT_EQ(found->description(),
                 "an unknown lock protocol, whose contenders' names end in a sequence number "
-                "(node " + name + ")");
+                "(node " +
+                    name + ")");
     }
   }
 }
@@ -166,15 +175,17 @@ TEST(KazooQueue, ContenderKinds) {
 // a negative (overflowed) sequence sorts first on both sides.
 TEST(KazooQueue, SortedBySequenceTextAsKazooSortsThem) {
   const std::vector<std::string> children{
-      "b" + kHex.substr(1) + "__lock__0000000009", kOurs, kKazooRead, kKazooLock, "config",
+      "b" + kHex.substr(1) + "__lock__0000000009",   kOurs,   kKazooRead, kKazooLock, "config",
       "c" + kHex.substr(1) + "__rlock__-2147483648", kOurRead};
-  EXPECT_EQ(sorted_queue_nodes(children, QueueFamily::mutex, kShared),
-            (std::vector<std::string>{"c" + kHex.substr(1) + "__rlock__-2147483648", kKazooRead,
-                                      kOurs, kKazooLock, "b" + kHex.substr(1) + "__lock__0000000009"}));
+  EXPECT_EQ(
+      sorted_queue_nodes(children, QueueFamily::mutex, kShared),
+      (std::vector<std::string>{"c" + kHex.substr(1) + "__rlock__-2147483648", kKazooRead, kOurs,
+                                kKazooLock, "b" + kHex.substr(1) + "__lock__0000000009"}));
   EXPECT_EQ(sorted_queue_nodes(children, QueueFamily::mutex), std::vector<std::string>{kOurs});
-  EXPECT_EQ(sorted_queue_nodes(children, QueueFamily::read_write, kShared),
-            (std::vector<std::string>{"c" + kHex.substr(1) + "__rlock__-2147483648", kOurRead,
-                                      kKazooRead, kKazooLock, "b" + kHex.substr(1) + "__lock__0000000009"}));
+  EXPECT_EQ(
+      sorted_queue_nodes(children, QueueFamily::read_write, kShared),
+      (std::vector<std::string>{"c" + kHex.substr(1) + "__rlock__-2147483648", kOurRead, kKazooRead,
+                                kKazooLock, "b" + kHex.substr(1) + "__lock__0000000009"}));
 }
 
 // Our reader waits only for the writers before it, kazoo's "__lock__"
@@ -192,7 +203,8 @@ TEST(KazooQueue, ReadersShareWithKazooReadersAndWaitForItsWriters) {
   EXPECT_EQ(read.lower, (std::vector<std::string>{kKazooLock, kOurWrite}));
   // A kazoo writer alone before our reader keeps it waiting.
   const auto behind = sorted_queue_nodes({kKazooLock, read6}, QueueFamily::read_write, kShared);
-  EXPECT_EQ(queue_position(behind, read6, QueueKind::read).lower, std::vector<std::string>{kKazooLock});
+  EXPECT_EQ(queue_position(behind, read6, QueueKind::read).lower,
+            std::vector<std::string>{kKazooLock});
 }
 
 }  // namespace
