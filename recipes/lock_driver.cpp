@@ -7,6 +7,8 @@
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
+#include "lock_directory.hpp"
+
 namespace zkr::detail {
 
 std::string new_guid() {
@@ -48,12 +50,17 @@ std::optional<std::int64_t> sequence_after(std::string_view name, std::string_vi
   return value;
 }
 
-// The text after the last marker of a node of this family (what Curator
-// sorts by), or nullopt for a name that is not one.
-std::optional<std::string_view> sort_key(std::string_view name, QueueFamily family) {
+std::string_view kazoo_marker(KazooKind kind) {
+  return kind == KazooKind::lock ? kKazooLockName : kKazooReadName;
+}
+
+// The text after the last marker of a node of this family (what Curator and
+// kazoo sort by), or nullopt for a name that is not one.
+std::optional<std::string_view> sort_key(std::string_view name, QueueFamily family,
+                                         QueuePeers peers) {
+  if (!contender_kind(name, family, peers)) return std::nullopt;
   const auto kind = queue_kind(name);
-  if (!kind || family_of(*kind) != family) return std::nullopt;
-  const auto marker = queue_marker(*kind);
+  const auto marker = kind ? queue_marker(*kind) : kazoo_marker(*kazoo_kind(name));
   return name.substr(name.rfind(marker) + marker.size());
 }
 
@@ -71,8 +78,42 @@ std::optional<QueueKind> queue_kind(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<KazooKind> kazoo_kind(std::string_view name) {
+  if (queue_kind(name)) return std::nullopt;  // ours or Curator's, whatever came before
+  for (const auto kind : {KazooKind::lock, KazooKind::read})
+    if (sequence_after(name, kazoo_marker(kind))) return kind;
+  return std::nullopt;
+}
+
+bool is_kazoo_lease_node(std::string_view name) {
+  return name.size() == 32 && std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::optional<QueueKind> contender_kind(std::string_view name, QueueFamily family,
+                                        QueuePeers peers) {
+  if (const auto kind = queue_kind(name)) return family_of(*kind) == family ? kind : std::nullopt;
+  if (!peers.kazoo || family == QueueFamily::semaphore) return std::nullopt;
+  const auto kazoo = kazoo_kind(name);
+  if (!kazoo) return std::nullopt;
+  if (family == QueueFamily::mutex) return QueueKind::mutex;
+  return *kazoo == KazooKind::lock ? QueueKind::write : QueueKind::read;
+}
+
+bool has_sequence_suffix(std::string_view name) {
+  // ZooKeeper appends the parent's counter as printf's "%010d": ten digits,
+  // or a minus sign and nine or ten once the counter has overflowed.
+  std::size_t digits = 0;
+  while (digits < name.size() && name[name.size() - 1 - digits] >= '0' &&
+         name[name.size() - 1 - digits] <= '9')
+    ++digits;
+  if (digits == 10) return true;
+  return digits == 9 && name.size() > 9 && name[name.size() - 10] == '-';
+}
+
 std::vector<std::string> sorted_queue_nodes(const std::vector<std::string>& children,
-                                            QueueFamily family) {
+                                            QueueFamily family, QueuePeers peers) {
   // Curator compares the text after the last marker, not its number. They
   // agree for the zero-padded positive numbers ZooKeeper writes until a
   // parent's counter overflows; comparing text keeps us agreeing with Curator
@@ -80,7 +121,7 @@ std::vector<std::string> sorted_queue_nodes(const std::vector<std::string>& chil
   std::vector<std::pair<std::string_view, const std::string*>> keyed;
   keyed.reserve(children.size());
   for (const auto& child : children)
-    if (const auto key = sort_key(child, family)) keyed.emplace_back(*key, &child);
+    if (const auto key = sort_key(child, family, peers)) keyed.emplace_back(*key, &child);
   std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : *a.second < *b.second;
   });
@@ -99,6 +140,14 @@ std::optional<std::string> find_protected_node(const std::vector<std::string>& c
   return std::nullopt;
 }
 
+namespace {
+// A writer of the read/write queue: ours, Curator's, or (only listed when
+// shared) kazoo's "__lock__".
+bool is_writer(std::string_view name) {
+  return queue_kind(name) == QueueKind::write || kazoo_kind(name) == KazooKind::lock;
+}
+}  // namespace
+
 QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
                              std::string_view our_node, QueueKind kind,
                              std::string_view exclusive) {
@@ -112,7 +161,7 @@ QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
     bool exclusive_listed = false;
     for (auto it = sorted_nodes.begin(); it != ours; ++it) {
       if (!exclusive.empty() && *it == exclusive) exclusive_listed = true;
-      else if (queue_kind(*it) == QueueKind::write) position.lower.push_back(*it);
+      else if (is_writer(*it)) position.lower.push_back(*it);
     }
     if (exclusive_listed) {
       position.ahead_of_writers = !position.lower.empty();
@@ -144,23 +193,63 @@ std::string ForeignLockNodes::description() const {
       return "a mutex, InterProcessMutex of Curator or zkrecipes or zkrecipes' "
              "InterProcessSemaphoreMutex (" +
              nodes_text() + ")";
+    case ForeignProtocol::kazoo_lock:
+      return "a lock of kazoo (Python): Lock, WriteLock or ReadLock, or a kazoo Semaphore's "
+             "internal Lock (" +
+             nodes_text() + ")";
+    case ForeignProtocol::kazoo_semaphore:
+      return "a Semaphore of kazoo (Python) (lease " + nodes_text() + ")";
+    case ForeignProtocol::unknown_sequential:
+      return "an unknown lock protocol, whose contenders' names end in a sequence number (" +
+             nodes_text() + ")";
   }
   return "an unknown lock protocol";
 }
 
+std::string ForeignLockNodes::advice(QueueFamily asking) const {
+  switch (protocol) {
+    case ForeignProtocol::kazoo_lock:
+      if (asking == QueueFamily::mutex)
+        return "to share it, make every kazoo lock on it Lock(client, path, "
+               "extra_lock_patterns=[\"-lock-\"]) and set LockOptions::share_with_kazoo "
+               "(zkr lock --with-kazoo)";
+      if (asking == QueueFamily::read_write)
+        return "to share it, make kazoo's side WriteLock(client, path, "
+               "extra_lock_patterns=[\"__READ__\", \"__WRIT__\"]) and ReadLock(client, path, "
+               "extra_lock_patterns=[\"__WRIT__\"]), and set LockOptions::share_with_kazoo "
+               "(zkr lock --read/--write --with-kazoo)";
+      return "a semaphore cannot share its path with kazoo: use another path";
+    case ForeignProtocol::kazoo_semaphore:
+      return "kazoo's Semaphore cannot share a path with our locks: use another path";
+    case ForeignProtocol::unknown_sequential:
+      return "if that node is no lock's, give it a name that does not end in a sequence number, "
+             "or use another lock path";
+    default: return {};
+  }
+}
+
 std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::string>& children,
-                                                        QueueFamily asking) {
+                                                        QueueFamily asking, QueuePeers peers) {
   // Either child alone is the semaphore's: "locks" appears first (its
   // internal mutex), and "leases" may outlive it.
   bool locks = false, leases = false;
   ForeignLockNodes mutex_queue{ForeignProtocol::mutex, {}};
   ForeignLockNodes read_write_queue{ForeignProtocol::read_write_lock, {}};
+  ForeignLockNodes kazoo_locks{ForeignProtocol::kazoo_lock, {}};
+  ForeignLockNodes kazoo_leases{ForeignProtocol::kazoo_semaphore, {}};
+  ForeignLockNodes unknown{ForeignProtocol::unknown_sequential, {}};
   for (const auto& child : children) {
     locks = locks || child == kCuratorSemaphoreLocks;
     leases = leases || child == kCuratorSemaphoreLeases;
     if (const auto kind = queue_kind(child)) {
       auto& queue = family_of(*kind) == QueueFamily::mutex ? mutex_queue : read_write_queue;
       if (family_of(*kind) != asking) queue.nodes.push_back(child);
+    } else if (kazoo_kind(child)) {
+      if (!contender_kind(child, asking, peers)) kazoo_locks.nodes.push_back(child);
+    } else if (is_kazoo_lease_node(child)) {
+      kazoo_leases.nodes.push_back(child);
+    } else if (has_sequence_suffix(child) && !child.starts_with(kProbePrefix)) {
+      unknown.nodes.push_back(child);
     }
   }
   if ((locks || leases) && asking != QueueFamily::semaphore) {
@@ -169,7 +258,7 @@ std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::s
     if (leases) semaphore.nodes.emplace_back(kCuratorSemaphoreLeases);
     return semaphore;
   }
-  for (auto* queue : {&mutex_queue, &read_write_queue}) {
+  for (auto* queue : {&mutex_queue, &read_write_queue, &kazoo_locks, &kazoo_leases, &unknown}) {
     if (queue->nodes.empty()) continue;
     std::sort(queue->nodes.begin(), queue->nodes.end());
     return std::move(*queue);

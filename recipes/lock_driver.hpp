@@ -63,13 +63,45 @@ inline bool is_lock_node(std::string_view name) {
   return is_queue_node(name) || is_lease_node(name);
 }
 
+// ---- kazoo (Python) on our paths.
+//
+// kazoo 2.8's Lock and WriteLock name their nodes `<uuid4 hex>__lock__<seq>`,
+// its ReadLock `<uuid4 hex>__rlock__<seq>`; each sees as contenders only the
+// names its patterns match (`(?:patterns)(-?\d{10})$`: "__lock__" for Lock
+// and ReadLock, "__lock__" and "__rlock__" for WriteLock, plus the
+// extra_lock_patterns it was made with), sorted by the matched sequence text.
+// Its Semaphore at a path P keeps one `<uuid4 hex>` child per lease (no
+// sequence) under P, and its internal Lock at the sibling "P-__lock__".
+inline constexpr std::string_view kKazooLockName = "__lock__";
+inline constexpr std::string_view kKazooReadName = "__rlock__";
+enum class KazooKind { lock, read };
+// kazoo's kind of a lock node, by the sequence after its last marker.
+std::optional<KazooKind> kazoo_kind(std::string_view name);
+// A kazoo Semaphore's lease node: exactly 32 lowercase hex digits.
+bool is_kazoo_lease_node(std::string_view name);
+
+// Whose nodes other than ours and Curator's join our queue: set only when
+// the other side is known to wait for ours (kazoo made with
+// extra_lock_patterns), which cannot be told from its nodes.
+struct QueuePeers {
+  bool kazoo = false;
+};
+
+// The kind a node of the shared queue stands as: ours and Curator's by their
+// marker; with peers.kazoo, kazoo's "__lock__" as a writer and "__rlock__" as
+// a reader of a read/write lock, and both as contenders of a mutex.
+std::optional<QueueKind> contender_kind(std::string_view name, QueueFamily family,
+                                        QueuePeers peers = {});
+
 // The nodes of one queue family among children, in Curator's order: by the
 // text after the last marker (the same as by number, until a parent's counter
 // overflows 2^31 and ZooKeeper writes negative numbers). Other children are
 // dropped: unlike Curator, which sorts them in by their whole name and can be
-// blocked by one whose name sorts first.
+// blocked by one whose name sorts first. With peers.kazoo, kazoo's nodes are
+// sorted in by the text after their marker too: the sequence text kazoo
+// sorts by, so both sides agree on one order.
 std::vector<std::string> sorted_queue_nodes(const std::vector<std::string>& children,
-                                            QueueFamily family);
+                                            QueueFamily family, QueuePeers peers = {});
 inline std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& children) {
   return sorted_queue_nodes(children, QueueFamily::mutex);
 }
@@ -117,7 +149,19 @@ QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
 // Which protocols are foreign depends on the queue asking: a read/write lock
 // finds the mutex queue's "lock-" nodes foreign (Curator's InterProcessMutex
 // and ours alike), and a mutex the read/write nodes.
-enum class ForeignProtocol { curator_semaphore, read_write_lock, mutex };
+// kazoo's locks are foreign unless peers.kazoo says they wait for ours; its
+// semaphore always is. Any other child whose name ends in a sequence number
+// (one the server appended: ten digits, or a minus sign and digits) is a
+// contender of a protocol we do not know, and refused alike; our own
+// children that may end in digits (the removal probe) are not.
+enum class ForeignProtocol {
+  curator_semaphore,
+  read_write_lock,
+  mutex,
+  kazoo_lock,
+  kazoo_semaphore,
+  unknown_sequential
+};
 
 inline constexpr std::string_view kCuratorSemaphoreLocks = "locks";
 inline constexpr std::string_view kCuratorSemaphoreLeases = "leases";
@@ -127,11 +171,23 @@ struct ForeignLockNodes {
   std::vector<std::string> nodes;  // the children that give it away ("locks" first; by name)
   // E.g. "Curator InterProcessReadWriteLock (node _c_...-__WRIT__0000000003)".
   std::string description() const;
+  // How to share the path safely, for the protocols where one can; else empty.
+  std::string advice(QueueFamily asking) const;
 };
+
+// "; " and the advice, or nothing: what a refusal's message ends with.
+inline std::string with_advice(const ForeignLockNodes& found, QueueFamily asking) {
+  const auto advice = found.advice(asking);
+  return advice.empty() ? advice : "; " + advice;
+}
+
+// True for a name that ends in a sequence number the server appended.
+bool has_sequence_suffix(std::string_view name);
 
 // The first protocol foreign to `asking` found among a lock directory's
 // children, if any.
 std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::string>& children,
-                                                        QueueFamily asking = QueueFamily::mutex);
+                                                        QueueFamily asking = QueueFamily::mutex,
+                                                        QueuePeers peers = {});
 
 }  // namespace zkr::detail

@@ -410,11 +410,13 @@ class Attempt {
     const auto& children = listed.names;
     remove_ghosts(children);
     const auto family = family_of(lock_.kind_);
-    if (const auto foreign = find_foreign_lock_nodes(children, family))
+    const QueuePeers peers{lock_.options_.share_with_kazoo};
+    if (const auto foreign = find_foreign_lock_nodes(children, family, peers))
       throw KeeperError(Errc::foreign_lock_protocol, lock_.dir_,
                         foreign->description() +
                             " uses this lock path; neither protocol sees the other's nodes, so "
-                            "both would be granted at once: refusing to queue beside it");
+                            "both would be granted at once: refusing to queue beside it" +
+                            with_advice(*foreign, family));
     // Our thread's write node exempts us only while it is of this session and
     // its lease still held, as of this listing (a delete of it would have
     // reached the lease's watch before this reply).
@@ -422,7 +424,7 @@ class Attempt {
                             held_write_->lease->reason() == LostReason::none;
     const std::string_view exclusive = write_held ? std::string_view(held_write_->name) : "";
     auto where =
-        queue_position(sorted_queue_nodes(children, family), node_, lock_.kind_, exclusive);
+        queue_position(sorted_queue_nodes(children, family, peers), node_, lock_.kind_, exclusive);
     if (!where.found) {
       client_.logger().warn("lock {}: our node {} vanished; queueing again", lock_.dir_, node_);
       node_.clear();
@@ -813,7 +815,8 @@ std::vector<std::string> LockInternals::participant_nodes() const {
     return std::move(listed).value().names;  // throws: retried if retryable
   });
   std::vector<std::string> paths;
-  for (const auto& name : sorted_queue_nodes(names, family_of(kind_)))
+  for (const auto& name :
+       sorted_queue_nodes(names, family_of(kind_), QueuePeers{options_.share_with_kazoo}))
     paths.push_back(join_path(dir_, name));
   return paths;
 }

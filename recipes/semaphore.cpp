@@ -90,6 +90,13 @@ std::int32_t shared_count_value(const Result<NodeData>& node, const std::string&
 
 }  // namespace
 
+// A semaphore never shares its path with kazoo (whose semaphore has another
+// layout): its internal mutex refuses kazoo's nodes whatever the options say.
+LockOptions without_kazoo(LockOptions options) {
+  options.share_with_kazoo = false;
+  return options;
+}
+
 struct SemaphoreCore {
   SemaphoreCore(Client& c, std::string path, SemaphoreLimit l, const LockOptions& o)
       : client(c),
@@ -99,7 +106,7 @@ struct SemaphoreCore {
         options(o),
         holder(checked_holder_id(o.holder_id)),
         create_options{.acl = o.acl.value_or(open_acl_unsafe()), .ttl = {}},
-        locks(c, join_path(dir, std::string(kLocksChild)), o),
+        locks(c, join_path(dir, std::string(kLocksChild)), without_kazoo(o)),
         lifeline(detail::ClientInternals::lifeline(c)),
         log(c.options().logger) {}
 
@@ -235,7 +242,8 @@ struct SemaphoreCore {
             Errc::foreign_lock_protocol, dir,
             foreign->description() +
                 " uses this semaphore's path; neither protocol sees the other's "
-                "nodes, so both would be granted at once: refusing to queue beside it");
+                "nodes, so both would be granted at once: refusing to queue beside it" +
+                with_advice(*foreign, QueueFamily::semaphore));
 
     auto wake = std::make_shared<Wake>();
     const auto watcher = [weak = std::weak_ptr<Wake>(wake)](const WatchEvent&) {

@@ -21,7 +21,12 @@
 //     named "locks" or "leases" (so a lock path must not have children of
 //     those names for other reasons: nest other lock paths elsewhere);
 //   InterProcessReadWriteLock, Curator's or ours (zkr/read_write_lock.hpp):
-//     a child "..__READ__<seq>" or "..__WRIT__<seq>".
+//     a child "..__READ__<seq>" or "..__WRIT__<seq>";
+//   kazoo's (Python) Lock, WriteLock and ReadLock: "<hex>__lock__<seq>",
+//     "<hex>__rlock__<seq>" (unless LockOptions::share_with_kazoo), and its
+//     Semaphore: children of 32 hex digits;
+//   any other protocol: a child whose name ends in a sequence number (ten
+//     digits, or a minus sign and digits) that none of the above claims.
 // Every listing an acquire makes is checked, the one its grant is decided on
 // included: a foreign node that appears while we wait refuses us too. What
 // cannot be done from our side:
@@ -163,6 +168,18 @@ struct LockOptions {
   // How long a directory stays after its last use while a lock object on it
   // lives (see above). Not negative (std::invalid_argument).
   std::chrono::milliseconds directory_grace{1000};
+  // Queue beside kazoo's (Python) locks on this path instead of refusing them:
+  // kazoo's "__lock__" and "__rlock__" nodes become contenders in our one
+  // queue, ordered by sequence as kazoo orders them (a read/write lock takes
+  // "__lock__" as a writer and "__rlock__" as a reader; a mutex both as
+  // contenders). Safe only if every kazoo lock on the path waits for ours,
+  // which its nodes cannot show: a mutex's kazoo side must be made with
+  // Lock(client, path, extra_lock_patterns=["-lock-"]), a read/write lock's
+  // with WriteLock(..., extra_lock_patterns=["__READ__", "__WRIT__"]) and
+  // ReadLock(..., extra_lock_patterns=["__WRIT__"]). False: a lock that finds
+  // kazoo's nodes throws KeeperError(foreign_lock_protocol). Semaphores
+  // ignore it: they never share a path with kazoo.
+  bool share_with_kazoo = false;
 };
 
 // The proof of holding a lock: a fencing token and a lost signal. A handle to

@@ -227,17 +227,29 @@ std::string Nemesis::create_non_lock_child() {
          ",kept_ms=" + std::to_string(kept.count());
 }
 
-// A lock node of another client (Curator's name, a session of its own): a
-// contender like any other, which the workers must wait for. Either first in
-// line whatever the directory's counter ("-lock-0000000000", made without
-// the sequential flag) or sequential at the end of the queue. Removed (and
-// its session closed) when the move ends, so that it blocks nobody for good.
+// A lock node of another client (a session of its own). Curator's name: a
+// contender like any other, which the workers must wait for. kazoo's
+// (Python: `<uuid hex>__lock__`, its ReadLock's `__rlock__`): a protocol that
+// does not see ours, which makes the workers refuse the path while it lives.
+// Either first in line whatever the directory's counter ("0000000000", made
+// without the sequential flag) or sequential at the end of the queue.
+// Removed (and its session closed) when the move ends, so that it blocks
+// nobody for good.
 std::string Nemesis::create_foreign_lock_node() {
   const auto dirs = lock_dirs();
   if (dirs.empty()) return std::string(kNotInjected) + "no_lock_directory";
   const auto dir = dirs[rng_() % dirs.size()].path;
   const bool first = rng_() % 2 == 0;
-  const auto name = "_c_" + random_guid(rng_) + "-lock-" + (first ? "0000000000" : "");
+  const auto protocol = rng_() % 4;  // Curator half the time, kazoo's two kinds the rest
+  std::string name;
+  if (protocol < 2) {
+    name = "_c_" + random_guid(rng_) + "-lock-";
+  } else {
+    name = random_guid(rng_);
+    std::erase(name, '-');  // uuid4().hex
+    name += protocol == 2 ? "__lock__" : "__rlock__";
+  }
+  if (first) name += "0000000000";
   std::string via;
   const auto keeper = foreign_session(via);
   if (!keeper) return std::string(kNotInjected) + "foreign_session_failed";

@@ -36,6 +36,7 @@
 #include "lock_directory.hpp"
 #include "support/child_process.hpp"
 #include "support/ensemble.hpp"
+#include "support/kazoo_peer.hpp"
 #include "support/waits.hpp"
 #include "zkr/client.hpp"
 #include "zkr/path.hpp"
@@ -692,6 +693,77 @@ TEST_F(ZkrCliTest, PathOfAnotherLockProtocolIsRefusedWithItsOwnCode) {
   keeper().sync(path);  // zkr's delete was answered, maybe by another server
   EXPECT_EQ(keeper().children(path).names, std::vector<std::string>{"leases"})
       << "our node was left behind";
+}
+
+// kazoo's default lock on the path does not see ours: refused, CMD not run,
+// and the error says how to share the path.
+TEST_F(ZkrCliTest, KazooLockOnThePathIsRefusedWithoutWithKazoo) {
+  if (const auto& why = test::kazoo_peer_skip_reason(); !why.empty())
+    GTEST_SKIP() << "no kazoo peer: " << why;
+  const std::string path = root_ + "/shared-with-python";
+  test::KazooPeer py(test::connect_string());
+  ASSERT_EQ(py.reply(), "ready");
+  const auto node = py.call("acquire lock " + path + " 60000 0");
+  ASSERT_TRUE(node.starts_with("acquired " + path + "/")) << node;
+  const auto marker = dir_ / "ran";
+  const auto ran =
+      run_zkr(dir_, {"lock", path, "--connect", test::connect_string(), "--connect-timeout",
+                     kConnectTimeout, "--", "/bin/sh", "-c", "touch " + quoted(marker)});
+  EXPECT_EQ(ran.code, 78) << ran.err;
+  EXPECT_NE(ran.err.find("a lock of kazoo (Python)"), std::string::npos) << ran.err;
+  EXPECT_NE(ran.err.find("extra_lock_patterns=[\"-lock-\"]"), std::string::npos) << ran.err;
+  EXPECT_NE(ran.err.find("--with-kazoo"), std::string::npos) << ran.err;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran beside kazoo";
+  keeper().sync(path);
+  EXPECT_EQ(keeper().children(path).names.size(), 1u) << "our node was left behind";
+  EXPECT_EQ(py.call("release"), "released");
+}
+
+// With --with-kazoo, kazoo's locks made to wait for ours are contenders:
+// zkr waits for kazoo's writer, runs once it has gone, and shares with
+// kazoo's reader under --read.
+TEST_F(ZkrCliTest, WithKazooQueuesWithKazoosLocks) {
+  if (const auto& why = test::kazoo_peer_skip_reason(); !why.empty())
+    GTEST_SKIP() << "no kazoo peer: " << why;
+  const std::string path = root_ + "/queued-with-python";
+  test::KazooPeer py(test::connect_string());
+  ASSERT_EQ(py.reply(), "ready");
+  const auto marker = dir_ / "ran";
+  const std::vector<std::string> head{"lock",
+                                      path,
+                                      "--with-kazoo",
+                                      "--connect",
+                                      test::connect_string(),
+                                      "--connect-timeout",
+                                      kConnectTimeout};
+  const auto with = [&](std::vector<std::string> more) {
+    auto args = head;
+    args.insert(args.end(), more.begin(), more.end());
+    for (const auto& word :
+         std::vector<std::string>{"--", "/bin/sh", "-c", "touch " + quoted(marker)})
+      args.push_back(word);
+    return args;
+  };
+  for (const std::string kind : {"lock", "write"}) {
+    std::filesystem::remove(marker);
+    ASSERT_TRUE(py.call("acquire " + kind + " " + path + " 60000 1").starts_with("acquired "));
+    const auto waited =
+        run_zkr(dir_, with(kind == "lock" ? std::vector<std::string>{"--timeout", "1s"}
+                                          : std::vector<std::string>{"--read", "--timeout", "1s"}));
+    EXPECT_EQ(waited.code, 75) << kind << ": " << waited.err;
+    EXPECT_FALSE(std::filesystem::exists(marker)) << "ran beside kazoo's " << kind;
+    EXPECT_EQ(py.call("release"), "released");
+    const auto ran = run_zkr(dir_, with({}));
+    EXPECT_EQ(ran.code, 0) << ran.err;
+    EXPECT_TRUE(std::filesystem::exists(marker));
+  }
+  std::filesystem::remove(marker);
+  ASSERT_TRUE(py.call("acquire read " + path + " 60000 1").starts_with("acquired "));
+  const auto shared = run_zkr(dir_, with({"--read", "--timeout", "30s"}));
+  EXPECT_EQ(shared.code, 0) << shared.err;
+  EXPECT_TRUE(std::filesystem::exists(marker)) << "a reader did not share with kazoo's";
+  EXPECT_EQ(py.call("release"), "released");
+  EXPECT_EQ(run_zkr(dir_, with({"--semaphore", "2"})).code, 64);
 }
 
 TEST_F(ZkrCliTest, SignalsToZkrArePassedOnToTheCommand) {

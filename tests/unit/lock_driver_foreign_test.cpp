@@ -98,17 +98,23 @@ TEST(ForeignLockNodes, OtherNamesAreNotForeignLocks) {
       "LOCKS",
       " leases",
       "leases ",
-      "_c_" + kGuid + "-lease-0000000001",  // a lease belongs in leases/, not here
       "__WRIT__",
       "__READ__",
       "_c_g-__WRIT__",
       "_c_g-__WRIT__123",
       "_c_g-__READ__0000000003x",
       "_c_g-__WRIT__00000000001234",
-      "_c_g-__write__0000000003",
-      "_c_g-__READ_0000000003",
       "_c_g-__WRIT__lock-0000000001",  // ends as a lock node: one of our queue's
-      "_c_g-__READ__0000000001-config"};
+      "_c_g-__READ__0000000001-config",
+      "build-12345678",                     // eight digits: no sequence
+      "v12345678901",                       // eleven digits
+      "ts-1732624000123",                   // a millisecond timestamp
+      "0123456789abcdef0123456789abcde",    // 31 hex digits: no kazoo lease
+      "0123456789ABCDEF0123456789ABCDEF",   // upper case: no kazoo lease
+      "0123456789abcdef0123456789abcdef0",  // 33
+      "x__lock__",
+      "x__lock__123",
+      "x__rlock__00000000001234"};
   for (const auto& name : not_foreign)
     EXPECT_FALSE(find_foreign_lock_nodes({name})) << '"' << name << '"';
   EXPECT_FALSE(find_foreign_lock_nodes(not_foreign));

@@ -9,6 +9,7 @@
 
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "lock_directory.hpp"
@@ -207,17 +208,52 @@ TYPED_TEST(LockMixTest, TheListingThatRecoversALostCreateIsCheckedToo) {
   EXPECT_TRUE(this->no_ephemerals_of(a));
 }
 
+// kazoo's (Python) locks and semaphore, and any child that ends in a
+// sequence number no protocol claims: refused like Curator's, with a word
+// on how to share the path where one can.
+TYPED_TEST(LockMixTest, KazooAndUnknownSequentialNodesRefuse) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"9f1c2b3a4d5e6f708192a3b4c5d6e7f8__lock__0000000000", "a lock of kazoo (Python)"},
+      {"9f1c2b3a4d5e6f708192a3b4c5d6e7f8__rlock__0000000000", "extra_lock_patterns=[\"-lock-\"]"},
+      {"9f1c2b3a4d5e6f708192a3b4c5d6e7f8", "a Semaphore of kazoo (Python)"},
+      {"entry-0000000000", "an unknown lock protocol"}};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& [node, says] = cases[i];
+    const std::string dir = kDir + "-" + std::to_string(i);
+    this->put_children(dir, {node});
+    auto& a = this->contender();
+    TypeParam lock(*a.client, dir);
+    EXPECT_THAT(this->refused(
+                    lock, [&] { return lock.try_acquire_for(kWait); }, dir),
+                HasSubstr(says));
+    EXPECT_EQ(this->ensemble_.children_now(dir), std::vector<std::string>{node});
+    EXPECT_TRUE(this->no_ephemerals_of(a));
+  }
+}
+
+// Shared: kazoo's nodes are contenders in our queue, by their sequence.
+TYPED_TEST(LockMixTest, SharedWithKazooItsNodesQueueWithOurs) {
+  const std::string kazoo = kDir + "/9f1c2b3a4d5e6f708192a3b4c5d6e7f8__lock__0000000000";
+  this->put_children(kDir, {});
+  this->raw().create(kazoo, "", CreateMode::ephemeral);  // first in line: "0000000000"
+  LockOptions shared;
+  shared.share_with_kazoo = true;
+  auto lock = this->lock_for(this->contender(), shared);
+  EXPECT_FALSE(lock->try_acquire_for(300ms)) << "granted before kazoo's node";
+  EXPECT_THAT(lock->participant_nodes(), ::testing::Contains(kazoo));
+  this->raw().remove(kazoo);
+  ASSERT_TRUE(lock->try_acquire_for(kWait));
+  EXPECT_TRUE(lock->release());
+}
+
 // Only recognised protocols refuse: our own helper children, an operator's
 // note and near misses of the foreign names are ignored, as before.
 TYPED_TEST(LockMixTest, OtherChildrenAreStillIgnored) {
-  const std::vector<std::string> others{std::string(kLayoutNodeName),
-                                        std::string(detail::kProbePrefix) + detail::new_guid(),
-                                        "config",
-                                        "lease",
-                                        "locks2",
-                                        "my-leases",
-                                        "__WRIT__",
-                                        "_c_g-__READ__12"};
+  const std::vector<std::string> others{
+      std::string(kLayoutNodeName), std::string(detail::kProbePrefix) + detail::new_guid(),
+      // a GUID's last group may end in ten digits
+      std::string(detail::kProbePrefix) + "0f8e1c2a-1111-4222-8333-ab1234567890", "config", "lease",
+      "locks2", "my-leases", "__WRIT__", "_c_g-__READ__12"};
   this->put_children(kDir, others);
   auto lock = this->lock_for(this->contender());
   ASSERT_TRUE(lock->try_acquire_for(kWait));

@@ -22,7 +22,8 @@ inline constexpr int os_error = 71;      // EX_OSERR: fork, pipe, signal set-up 
 inline constexpr int timeout = 75;       // EX_TEMPFAIL: the lock was not acquired in --timeout
 inline constexpr int zookeeper = 76;     // EX_PROTOCOL: ZooKeeper refused an operation (auth, ...)
 inline constexpr int foreign_lock = 78;  // EX_CONFIG: another lock protocol (Curator's semaphore or
-                                         // read/write lock) uses the lock path; not queued
+                                         // read/write lock, kazoo's locks, an unknown one) uses
+                                         // the lock path; not queued
 // Not a sysexits code: no program that follows sysexits(3) returns it, and it
 // is below 126, so it cannot be mistaken for a shell's or a signal's code.
 inline constexpr int lock_lost = 79;        // the lock was lost while the command ran

@@ -64,6 +64,8 @@ std::vector<OptionSpec> lock_specs() {
       {"write", 0, false, "", "take PATH as a read/write lock, writing: alone"},
       {"semaphore", 0, true, "N",
        "take one of N leases of a counting semaphore on PATH (Curator's layout)"},
+      {"with-kazoo", 0, false, "",
+       "queue with kazoo's (Python) locks on PATH, made to wait for ours (README)"},
       {"ignore-suspended", 0, false, "",
        "count the lock lost only when the session is, not when the link drops"},
       {"status-file", 0, true, "PATH",
@@ -143,6 +145,13 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
   if (auto v = parsed.value("semaphore")) {
     s.kind = LockSettings::Kind::semaphore;
     s.leases = static_cast<std::int32_t>(parse_count(*v, "--semaphore", 1, 1'000'000));
+  }
+  if (parsed.has("with-kazoo")) {
+    if (s.kind == LockSettings::Kind::semaphore)
+      throw UsageError(
+          "--with-kazoo and --semaphore exclude each other: kazoo's semaphore has "
+          "another layout");
+    s.lock_options.share_with_kazoo = true;
   }
   return s;
 }
@@ -334,7 +343,8 @@ std::string lock_help() {
          "  78             PATH is used by another lock protocol (Curator's\n"
          "                 InterProcessSemaphoreMutex/SemaphoreV2, a read/write lock\n"
          "                 without --read/--write, a mutex with them; a\n"
-         "                 semaphore's nodes with any but --semaphore),\n"
+         "                 semaphore's nodes with any but --semaphore; kazoo's\n"
+         "                 locks without --with-kazoo; an unknown protocol),\n"
          "                 which would not exclude us: not queued, CMD not run\n"
          "  79             the lock was lost (or could not be confirmed) while CMD ran;\n"
          "                 its group was terminated\n"
