@@ -48,15 +48,6 @@ std::optional<std::int64_t> sequence_after(std::string_view name, std::string_vi
   return value;
 }
 
-// The text after the last marker of a node of this family (what Curator
-// sorts by), or nullopt for a name that is not one.
-std::optional<std::string_view> sort_key(std::string_view name, QueueFamily family) {
-  const auto kind = queue_kind(name);
-  if (!kind || family_of(*kind) != family) return std::nullopt;
-  const auto marker = queue_marker(*kind);
-  return name.substr(name.rfind(marker) + marker.size());
-}
-
 }  // namespace
 
 std::optional<std::int64_t> lock_sequence(std::string_view name) {
@@ -71,23 +62,45 @@ std::optional<QueueKind> queue_kind(std::string_view name) {
   return std::nullopt;
 }
 
+std::int64_t unwrapped_sequence(std::int64_t sequence) {
+  // The counter runs 0 .. 2^31 - 1, then -2^31 .. -1: a negative number was
+  // given after every non-negative one, 2^32 later than its value says.
+  return sequence < 0 ? sequence + (std::int64_t{1} << 32) : sequence;
+}
+
 std::vector<std::string> sorted_queue_nodes(const std::vector<std::string>& children,
                                             QueueFamily family) {
-  // Curator compares the text after the last marker, not its number. They
-  // agree for the zero-padded positive numbers ZooKeeper writes until a
-  // parent's counter overflows; comparing text keeps us agreeing with Curator
-  // even then, which is what matters when both contend on one path.
-  std::vector<std::pair<std::string_view, const std::string*>> keyed;
+  // By the counter's order of issue. For the zero-padded non-negative numbers
+  // ZooKeeper writes until a parent's counter passes 2^31 - 1 this is
+  // Curator's order (the text after the marker); past it Curator's order is
+  // wrong, and a grant refuses to queue (wrapped_sequence_node) rather than
+  // disagree with a Curator peer.
+  std::vector<std::pair<std::int64_t, const std::string*>> keyed;
   keyed.reserve(children.size());
-  for (const auto& child : children)
-    if (const auto key = sort_key(child, family)) keyed.emplace_back(*key, &child);
+  for (const auto& child : children) {
+    const auto kind = queue_kind(child);
+    if (!kind || family_of(*kind) != family) continue;
+    keyed.emplace_back(unwrapped_sequence(*sequence_after(child, queue_marker(*kind))), &child);
+  }
   std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : *a.second < *b.second;
   });
   std::vector<std::string> sorted;
   sorted.reserve(keyed.size());
-  for (const auto& [suffix, name] : keyed) sorted.push_back(*name);
+  for (const auto& [sequence, name] : keyed) sorted.push_back(*name);
   return sorted;
+}
+
+std::optional<std::string> wrapped_sequence_node(const std::vector<std::string>& children,
+                                                 QueueFamily family) {
+  std::optional<std::string> first;
+  for (const auto& child : children) {
+    const auto kind = queue_kind(child);
+    if (!kind || family_of(*kind) != family) continue;
+    if (*sequence_after(child, queue_marker(*kind)) < 0 && (!first || child < *first))
+      first = child;
+  }
+  return first;
 }
 
 std::optional<std::string> find_protected_node(const std::vector<std::string>& children,

@@ -63,13 +63,24 @@ inline bool is_lock_node(std::string_view name) {
   return is_queue_node(name) || is_lease_node(name);
 }
 
-// The nodes of one queue family among children, in Curator's order: by the
-// text after the last marker (the same as by number, until a parent's counter
-// overflows 2^31 and ZooKeeper writes negative numbers). Other children are
-// dropped: unlike Curator, which sorts them in by their whole name and can be
-// blocked by one whose name sorts first.
+// The nodes of one queue family among children, in the order their
+// sequences were issued (other children are dropped: unlike Curator, which
+// sorts them in by their whole name and can be blocked by one whose name
+// sorts first). Until a parent's counter passes 2^31 - 1 that is Curator's
+// order, the text after the last marker. Past it ZooKeeper writes negative
+// numbers ("-2147483648" follows "2147483647"): Curator's text order then
+// puts newer nodes before older ones, even among the negatives; this order
+// stays right until the counter comes back to 0, 2^32 numbers later.
 std::vector<std::string> sorted_queue_nodes(const std::vector<std::string>& children,
                                             QueueFamily family);
+// A sequence as a position in the order of issue: a negative one (given
+// after the counter passed 2^31 - 1) plus 2^32.
+std::int64_t unwrapped_sequence(std::int64_t sequence);
+// The first (by name) node of the family among children whose sequence is
+// negative: the directory's counter has wrapped, and a Curator peer on the
+// path orders its queue differently from the truth. nullopt if none.
+std::optional<std::string> wrapped_sequence_node(const std::vector<std::string>& children,
+                                                 QueueFamily family);
 inline std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& children) {
   return sorted_queue_nodes(children, QueueFamily::mutex);
 }

@@ -415,6 +415,16 @@ class Attempt {
                         foreign->description() +
                             " uses this lock path; neither protocol sees the other's nodes, so "
                             "both would be granted at once: refusing to queue beside it");
+    // Past the counter's wrap Curator orders by text, newest first: a
+    // Curator peer and we would each think ourselves first. No order is
+    // right for both, so neither side of the wrap is ours to queue on.
+    if (const auto wrapped = wrapped_sequence_node(children, family))
+      throw KeeperError(Errc::sequence_wrapped, lock_.dir_,
+                        "node " + *wrapped +
+                            " has a negative sequence: the directory's counter passed 2^31-1, "
+                            "and Curator's order (text) now puts newer nodes first; refusing "
+                            "to queue. The counter starts again once the directory is empty "
+                            "and removed");
     // Our thread's write node exempts us only while it is of this session and
     // its lease still held, as of this listing (a delete of it would have
     // reached the lease's watch before this reply).
