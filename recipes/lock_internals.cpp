@@ -13,6 +13,7 @@
 #include "client_internals.hpp"
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
+#include "owned_delete.hpp"
 #include "pending_reply.hpp"
 #include "timer_thread.hpp"
 #include "wakeup.hpp"
@@ -621,7 +622,7 @@ class Attempt {
       if (!node_.empty()) {
         const std::string path = join_path(lock_.dir_, node_);
         if (!co_await remove_now(path))
-          detail::ClientInternals::remove_in_background(client_, path, epoch_);
+          detail::ClientInternals::remove_in_background(client_, path, epoch_, false, czxid_);
       } else if (create_sent_) {
         detail::ClientInternals::remove_in_background(client_, prefix_path(), epoch_,
                                                       /*by_name_prefix=*/true);
@@ -641,10 +642,13 @@ class Attempt {
     // Cleaning up may take a round trip past the deadline (never more than
     // one session timeout past it, as every wait here): better than leaving
     // a node in the queue for the background to find.
-    auto removing = sent<Empty>(
-        [&](auto on_reply) { keeper_->async_remove(path, kAnyVersion, std::move(on_reply)); });
+    // Only if a read shows it ours (owned_delete.hpp): a node of its name
+    // made by someone else is theirs.
+    PendingReply<Result<Removal>> removing;
+    remove_if_ours(keeper_, path, {.session_id = session_id_, .czxid = czxid_},
+                   client_.options().logger, removing.handler());
     const auto removed = co_await await(removing, path);
-    co_return removed.ok() || removed.error() == Errc::no_node;
+    co_return removed.ok();  // deleted, gone, or not ours (logged)
   }
 
   const std::uint64_t after_epoch_;
@@ -711,19 +715,41 @@ void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noex
     client.remove_listener(lease->listener);
     // Ends the directory's use after the delete is sent (below), so that a
     // removal of it is ordered after the delete too.
-    const auto use = std::move(lease->directory_use);
+    auto use = std::move(lease->directory_use);
     if (client.session_epoch() != lease->epoch) return;  // the node went with its session
     if (deleted) return;
     auto keeper = client.keeper();
     if (keeper && client.is_connected()) {
-      detail::ClientInternals::directory_registry(client)->watch_release(
-          lease->node_path, lease->epoch, keeper->async_remove(lease->node_path));
+      // Only a node proven ours goes (owned_delete.hpp): by the last read
+      // of it (our create's reply, or the own-node watch's read) if nothing
+      // was heard of it since, with no request of our own; else by a read
+      // sent now, the delete following its reply.
+      const Ownership ours{.session_id = keeper->session_id(), .czxid = lease->czxid};
+      const auto registry = detail::ClientInternals::directory_registry(client);
+      if (const auto version = lease->proven_version()) {
+        // Sent now, so that the session's next requests (our next acquire's
+        // create) come after it, as a release promises.
+        registry->watch_release(lease->node_path, lease->epoch, lease->czxid,
+                                keeper->async_remove(lease->node_path, *version));
+        return;
+      }
+      auto removed = std::make_shared<std::promise<Result<Empty>>>();
+      registry->watch_release(lease->node_path, lease->epoch, lease->czxid, removed->get_future());
+      // The directory's use ends once the delete is sent, or found not due.
+      auto until_sent = std::make_shared<std::unique_ptr<DirectoryRegistry::Use>>(std::move(use));
+      remove_if_ours(keeper, lease->node_path, ours, client.options().logger,
+                     [removed, until_sent, path = lease->node_path](Result<Removal> removal) {
+                       until_sent->reset();
+                       removed->set_value(as_delete_reply(removal, path));
+                     });
       return;
     }
-    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch);
+    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch, false,
+                                                  lease->czxid);
   } catch (const std::exception& e) {
     client.logger().error("release of {} failed: {}", lease->node_path, e.what());
-    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch);
+    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch, false,
+                                                  lease->czxid);
   }
 }
 
@@ -812,6 +838,10 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
 // Sends the delete and returns: the session's later requests (the next
 // acquire's create, say) are ordered after it by the server. The registry
 // looks at the reply; a lost one hands the delete to the background remover.
+// (Only when no read proves the node ours, after a watch event or a failed
+// read of it, does a read go first: then the next requests may overtake the
+// delete, and an acquire of the same lock may find our old node still there
+// and wait for it.)
 void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
   release_node(client_, lease);
 }

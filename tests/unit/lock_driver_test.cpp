@@ -59,9 +59,9 @@ TEST(LockDriver, OrdersByIssueAcrossTheCounterWrap) {
 }
 
 TEST(LockDriver, NamesTheFirstNodeIssuedPastTheWrapOfItsFamilyOnly) {
-  EXPECT_EQ(wrapped_sequence_node({"_c_a-lock-2147483647", "_c_b-lock-0000000001"},
-                                  QueueFamily::mutex),
-            std::nullopt);
+  EXPECT_EQ(
+      wrapped_sequence_node({"_c_a-lock-2147483647", "_c_b-lock-0000000001"}, QueueFamily::mutex),
+      std::nullopt);
   EXPECT_EQ(wrapped_sequence_node({"_c_a-lock-2147483647", "_c_z-lock--2147483647",
                                    "_c_b-lock--2147483648", "x-lock--1"},
                                   QueueFamily::mutex),
