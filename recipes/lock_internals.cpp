@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "client_internals.hpp"
+#include "layout_gate.hpp"
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
 #include "owned_delete.hpp"
@@ -140,6 +141,7 @@ class Attempt {
       std::exception_ptr failure;
       try {
         co_await bind_session();
+        co_await check_layout();  // before our create: nothing queued on a wrong layout
         for (;;) {
           // Checked between stages, the grant's included: a stop that comes
           // as our turn does gives the lock on rather than take it.
@@ -159,7 +161,9 @@ class Attempt {
                 case Turn::vanished: start_over(); break;  // back to Stage::queue
               }
               break;
-            case Stage::grant: co_return grant();
+            case Stage::grant:
+              co_await check_layout();  // a flag, unless the record's watch fired meanwhile
+              co_return grant();
           }
         }
       } catch (...) {
@@ -228,6 +232,16 @@ class Attempt {
       throw SessionGone{epoch_};
     }
     keeper_ = std::move(keeper);
+  }
+
+  // A LockFactory's lock: the root's layout record proven ours in this
+  // session (layout_gate.hpp). Sends nothing while its watch stands.
+  Task<void> check_layout() {
+    const auto& gate = lock_.options_.layout_gate;
+    if (!gate || gate->proven(epoch_)) co_return;
+    auto until = Clock::now() + keeper_->default_timeout();
+    if (deadline_) until = std::min(until, *deadline_ + keeper_->default_timeout());
+    co_await gate->verify(keeper_, epoch_, inbox_->timers(), until);
   }
 
   // Client::session_when_connected() without a blocked thread: the Client

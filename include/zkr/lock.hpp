@@ -123,6 +123,7 @@ inline constexpr std::uint32_t kMaxReentrantHolds = 1'000'000;
 namespace detail {
 class LockInternals;
 struct LeaseState;
+class LayoutGate;
 }  // namespace detail
 
 enum class SuspendedPolicy {
@@ -163,6 +164,9 @@ struct LockOptions {
   // How long a directory stays after its last use while a lock object on it
   // lives (see above). Not negative (std::invalid_argument).
   std::chrono::milliseconds directory_grace{1000};
+  /// Set by LockFactory for its locks, never by hand: the check of the
+  /// root's layout record that every acquire waits for (zkr/lock_factory.hpp).
+  std::shared_ptr<detail::LayoutGate> layout_gate;
 };
 
 // The proof of holding a lock: a fencing token and a lost signal. A handle to
