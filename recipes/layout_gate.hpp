@@ -74,10 +74,10 @@ class LayoutGate : public std::enable_shared_from_this<LayoutGate> {
   const CreateOptions create_;
 
   std::mutex mutex_;
-  std::optional<Seen> first_;          // guarded by mutex_: the first read showing ours
-  std::uint64_t proven_epoch_ = 0;     // guarded by mutex_: 0 = none
-  bool fired_ = false;                 // guarded by mutex_: the watch fired since
-  std::exception_ptr refused_;         // guarded by mutex_: final once set
+  std::optional<Seen> first_;       // guarded by mutex_: the first read showing ours
+  std::uint64_t proven_epoch_ = 0;  // guarded by mutex_: 0 = none
+  bool fired_ = false;              // guarded by mutex_: the watch fired since
+  std::exception_ptr refused_;      // guarded by mutex_: final once set
 };
 
 }  // namespace zkr::detail
