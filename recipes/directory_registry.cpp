@@ -122,7 +122,7 @@ void DirectoryRegistry::missing(const std::string& dir) {
   if (const auto it = entries_.find(dir); it != entries_.end()) it->second.known = false;
 }
 
-void DirectoryRegistry::watch_release(std::string path, std::uint64_t epoch,
+void DirectoryRegistry::watch_release(std::string path, std::uint64_t epoch, std::int64_t czxid,
                                       std::future<Result<Empty>> reply) noexcept {
   try {
     const auto session = session_();
@@ -132,12 +132,13 @@ void DirectoryRegistry::watch_release(std::string path, std::uint64_t epoch,
       std::lock_guard lock(mutex_);
       // Closing: the session's end deletes the node.
       if (closed_) return;
-      releases_.push_back({std::move(path), epoch, std::move(reply), Clock::now() + patience});
+      releases_.push_back(
+          {std::move(path), epoch, czxid, std::move(reply), Clock::now() + patience});
     }
     wake_.notify_all();
   } catch (const std::exception& e) {
     log_->error("release of {}: could not watch its reply: {}", path, e.what());
-    remove_in_background_(path, epoch);
+    remove_in_background_(path, epoch, czxid);
   }
 }
 
@@ -239,7 +240,7 @@ void DirectoryRegistry::settle(PendingRelease& pending, bool ready) {
   try {
     if (!ready) {
       log_->debug("release of {}: no reply yet; deleting in the background", pending.path);
-      remove_in_background_(pending.path, pending.epoch);
+      remove_in_background_(pending.path, pending.epoch, pending.czxid);
       return;
     }
     const auto result = pending.reply.get();
@@ -248,16 +249,16 @@ void DirectoryRegistry::settle(PendingRelease& pending, bool ready) {
     if (result.ok() || result.error() == Errc::no_node || result.error() == Errc::session_expired ||
         result.error() == Errc::closing)
       return;
-    if (is_connection_error(result.error())) {
+    if (is_connection_error(result.error()) || result.error() == Errc::bad_version) {
       log_->debug("release of {}: {}; deleting in the background", pending.path,
                   errc_name(result.error()));
-      remove_in_background_(pending.path, pending.epoch);
+      remove_in_background_(pending.path, pending.epoch, pending.czxid);
       return;
     }
     log_->error("release: could not delete {}: {}", pending.path, errc_name(result.error()));
   } catch (const std::exception& e) {
     log_->error("release of {}: {}", pending.path, e.what());
-    remove_in_background_(pending.path, pending.epoch);
+    remove_in_background_(pending.path, pending.epoch, pending.czxid);
   }
 }
 

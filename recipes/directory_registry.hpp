@@ -59,8 +59,9 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
     bool connected = false;
   };
   using SessionSource = std::function<Session()>;
-  // Client::remove_in_background.
-  using BackgroundRemove = std::function<void(std::string path, std::uint64_t epoch)>;
+  // Client::remove_in_background (czxid: of the node, 0 if not known).
+  using BackgroundRemove =
+      std::function<void(std::string path, std::uint64_t epoch, std::int64_t czxid)>;
 
   DirectoryRegistry(SessionSource session, BackgroundRemove remove_in_background,
                     std::shared_ptr<spdlog::logger> log);
@@ -101,9 +102,10 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
   void missing(const std::string& dir);
 
   // A release sent this delete and did not wait: if its reply says the link
-  // failed (or none comes within the session timeout), the delete is handed
-  // to the background remover. Never throws.
-  void watch_release(std::string path, std::uint64_t epoch,
+  // failed (or none comes within the session timeout), or that the node was
+  // rewritten since its version was read (bad_version), the delete is handed
+  // to the background remover, which reads the owner again. Never throws.
+  void watch_release(std::string path, std::uint64_t epoch, std::int64_t czxid,
                      std::future<Result<Empty>> reply) noexcept;
 
   // The Client is closing, its session still serves: removes every unused
@@ -136,6 +138,7 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
   struct PendingRelease {
     std::string path;
     std::uint64_t epoch;
+    std::int64_t czxid;
     std::future<Result<Empty>> reply;
     Clock::time_point give_up_at;
   };

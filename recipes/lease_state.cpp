@@ -8,6 +8,7 @@ void LeaseState::mark_lost(LostReason why) {
   std::vector<std::function<void(LostReason)>> to_run;
   {
     std::lock_guard lock(mutex_);
+    proven_version_.reset();
     if (released_ || reason_ != LostReason::none) return;
     reason_ = why;
     to_run.swap(callbacks_to_run_);
@@ -82,6 +83,7 @@ std::shared_future<Result<NodeData>> LeaseState::arm(const std::shared_ptr<Keepe
                                [weak, weak_keeper](const WatchEvent& event) {
                                  auto self = weak.lock();
                                  if (!self) return;
+                                 self->forget_watched();
                                  switch (event.type) {
                                    case EventType::deleted:
                                      self->mark_lost(LostReason::node_deleted);
@@ -123,8 +125,30 @@ void LeaseState::check_pending_reply() {
   on_reply(*reply);
 }
 
+std::optional<Version> LeaseState::proven_version() {
+  check_pending_reply();
+  std::lock_guard lock(mutex_);
+  if (reason_ != LostReason::none) return std::nullopt;
+  return proven_version_;
+}
+
+void LeaseState::forget_watched() {
+  std::lock_guard lock(mutex_);
+  proven_version_.reset();
+}
+
 void LeaseState::on_reply(const Result<NodeData>& reply) {
   if (reply.ok()) {
+    if (reply.value().stat.czxid != czxid) {
+      // A node of our name that our create did not make: ours was deleted
+      // before the watch was set, unheard.
+      mark_lost(LostReason::node_deleted);
+      return;
+    }
+    {
+      std::lock_guard lock(mutex_);
+      proven_version_ = reply.value().stat.version;
+    }
     if (reply.value().data != kRevokeRequest) return;
     std::vector<std::function<void()>> to_run;
     {
@@ -136,6 +160,7 @@ void LeaseState::on_reply(const Result<NodeData>& reply) {
     for (auto& callback : to_run) callbacks_->post(std::move(callback));
     return;
   }
+  forget_watched();  // no proof from this read, and perhaps no watch
   // No watch was armed in these cases, so no event will ever tell: the reply
   // is all we get. (A reply lost to a dropped link leaves the watch to the
   // Client's states, which cover that.)

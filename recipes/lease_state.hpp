@@ -71,11 +71,23 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   // callback thread as soon as it comes, and by anyone asking reason().
   std::shared_future<Result<NodeData>> watch_own_node(const std::shared_ptr<Keeper>& keeper);
 
+  // The data version of our node as last read, while that read proved the
+  // node ours and nothing has been heard of it since. The first read is our
+  // create's reply (our session's node, version 0); then each reply of the
+  // own-node watch's read that finds the node our create made (czxid). Any
+  // watch event, a failed read, or a lost lease forgets it. The watch's
+  // events come before any later reply, so this is what a read made now
+  // would show, as of the last reply: a release deletes with this version
+  // and needs no read of its own (owned_delete.hpp says what no read can
+  // exclude). nullopt: read before deleting.
+  std::optional<Version> proven_version();
+
  private:
   // Sends the read that sets the watch; its reply, also kept in pending_
   // until someone looks at it.
   std::shared_future<Result<NodeData>> arm(const std::shared_ptr<Keeper>& keeper);
   void on_reply(const Result<NodeData>& reply);
+  void forget_watched();
   void check_pending_reply();
 
   const std::shared_ptr<CallbackThread> callbacks_;
@@ -86,6 +98,7 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   std::vector<std::function<void(LostReason)>> callbacks_to_run_;  // guarded by mutex_
   std::vector<std::function<void()>> revocation_callbacks_;        // guarded by mutex_
   std::optional<std::shared_future<Result<NodeData>>> pending_;    // guarded by mutex_
+  std::optional<Version> proven_version_{0};  // guarded by mutex_: see proven_version()
   std::stop_source stop_;
 };
 

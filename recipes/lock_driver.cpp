@@ -54,14 +54,13 @@ std::string_view kazoo_marker(KazooKind kind) {
   return kind == KazooKind::lock ? kKazooLockName : kKazooReadName;
 }
 
-// The text after the last marker of a node of this family (what Curator and
-// kazoo sort by), or nullopt for a name that is not one.
-std::optional<std::string_view> sort_key(std::string_view name, QueueFamily family,
-                                         QueuePeers peers) {
+// The sequence after the last marker of a contender of this family (ours,
+// Curator's, or with peers.kazoo kazoo's), or nullopt for a name that is not one.
+std::optional<std::int64_t> contender_sequence(std::string_view name, QueueFamily family,
+                                               QueuePeers peers) {
   if (!contender_kind(name, family, peers)) return std::nullopt;
   const auto kind = queue_kind(name);
-  const auto marker = kind ? queue_marker(*kind) : kazoo_marker(*kazoo_kind(name));
-  return name.substr(name.rfind(marker) + marker.size());
+  return sequence_after(name, kind ? queue_marker(*kind) : kazoo_marker(*kazoo_kind(name)));
 }
 
 }  // namespace
@@ -112,23 +111,41 @@ bool has_sequence_suffix(std::string_view name) {
   return digits == 9 && name.size() > 9 && name[name.size() - 10] == '-';
 }
 
+std::int64_t unwrapped_sequence(std::int64_t sequence) {
+  // The counter runs 0 .. 2^31 - 1, then -2^31 .. -1: a negative number was
+  // given after every non-negative one, 2^32 later than its value says.
+  return sequence < 0 ? sequence + (std::int64_t{1} << 32) : sequence;
+}
+
 std::vector<std::string> sorted_queue_nodes(const std::vector<std::string>& children,
                                             QueueFamily family, QueuePeers peers) {
-  // Curator compares the text after the last marker, not its number. They
-  // agree for the zero-padded positive numbers ZooKeeper writes until a
-  // parent's counter overflows; comparing text keeps us agreeing with Curator
-  // even then, which is what matters when both contend on one path.
-  std::vector<std::pair<std::string_view, const std::string*>> keyed;
+  // By the counter's order of issue. For the zero-padded non-negative numbers
+  // ZooKeeper writes until a parent's counter passes 2^31 - 1 this is
+  // Curator's and kazoo's order (the text after the marker); past it theirs
+  // is wrong, and a grant refuses to queue (wrapped_sequence_node) rather
+  // than disagree with a peer.
+  std::vector<std::pair<std::int64_t, const std::string*>> keyed;
   keyed.reserve(children.size());
   for (const auto& child : children)
-    if (const auto key = sort_key(child, family, peers)) keyed.emplace_back(*key, &child);
+    if (const auto sequence = contender_sequence(child, family, peers))
+      keyed.emplace_back(unwrapped_sequence(*sequence), &child);
   std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : *a.second < *b.second;
   });
   std::vector<std::string> sorted;
   sorted.reserve(keyed.size());
-  for (const auto& [suffix, name] : keyed) sorted.push_back(*name);
+  for (const auto& [sequence, name] : keyed) sorted.push_back(*name);
   return sorted;
+}
+
+std::optional<std::string> wrapped_sequence_node(const std::vector<std::string>& children,
+                                                 QueueFamily family, QueuePeers peers) {
+  std::optional<std::string> first;
+  for (const auto& child : children) {
+    const auto sequence = contender_sequence(child, family, peers);
+    if (sequence && *sequence < 0 && (!first || child < *first)) first = child;
+  }
+  return first;
 }
 
 std::optional<std::string> find_protected_node(const std::vector<std::string>& children,

@@ -93,15 +93,25 @@ struct QueuePeers {
 std::optional<QueueKind> contender_kind(std::string_view name, QueueFamily family,
                                         QueuePeers peers = {});
 
-// The nodes of one queue family among children, in Curator's order: by the
-// text after the last marker (the same as by number, until a parent's counter
-// overflows 2^31 and ZooKeeper writes negative numbers). Other children are
-// dropped: unlike Curator, which sorts them in by their whole name and can be
-// blocked by one whose name sorts first. With peers.kazoo, kazoo's nodes are
-// sorted in by the text after their marker too: the sequence text kazoo
-// sorts by, so both sides agree on one order.
+// The nodes of one queue family among children, in the order their
+// sequences were issued (other children are dropped: unlike Curator, which
+// sorts them in by their whole name and can be blocked by one whose name
+// sorts first). Until a parent's counter passes 2^31 - 1 that is Curator's
+// and kazoo's order, the text after the last marker. Past it ZooKeeper
+// writes negative numbers ("-2147483648" follows "2147483647"): text order
+// then puts newer nodes before older ones, even among the negatives; this
+// order stays right until the counter comes back to 0, 2^32 numbers later.
+// With peers.kazoo, kazoo's nodes are sorted in by their sequence too.
 std::vector<std::string> sorted_queue_nodes(const std::vector<std::string>& children,
                                             QueueFamily family, QueuePeers peers = {});
+// A sequence as a position in the order of issue: a negative one (given
+// after the counter passed 2^31 - 1) plus 2^32.
+std::int64_t unwrapped_sequence(std::int64_t sequence);
+// The first (by name) contender of the family among children whose sequence
+// is negative: the directory's counter has wrapped, and a Curator or kazoo
+// peer on the path orders its queue differently from the truth. nullopt if none.
+std::optional<std::string> wrapped_sequence_node(const std::vector<std::string>& children,
+                                                 QueueFamily family, QueuePeers peers = {});
 inline std::vector<std::string> sorted_lock_nodes(const std::vector<std::string>& children) {
   return sorted_queue_nodes(children, QueueFamily::mutex);
 }

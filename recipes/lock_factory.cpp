@@ -12,6 +12,8 @@
 
 #include <boost/uuid/detail/sha1.hpp>
 
+#include "client_internals.hpp"
+#include "layout_gate.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -78,13 +80,22 @@ LayoutMismatch::LayoutMismatch(std::string root, std::string recorded, std::stri
       recorded_(std::move(recorded)),
       ours_(std::move(ours)) {}
 
-// Whether this factory (and its copies) has seen the recorded layout agree
-// with its own, or seen it differ.
-struct LockFactory::LayoutCheck {
-  std::mutex mutex;
-  bool agreed = false;                    // guarded by mutex
-  std::optional<LayoutMismatch> differs;  // guarded by mutex: final once set
-};
+LayoutMismatch::LayoutMismatch(std::string root, std::string recorded, std::string ours,
+                               const std::string& message)
+    : std::logic_error(message),
+      root_(std::move(root)),
+      recorded_(std::move(recorded)),
+      ours_(std::move(ours)) {}
+
+LayoutRecordChanged::LayoutRecordChanged(std::string root, std::string found, std::string ours)
+    : LayoutMismatch(root, found, ours,
+                     "LockFactory at " + root + ": the lock layout record (" +
+                         std::string(kLayoutNodeName) +
+                         ") changed after this factory read it: " + found +
+                         ". No LockFactory writes it after making it, so someone else did; "
+                         "locks that follow a changed layout exclude nothing: refusing. Restore "
+                         "the record (\"" +
+                         ours + "\") and restart, or use a new root.") {}
 
 LockLayout LockLayout::hashed(std::uint32_t buckets) {
   if (buckets == 0) throw std::invalid_argument("a hashed lock layout needs at least one bucket");
@@ -141,11 +152,7 @@ std::optional<std::string> decode_key(std::string_view name) {
 }
 
 LockFactory::LockFactory(Client& client, std::string root, LockLayout layout, LockOptions options)
-    : client_(client),
-      root_(std::move(root)),
-      layout_(layout),
-      options_(std::move(options)),
-      layout_check_(std::make_shared<LayoutCheck>()) {
+    : client_(client), root_(std::move(root)), layout_(layout), options_(std::move(options)) {
   try {
     validate_path(root_);
   } catch (const std::invalid_argument& e) {
@@ -166,6 +173,8 @@ LockFactory::LockFactory(Client& client, std::string root, LockLayout layout, Lo
         std::to_string(root_.size()) + " characters long: with its layout, the lock " +
         "path of a long key would have " + std::to_string(longest) + ", more than the " +
         std::to_string(kMaxLockPathLength) + " a lock path may have");
+  const CreateOptions create{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}};
+  options_.layout_gate = std::make_shared<detail::LayoutGate>(root_, layout_, create);
 }
 
 std::string LockFactory::bucket_for(std::string_view key) const {
@@ -185,75 +194,33 @@ std::string LockFactory::path_for(std::string_view key) const {
   return join_path(parent, encode_key(key));
 }
 
-// One attempt on `keeper`: read the record; if there is none, create the
-// root's missing ancestors and the root (containers, as a lock creates them,
-// with the lock's ACL, so that contenders of every identity can read the
-// record) and the record, then read again if another process won the race.
-void LockFactory::compare_or_record_layout(Keeper& keeper,
-                                           std::chrono::milliseconds timeout) const {
-  const std::string node = join_path(root_, kLayoutNodeName);
-  const std::string ours = layout_record(layout_);
-  const CreateOptions create{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}};
-  for (int round = 0; round < 2; ++round) {
-    auto read = keeper.try_get(node, {}, timeout);
-    if (read.ok()) {
-      if (read.value().data != ours) throw LayoutMismatch(root_, read.value().data, ours);
-      return;
-    }
-    if (read.error() != Errc::no_node)
-      throw KeeperError(read.error(), node, "reading the lock layout of " + root_);
-    // Pipelined, parents first: one round trip however deep the root.
-    std::vector<std::pair<std::string, std::future<Result<Created>>>> parents;
-    for (std::size_t slash = node.find('/', 1); slash != std::string::npos;
-         slash = node.find('/', slash + 1)) {
-      std::string ancestor = node.substr(0, slash);
-      auto reply = keeper.async_create(ancestor, {}, CreateMode::container, create);
-      parents.emplace_back(std::move(ancestor), std::move(reply));
-    }
-    auto recorded = keeper.async_create(node, ours, CreateMode::persistent, create);
-    for (auto& [ancestor, reply] : parents) {
-      const auto made = await_reply(std::move(reply), timeout, ancestor);
-      if (!made.ok() && made.error() != Errc::node_exists)
-        throw KeeperError(made.error(), ancestor, "creating the lock root " + root_);
-    }
-    const auto made = await_reply(std::move(recorded), timeout, node);
-    if (made.ok()) return;
-    // node_exists: another process recorded one first; read it next round.
-    if (made.error() != Errc::node_exists)
-      throw KeeperError(made.error(), node, "recording the lock layout of " + root_);
-  }
-  // Recorded, then gone before we could read it (a cleanup?): no answer yet.
-  throw KeeperError(Errc::no_node, node, "the lock layout record came and went");
-}
-
 void LockFactory::check_layout() const {
-  std::lock_guard lock(layout_check_->mutex);
-  if (layout_check_->differs) throw *layout_check_->differs;
-  if (layout_check_->agreed) return;
-  try {
-    client_.with_retry([&](Keeper& keeper) {
-      compare_or_record_layout(keeper, client_.options().connection_timeout);
-      return 0;
-    });
-  } catch (const LayoutMismatch& e) {
-    layout_check_->differs = e;
-    throw;
-  }
-  layout_check_->agreed = true;
+  auto& gate = *options_.layout_gate;
+  (void)gate.proven(0);  // a refusal already found, without waiting for a connection
+  client_.with_retry([&](Keeper&) {
+    // The keeper and its epoch together: the watch belongs to that session.
+    const auto session = client_.session_when_connected(std::chrono::steady_clock::now() +
+                                                        client_.options().connection_timeout);
+    gate.verify_now(session.keeper, session.epoch, *detail::ClientInternals::timers(client_),
+                    client_.options().connection_timeout);
+    return 0;
+  });
 }
 
 void LockFactory::check_layout_if_unchecked() const {
-  std::lock_guard lock(layout_check_->mutex);
-  if (layout_check_->differs) throw *layout_check_->differs;
-  if (layout_check_->agreed) return;
+  auto& gate = *options_.layout_gate;
   // Making a lock never waits for a connection nor fails for want of one
-  // (try_acquire promises a single attempt): without one, the next lock checks.
-  if (!client_.is_connected()) return;
+  // (try_acquire promises a single attempt): without one, its acquire checks.
+  std::optional<Client::Session> session;
   try {
-    compare_or_record_layout(*client_.keeper(), client_.options().connection_timeout);
-    layout_check_->agreed = true;
-  } catch (const LayoutMismatch& e) {
-    layout_check_->differs = e;
+    session = detail::ClientInternals::session_now(client_, nullptr);
+  } catch (const std::exception&) {  // closing, auth_failed: the acquire says so
+  }
+  if (!session || gate.proven(session->epoch)) return;
+  try {
+    gate.verify_now(session->keeper, session->epoch, *detail::ClientInternals::timers(client_),
+                    client_.options().connection_timeout);
+  } catch (const LayoutMismatch&) {
     throw;
   } catch (const std::exception& e) {
     // no_auth, a lost link...: the lock's own acquire meets it and says so.

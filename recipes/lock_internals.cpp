@@ -11,8 +11,10 @@
 #include <mutex>
 
 #include "client_internals.hpp"
+#include "layout_gate.hpp"
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
+#include "owned_delete.hpp"
 #include "pending_reply.hpp"
 #include "timer_thread.hpp"
 #include "wakeup.hpp"
@@ -139,6 +141,7 @@ class Attempt {
       std::exception_ptr failure;
       try {
         co_await bind_session();
+        co_await check_layout();  // before our create: nothing queued on a wrong layout
         for (;;) {
           // Checked between stages, the grant's included: a stop that comes
           // as our turn does gives the lock on rather than take it.
@@ -158,7 +161,9 @@ class Attempt {
                 case Turn::vanished: start_over(); break;  // back to Stage::queue
               }
               break;
-            case Stage::grant: co_return grant();
+            case Stage::grant:
+              co_await check_layout();  // a flag, unless the record's watch fired meanwhile
+              co_return grant();
           }
         }
       } catch (...) {
@@ -227,6 +232,16 @@ class Attempt {
       throw SessionGone{epoch_};
     }
     keeper_ = std::move(keeper);
+  }
+
+  // A LockFactory's lock: the root's layout record proven ours in this
+  // session (layout_gate.hpp). Sends nothing while its watch stands.
+  Task<void> check_layout() {
+    const auto& gate = lock_.options_.layout_gate;
+    if (!gate || gate->proven(epoch_)) co_return;
+    auto until = Clock::now() + keeper_->default_timeout();
+    if (deadline_) until = std::min(until, *deadline_ + keeper_->default_timeout());
+    co_await gate->verify(keeper_, epoch_, inbox_->timers(), until);
   }
 
   // Client::session_when_connected() without a blocked thread: the Client
@@ -417,6 +432,16 @@ class Attempt {
                             " uses this lock path; neither protocol sees the other's nodes, so "
                             "both would be granted at once: refusing to queue beside it" +
                             with_advice(*foreign, family));
+    // Past the counter's wrap Curator and kazoo order by text, newest first: a
+    // peer and we would each think ourselves first. No order is right for
+    // both, so neither side of the wrap is ours to queue on.
+    if (const auto wrapped = wrapped_sequence_node(children, family, peers))
+      throw KeeperError(Errc::sequence_wrapped, lock_.dir_,
+                        "node " + *wrapped +
+                            " has a negative sequence: the directory's counter passed 2^31-1, "
+                            "and Curator's order (text) now puts newer nodes first; refusing "
+                            "to queue. The counter starts again once the directory is empty "
+                            "and removed");
     // Our thread's write node exempts us only while it is of this session and
     // its lease still held, as of this listing (a delete of it would have
     // reached the lease's watch before this reply).
@@ -613,7 +638,7 @@ class Attempt {
       if (!node_.empty()) {
         const std::string path = join_path(lock_.dir_, node_);
         if (!co_await remove_now(path))
-          detail::ClientInternals::remove_in_background(client_, path, epoch_);
+          detail::ClientInternals::remove_in_background(client_, path, epoch_, false, czxid_);
       } else if (create_sent_) {
         detail::ClientInternals::remove_in_background(client_, prefix_path(), epoch_,
                                                       /*by_name_prefix=*/true);
@@ -633,10 +658,13 @@ class Attempt {
     // Cleaning up may take a round trip past the deadline (never more than
     // one session timeout past it, as every wait here): better than leaving
     // a node in the queue for the background to find.
-    auto removing = sent<Empty>(
-        [&](auto on_reply) { keeper_->async_remove(path, kAnyVersion, std::move(on_reply)); });
+    // Only if a read shows it ours (owned_delete.hpp): a node of its name
+    // made by someone else is theirs.
+    PendingReply<Result<Removal>> removing;
+    remove_if_ours(keeper_, path, {.session_id = session_id_, .czxid = czxid_},
+                   client_.options().logger, removing.handler());
     const auto removed = co_await await(removing, path);
-    co_return removed.ok() || removed.error() == Errc::no_node;
+    co_return removed.ok();  // deleted, gone, or not ours (logged)
   }
 
   const std::uint64_t after_epoch_;
@@ -703,19 +731,41 @@ void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noex
     client.remove_listener(lease->listener);
     // Ends the directory's use after the delete is sent (below), so that a
     // removal of it is ordered after the delete too.
-    const auto use = std::move(lease->directory_use);
+    auto use = std::move(lease->directory_use);
     if (client.session_epoch() != lease->epoch) return;  // the node went with its session
     if (deleted) return;
     auto keeper = client.keeper();
     if (keeper && client.is_connected()) {
-      detail::ClientInternals::directory_registry(client)->watch_release(
-          lease->node_path, lease->epoch, keeper->async_remove(lease->node_path));
+      // Only a node proven ours goes (owned_delete.hpp): by the last read
+      // of it (our create's reply, or the own-node watch's read) if nothing
+      // was heard of it since, with no request of our own; else by a read
+      // sent now, the delete following its reply.
+      const Ownership ours{.session_id = keeper->session_id(), .czxid = lease->czxid};
+      const auto registry = detail::ClientInternals::directory_registry(client);
+      if (const auto version = lease->proven_version()) {
+        // Sent now, so that the session's next requests (our next acquire's
+        // create) come after it, as a release promises.
+        registry->watch_release(lease->node_path, lease->epoch, lease->czxid,
+                                keeper->async_remove(lease->node_path, *version));
+        return;
+      }
+      auto removed = std::make_shared<std::promise<Result<Empty>>>();
+      registry->watch_release(lease->node_path, lease->epoch, lease->czxid, removed->get_future());
+      // The directory's use ends once the delete is sent, or found not due.
+      auto until_sent = std::make_shared<std::unique_ptr<DirectoryRegistry::Use>>(std::move(use));
+      remove_if_ours(keeper, lease->node_path, ours, client.options().logger,
+                     [removed, until_sent, path = lease->node_path](Result<Removal> removal) {
+                       until_sent->reset();
+                       removed->set_value(as_delete_reply(removal, path));
+                     });
       return;
     }
-    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch);
+    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch, false,
+                                                  lease->czxid);
   } catch (const std::exception& e) {
     client.logger().error("release of {} failed: {}", lease->node_path, e.what());
-    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch);
+    detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch, false,
+                                                  lease->czxid);
   }
 }
 
@@ -804,6 +854,10 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
 // Sends the delete and returns: the session's later requests (the next
 // acquire's create, say) are ordered after it by the server. The registry
 // looks at the reply; a lost one hands the delete to the background remover.
+// (Only when no read proves the node ours, after a watch event or a failed
+// read of it, does a read go first: then the next requests may overtake the
+// delete, and an acquire of the same lock may find our old node still there
+// and wait for it.)
 void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
   release_node(client_, lease);
 }

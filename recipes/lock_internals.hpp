@@ -127,7 +127,10 @@ void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
 // Gives a lease back: marks it released, and sends the delete of its node
 // without waiting (a lost reply hands it to the background remover), unless
 // the lease knows its node was deleted by someone (a node of that name now is
-// not ours). Never throws.
+// not ours). The delete carries the version of the last read that proved the
+// node ours (LeaseState::proven_version); without one, a read goes first and
+// the delete follows its reply, only if it shows the node ours
+// (owned_delete.hpp). Never throws.
 void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept;
 
 // The data a contender writes into its node, unless LockOptions says.

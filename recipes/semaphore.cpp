@@ -14,6 +14,7 @@
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
 #include "lock_internals.hpp"
+#include "owned_delete.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -227,11 +228,12 @@ struct SemaphoreCore {
       SemaphoreCore& core;
       const std::string& node;
       std::uint64_t epoch;
+      std::int64_t czxid;
       bool armed = true;
       ~Abandon() {
-        if (armed) core.remove_now_or_later(node, epoch);
+        if (armed) core.remove_now_or_later(node, epoch, czxid);
       }
-    } abandon{*this, node, epoch};
+    } abandon{*this, node, epoch, created.value().stat.czxid};
 
     if (!siblings.ok() && siblings.error() != Errc::no_node)
       throw KeeperError(siblings.error(), dir, "listing the semaphore's path");
@@ -289,15 +291,17 @@ struct SemaphoreCore {
     }
   }
 
-  void remove_now_or_later(const std::string& node, std::uint64_t epoch) noexcept {
+  // Deletes our lease node only once a read shows it ours (owned_delete.hpp).
+  void remove_now_or_later(const std::string& node, std::uint64_t epoch,
+                           std::int64_t czxid) noexcept {
     try {
       auto keeper = client.keeper();
       if (keeper && client.session_epoch() == epoch && client.is_connected()) {
-        const auto removed =
-            await_reply(keeper->async_remove(node), keeper->default_timeout(), node);
-        if (removed.ok() || removed.error() == Errc::no_node) return;
+        const auto removed = detail::remove_if_ours_now(keeper, node, {keeper->session_id(), czxid},
+                                                        log, 2 * keeper->default_timeout());
+        if (removed.ok()) return;  // deleted, gone, or not ours (logged)
       }
-      detail::ClientInternals::remove_in_background(client, node, epoch);
+      detail::ClientInternals::remove_in_background(client, node, epoch, false, czxid);
     } catch (const std::exception& e) {
       log->error("semaphore {}: deleting {}: {}", dir, node, e.what());
     }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "owned_delete.hpp"
+
 namespace zkr::detail {
 
 BackgroundRemover::BackgroundRemover(SessionSource session, std::chrono::milliseconds op_timeout,
@@ -15,11 +17,12 @@ BackgroundRemover::BackgroundRemover(SessionSource session, std::chrono::millise
 
 BackgroundRemover::~BackgroundRemover() { stop(); }
 
-void BackgroundRemover::add(std::string path, std::uint64_t epoch, bool by_name_prefix) noexcept {
+void BackgroundRemover::add(std::string path, std::uint64_t epoch, bool by_name_prefix,
+                            std::int64_t czxid) noexcept {
   try {
     {
       std::lock_guard lock(mutex_);
-      items_.push_back({std::move(path), epoch, by_name_prefix});
+      items_.push_back({std::move(path), epoch, by_name_prefix, czxid});
       wake_ = true;
     }
     cv_.notify_all();
@@ -87,7 +90,7 @@ void BackgroundRemover::run() {
         keep.push_back(std::move(item));
         continue;
       }
-      switch (attempt(*now.keeper, item)) {
+      switch (attempt(now.keeper, item)) {
         case Outcome::done:
         case Outcome::give_up: break;
         case Outcome::retry_later:
@@ -106,7 +109,8 @@ void BackgroundRemover::run() {
   }
 }
 
-BackgroundRemover::Outcome BackgroundRemover::attempt(Keeper& keeper, const Item& item) const {
+BackgroundRemover::Outcome BackgroundRemover::attempt(const std::shared_ptr<Keeper>& keeper,
+                                                      const Item& item) const {
   try {
     std::string target = item.path;
     if (item.by_name_prefix) {
@@ -114,7 +118,7 @@ BackgroundRemover::Outcome BackgroundRemover::attempt(Keeper& keeper, const Item
       // have made the node, under a name we only know the start of.
       const std::string parent(parent_path(item.path));
       const std::string prefix(node_name(item.path));
-      auto children = keeper.try_children(parent, {}, op_timeout_);
+      auto children = keeper->try_children(parent, {}, op_timeout_);
       if (!children.ok()) return judge(children.error(), item);
       const auto& names = children.value().names;
       const auto match = std::find_if(names.begin(), names.end(), [&](const std::string& n) {
@@ -123,12 +127,12 @@ BackgroundRemover::Outcome BackgroundRemover::attempt(Keeper& keeper, const Item
       if (match == names.end()) return Outcome::done;  // never created, or gone already
       target = join_path(parent, *match);
     }
-    const auto removed = keeper.try_remove(target, kAnyVersion, op_timeout_);
-    if (removed.ok()) {
-      log_->debug("deleted {} in the background", target);
-      return Outcome::done;
-    }
-    return judge(removed.error(), item);
+    // The session of the item is the keeper's (run() compared the epochs).
+    const Ownership ours{.session_id = keeper->session_id(), .czxid = item.czxid};
+    const auto removed = remove_if_ours_now(keeper, target, ours, log_, 2 * op_timeout_);
+    if (!removed.ok()) return judge(removed.error(), item);
+    if (removed.value() == Removal::deleted) log_->debug("deleted {} in the background", target);
+    return Outcome::done;  // or gone, or not ours (logged): nothing of ours is left there
   } catch (const std::exception& e) {
     log_->error("background delete of {} failed for good: {}", item.path, e.what());
     return Outcome::give_up;

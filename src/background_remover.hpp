@@ -5,12 +5,15 @@
 // cannot wait (unlock() and destructors return at once and never throw), so it
 // hands the delete to this class, which keeps trying on its own thread: at
 // once, after each reconnection, and after a pause when a request timed out
-// on a live link. It stops trying when the node is gone, when the error says
+// on a live link. Each try deletes the node only if a read shows it ours
+// (owned by the session, created by our create when its czxid is known:
+// owned_delete.hpp); a node of that name that is not ours is left and
+// logged. It stops trying when the node is gone or not ours, when the error says
 // trying again is pointless (logged), or when the session the node belonged to
 // has ended: the node was ephemeral, and the server deletes it with its session.
 //
 //   BackgroundRemover remover(current_session, 5s, logger);
-//   remover.add("/locks/a/lock-0000000007", epoch, /*by_name_prefix=*/false);
+//   remover.add("/locks/a/lock-0000000007", epoch, /*by_name_prefix=*/false, czxid);
 //   remover.on_connected();  // from the Client, on connected and reconnected
 #pragma once
 
@@ -53,10 +56,12 @@ class BackgroundRemover {
   BackgroundRemover(const BackgroundRemover&) = delete;
   BackgroundRemover& operator=(const BackgroundRemover&) = delete;
 
-  // Deletes `path` (any version), or with by_name_prefix the child of
-  // parent_path(path) whose name starts with node_name(path), as long as the
-  // session of `epoch` lasts.
-  void add(std::string path, std::uint64_t epoch, bool by_name_prefix) noexcept;
+  // Deletes `path`, or with by_name_prefix the child of parent_path(path)
+  // whose name starts with node_name(path), as long as the session of
+  // `epoch` lasts, and only while it is that session's node (and created at
+  // `czxid`, unless 0: not known).
+  void add(std::string path, std::uint64_t epoch, bool by_name_prefix,
+           std::int64_t czxid = 0) noexcept;
   // The link is back: try everything pending now.
   void on_connected() noexcept;
   // Joins the thread; what is still pending is dropped (the session is about
@@ -73,11 +78,12 @@ class BackgroundRemover {
     std::string path;
     std::uint64_t epoch;
     bool by_name_prefix;
+    std::int64_t czxid;
   };
   enum class Outcome { done, retry_later, give_up };
 
   void run();
-  Outcome attempt(Keeper& keeper, const Item& item) const;
+  Outcome attempt(const std::shared_ptr<Keeper>& keeper, const Item& item) const;
   Outcome judge(Errc error, const Item& item) const;
 
   const SessionSource session_;

@@ -115,8 +115,8 @@ struct Client::Impl {
               const auto s = remover_session();
               return detail::DirectoryRegistry::Session{s.keeper, s.epoch, s.connected};
             },
-            [this](std::string path, std::uint64_t of_epoch) {
-              remover.add(std::move(path), of_epoch, /*by_name_prefix=*/false);
+            [this](std::string path, std::uint64_t of_epoch, std::int64_t czxid) {
+              remover.add(std::move(path), of_epoch, /*by_name_prefix=*/false, czxid);
             },
             log)) {
     auto first = open_keeper(config, 1);  // a failure here fails the constructor
@@ -655,9 +655,9 @@ spdlog::logger& Client::logger() const { return *impl_->log; }
 
 const ClientOptions& Client::options() const { return impl_->options; }
 
-void Client::remove_in_background(std::string path, std::uint64_t epoch,
-                                  bool by_name_prefix) noexcept {
-  impl_->remover.add(std::move(path), epoch, by_name_prefix);
+void Client::remove_in_background(std::string path, std::uint64_t epoch, bool by_name_prefix,
+                                  std::int64_t czxid) noexcept {
+  impl_->remover.add(std::move(path), epoch, by_name_prefix, czxid);
 }
 
 std::shared_ptr<Keeper> Client::keeper_when_connected() const { return impl_->wait_connected(); }

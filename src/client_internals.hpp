@@ -59,15 +59,16 @@ class ClientLifeline {
 // The Client's parts for recipes (Client befriends this).
 struct ClientInternals {
   // Deletes a node that belongs to session `epoch` (a lock node, a lease) and
-  // returns at once. If the reply is lost it keeps trying in the background
+  // returns at once, once a read shows it is that session's (and created at
+  // `czxid`, when not 0): src/owned_delete.hpp. If the reply is lost it keeps trying in the background
   // after each reconnection, until the node is gone or that session has ended
   // (which removes an ephemeral node anyway). With by_name_prefix, `path` is
   // parent + "/" + a name prefix, and the child with that prefix is deleted:
   // for a protected create whose reply was lost, so its name is unknown.
   // Never throws.
   static void remove_in_background(Client& client, std::string path, std::uint64_t epoch,
-                                   bool by_name_prefix = false) noexcept {
-    client.remove_in_background(std::move(path), epoch, by_name_prefix);
+                                   bool by_name_prefix = false, std::int64_t czxid = 0) noexcept {
+    client.remove_in_background(std::move(path), epoch, by_name_prefix, czxid);
   }
   // The connected session, now, without waiting: session_when_connected()
   // for code that must not block (an event-driven acquire). nullopt while

@@ -61,6 +61,7 @@ std::string_view errc_name(Errc e) noexcept {
     case Errc::session_closed_requires_sasl_auth: return "session_closed_requires_sasl_auth";
     case Errc::throttled_op: return "throttled_op";
     case Errc::foreign_lock_protocol: return "foreign_lock_protocol";
+    case Errc::sequence_wrapped: return "sequence_wrapped";
   }
   return "unknown";
 }

@@ -172,7 +172,8 @@ class Client {
  private:
   // What recipes need of a Client and users do not: src/client_internals.hpp.
   friend struct detail::ClientInternals;
-  void remove_in_background(std::string path, std::uint64_t epoch, bool by_name_prefix) noexcept;
+  void remove_in_background(std::string path, std::uint64_t epoch, bool by_name_prefix,
+                            std::int64_t czxid) noexcept;
   using ChangeCallback = std::shared_ptr<std::function<void()>>;
   std::optional<Session> session_now(const ChangeCallback& on_change) const;
   bool on_listener_thread() const noexcept;

@@ -64,6 +64,12 @@ enum class Errc : int {
   // own node deleted. Never retried: only the other service's owner can mend
   // it. See "No silent mix" in zkr/lock.hpp.
   foreign_lock_protocol = -1001,
+  // A lock directory's sequence counter has passed 2^31 - 1, so ZooKeeper
+  // names new lock nodes with negative numbers, which Curator (and so a
+  // Curator peer on the path) orders wrongly: the lock refused to queue, its
+  // own node deleted. Never retried. The counter starts again at 0 when the
+  // directory is removed, which happens once it is empty.
+  sequence_wrapped = -1002,
 };
 
 // Every Errc value, for exhaustive tests and tools.
@@ -102,6 +108,7 @@ inline constexpr Errc kAllErrc[] = {
     Errc::session_closed_requires_sasl_auth,
     Errc::throttled_op,
     Errc::foreign_lock_protocol,
+    Errc::sequence_wrapped,
 };
 
 // A code of zkrecipes' own, not ZooKeeper's.

@@ -128,6 +128,7 @@ inline constexpr std::uint32_t kMaxReentrantHolds = 1'000'000;
 namespace detail {
 class LockInternals;
 struct LeaseState;
+class LayoutGate;
 }  // namespace detail
 
 enum class SuspendedPolicy {
@@ -180,6 +181,9 @@ struct LockOptions {
   // kazoo's nodes throws KeeperError(foreign_lock_protocol). Semaphores
   // ignore it: they never share a path with kazoo.
   bool share_with_kazoo = false;
+  /// Set by LockFactory for its locks, never by hand: the check of the
+  /// root's layout record that every acquire waits for (zkr/lock_factory.hpp).
+  std::shared_ptr<detail::LayoutGate> layout_gate;
 };
 
 // The proof of holding a lock: a fencing token and a lost signal. A handle to

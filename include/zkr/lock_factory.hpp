@@ -12,8 +12,20 @@
 //
 // Every process must use the same layout for a root: with different ones a key
 // has two paths and the locks exclude nothing. So a factory records its layout
-// under the root (kLayoutNodeName) and refuses to make locks when a different
-// one is recorded there (LayoutMismatch).
+// under the root (kLayoutNodeName), and no acquire of its locks can be granted
+// before the record was read and found to be ours: whatever the order in
+// which the Client connected and the locks were made, every acquire form
+// (async ones too) waits for the check or fails with LayoutMismatch.
+//
+// The record is made once and never written again, and with the locks' ACL
+// (open by default, so that every contender can read it): anyone may change
+// it. A change is refused, never followed: the factory keeps the czxid and
+// mzxid of its first read, and a record rewritten (to any text, even ours),
+// or deleted, or deleted and made again makes every later acquire of its
+// locks fail with LayoutRecordChanged, naming what was found. Cost: a watch
+// on the record says when to read it again, so only the first acquire in
+// each session sends a read (one round trip before its create); later ones
+// and their grants check a flag (recipes/layout_gate.hpp).
 #pragma once
 
 #include <cstdint>
@@ -72,8 +84,21 @@ class LayoutMismatch : public std::logic_error {
   const std::string& recorded() const noexcept { return recorded_; }
   const std::string& ours() const noexcept { return ours_; }
 
+ protected:
+  LayoutMismatch(std::string root, std::string recorded, std::string ours,
+                 const std::string& message);
+
  private:
   std::string root_, recorded_, ours_;
+};
+
+// The layout record changed after this factory read it (recorded() says how:
+// deleted, or its czxid and mzxid against the first read's): someone other
+// than a LockFactory wrote or deleted it, and a layout that changes under
+// running locks proves nothing. Final for the factory and its locks.
+class LayoutRecordChanged : public LayoutMismatch {
+ public:
+  LayoutRecordChanged(std::string root, std::string found, std::string ours);
 };
 
 class LockFactory {
@@ -85,9 +110,10 @@ class LockFactory {
   // Reads the layout recorded under the root, recording ours first if none is
   // (a create that, should another process record one at the same moment,
   // fails with node_exists, and we read theirs). Throws LayoutMismatch if the
-  // recorded layout differs from ours, KeeperError if it cannot be read or
-  // recorded (after the Client's retry policy). For callers who want to know
-  // at startup.
+  // recorded layout differs from ours (LayoutRecordChanged if it changed
+  // since), KeeperError if it cannot be read or recorded (after the Client's
+  // retry policy). For callers who want to know at startup: acquires check
+  // anyway.
   void check_layout() const;
 
   // The lock directory of a key: root/name, or root/bucket/name.
@@ -95,12 +121,11 @@ class LockFactory {
   // The bucket directory of a key ("" for the flat layout).
   std::string bucket_for(std::string_view key) const;
 
-  // Each of these first checks the layout, once per factory (and its
-  // copies), if it has not been checked yet: LayoutMismatch if another is
-  // recorded, for this lock and every later one. The check makes one attempt,
-  // and only while connected: if it cannot be made now (no connection, no
-  // permission to read or record it) the lock is made all the same, its
-  // acquire meeting the same fault, and the next lock tries again.
+  // Each of these checks the layout first if it is not proven in the current
+  // session: LayoutMismatch (or LayoutRecordChanged) if another is recorded,
+  // for this lock and every later one. That check makes one attempt, and
+  // only while connected: if it cannot be made now the lock is made all the
+  // same, and its acquires check before they can be granted.
   std::unique_ptr<InterProcessMutex> mutex(std::string_view key) const;
   std::unique_ptr<InterProcessSemaphoreMutex> semaphore_mutex(std::string_view key) const;
   std::unique_ptr<MultiLock> multi_lock(const std::vector<std::string>& keys) const;
@@ -109,15 +134,12 @@ class LockFactory {
   const LockLayout& layout() const noexcept { return layout_; }
 
  private:
-  struct LayoutCheck;
   void check_layout_if_unchecked() const;
-  void compare_or_record_layout(Keeper& keeper, std::chrono::milliseconds timeout) const;
 
   Client& client_;
   std::string root_;
   LockLayout layout_;
-  LockOptions options_;
-  std::shared_ptr<LayoutCheck> layout_check_;  // shared by copies of the factory
+  LockOptions options_;  // with layout_gate: shared by copies of the factory and its locks
 };
 
 }  // namespace zkr

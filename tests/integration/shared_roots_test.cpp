@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -170,6 +171,74 @@ TEST_F(SharedRootsTest, LockFactoriesWithDifferentLayoutsOnOneRootRefuse) {
   EXPECT_TRUE(held->release());
   ASSERT_TRUE(contender->try_acquire_for(kWait));
   EXPECT_TRUE(contender->release());
+}
+
+// The ordinary order, client, factory, mutex(key), acquire, with no wait
+// for the connection: making the lock checks nothing while the Client is not
+// yet connected, so on e527dab such a lock skipped the check and was granted
+// at its flat path beside the hashed layout's holder. Now its acquire reads
+// the record first, whatever the order.
+TEST_F(SharedRootsTest, ALockMadeBeforeItsClientConnectedChecksTheLayoutBeforeItsGrant) {
+  const std::string root = base_ + "/locks";
+  auto hashed_client = connected_client(options_for(kAlice));
+  LockFactory hashed(*hashed_client, root, LockLayout::hashed(16));
+  auto held = hashed.mutex("order-42");
+  ASSERT_TRUE(held->try_acquire_for(kWait));
+
+  for (int round = 0; round < 5; ++round) {
+    Client fresh(options_for(kBob));  // connecting: nobody waits for it
+    LockFactory flat(fresh, root);
+    auto mutex = flat.mutex("order-42");
+    const bool unconnected_when_made = !fresh.is_connected();
+    EXPECT_THROW((void)mutex->try_acquire_for(kWait), LayoutMismatch) << "round " << round;
+    std::promise<std::exception_ptr> ended;
+    mutex->async_acquire_guard(Clock::now() + kWait, {},
+                               [&ended](std::exception_ptr error, LockGuard guard) {
+                                 ended.set_value(guard ? nullptr : error);
+                               });
+    auto outcome = ended.get_future();
+    ASSERT_EQ(outcome.wait_for(kWait + 10s), std::future_status::ready);
+    const auto error = outcome.get();
+    ASSERT_TRUE(error) << "an async acquire was granted on another layout";
+    EXPECT_THROW(std::rethrow_exception(error), LayoutMismatch);
+    if (unconnected_when_made) break;  // the case the test is about was reached
+    ASSERT_LT(round, 4) << "the Client was connected each time the lock was made";
+  }
+  EXPECT_TRUE(held->lease().held());
+  EXPECT_TRUE(held->release());
+}
+
+// Two processes, two layouts, and a foreign client in between: the flat
+// factory checked and held; someone deletes the record and a hashed factory
+// records its own and holds the same key at its path. On e527dab the flat
+// factory's locks went on being granted (two holders of one key); now they
+// refuse, naming the change.
+TEST_F(SharedRootsTest, ALayoutRecordChangedByAnotherClientIsRefused) {
+  const std::string root = base_ + "/locks";
+  auto flat_client = connected_client(options_for(kAlice));
+  LockFactory flat(*flat_client, root);
+  auto flat_lock = flat.mutex("order-42");
+  ASSERT_TRUE(flat_lock->try_acquire_for(kWait));
+  EXPECT_TRUE(flat_lock->release());
+
+  const std::string record = root + "/" + std::string(kLayoutNodeName);
+  alice_raw_->keeper()->remove(record);  // Alice made it: her ACL allows it
+  auto hashed_client = connected_client(options_for(kBob));
+  LockFactory hashed(*hashed_client, root, LockLayout::hashed(16));
+  auto hashed_lock = hashed.mutex("order-42");
+  ASSERT_TRUE(hashed_lock->try_acquire_for(kWait));
+
+  // The record now names another layout: that is what the refusal says.
+  try {
+    (void)flat_lock->try_acquire_for(kWait);
+    ADD_FAILURE() << "granted after the layout record changed";
+  } catch (const LayoutMismatch& e) {
+    EXPECT_EQ(e.recorded(), layout_record(hashed.layout())) << e.what();
+    EXPECT_NE(std::string(e.what()).find(root), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)flat.semaphore_mutex("order-43")->try_acquire(), LayoutMismatch);
+  EXPECT_TRUE(hashed_lock->lease().held());
+  EXPECT_TRUE(hashed_lock->release());
 }
 
 }  // namespace

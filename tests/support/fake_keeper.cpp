@@ -105,6 +105,12 @@ struct NewNode {
 // The tree operations. They check in the order of the server's
 // PrepRequestProcessor, so that the first applicable error is the one reported.
 
+// The server's cversion is a Java int: past 2^31 - 1 it wraps to -2^31, and
+// the next sequential child is named "-2147483648" (%010d of a negative).
+Version next_cversion(Version v) {
+  return static_cast<Version>(static_cast<std::uint32_t>(v) + 1u);
+}
+
 Errc create_node(Tree& tree, Txn& txn, NewNode n, std::string& created, Stat& stat) {
   const auto parent = tree.find(parent_of(n.path));
   if (parent == tree.end()) return Errc::no_node;
@@ -130,7 +136,7 @@ Errc create_node(Tree& tree, Txn& txn, NewNode n, std::string& created, Stat& st
 
   Node& p = parent->second;
   p.children.insert(name_of(n.path));
-  ++p.stat.cversion;
+  p.stat.cversion = next_cversion(p.stat.cversion);
   p.stat.pzxid = txn.zxid;
   p.stat.num_children = static_cast<std::int32_t>(p.children.size());
 
@@ -149,7 +155,7 @@ Errc remove_node(Tree& tree, Txn& txn, const std::string& path, Version version)
   if (!it->second.children.empty()) return Errc::not_empty;
   Node& p = tree.find(parent_of(path))->second;
   p.children.erase(name_of(path));
-  ++p.stat.cversion;
+  p.stat.cversion = next_cversion(p.stat.cversion);
   p.stat.pzxid = txn.zxid;
   p.stat.num_children = static_cast<std::int32_t>(p.children.size());
   tree.erase(it);
@@ -542,6 +548,14 @@ class Server : public std::enable_shared_from_this<Server> {
     return std::vector<std::string>(it->second.children.begin(), it->second.children.end());
   }
 
+  bool set_cversion(const std::string& path, Version cversion) {
+    std::lock_guard lock(mu_);
+    const auto it = tree_.find(path);
+    if (it == tree_.end()) return false;
+    it->second.stat.cversion = cversion;
+    return true;
+  }
+
   std::size_t node_count() const {
     std::lock_guard lock(mu_);
     return static_cast<std::size_t>(std::count_if(
@@ -845,6 +859,9 @@ std::vector<std::string> FakeEnsemble::children_now(const std::string& path) con
   return server_->children_now(path);
 }
 std::size_t FakeEnsemble::node_count() const { return server_->node_count(); }
+bool FakeEnsemble::set_cversion(const std::string& path, Version cversion) {
+  return server_->set_cversion(path, cversion);
+}
 std::vector<std::string> FakeEnsemble::ephemerals_of(std::int64_t session_id) const {
   return server_->ephemerals_of(session_id);
 }

@@ -148,6 +148,10 @@ class FakeEnsemble {
   std::optional<std::string> data_now(const std::string& path) const;
   std::optional<AclList> acl_now(const std::string& path) const;  // as stored, never enforced
   std::vector<std::string> children_now(const std::string& path) const;  // sorted; {} if absent
+  // Sets a node's cversion, the counter its sequential children are numbered
+  // by (it wraps past 2^31 - 1 as the server's does): a test reaches the
+  // wrap without two billion creates. False if the node does not exist.
+  bool set_cversion(const std::string& path, Version cversion);
   // Nodes other than "/" and the reserved /zookeeper subtree.
   std::size_t node_count() const;
   std::vector<std::string> ephemerals_of(std::int64_t session_id) const;  // sorted paths

@@ -100,7 +100,8 @@ class ScriptedKeeper : public Keeper {
     return on_reply(Result<Created>(Created{path, {}}));
   }
   void send_exists(std::string path, Watcher, ReplyHandler<Result<Stat>> on_reply) override {
-    if (nodes_->contains(real(path))) return on_reply(Result<Stat>(Stat{}));
+    // Every node here stands for one of this session's own.
+    if (nodes_->contains(real(path))) return on_reply(Result<Stat>(Stat{.ephemeral_owner = id_}));
     return on_reply(Result<Stat>(Errc::no_node, path));
   }
   void send_remove(std::string path, Version, ReplyHandler<Result<Empty>> on_reply) override {

@@ -41,15 +41,35 @@ TEST(LockDriver, SortsBySequenceNotByNameAndDropsForeignChildren) {
                                       "_c_zzz-lock-0000000003", "_c_aaa-lock-0000000010"}));
 }
 
-TEST(LockDriver, OrdersAsCuratorDoesEvenPastCounterOverflow) {
-  // Curator compares the suffix as text: after an overflow ZooKeeper writes
-  // "%010d" of a negative number, and '-' sorts before every digit. Checked
-  // against Curator's own sort in curator_interop_test (SortsNegativeSequences...).
+TEST(LockDriver, OrdersByIssueAcrossTheCounterWrap) {
+  // ZooKeeper's counter runs up to 2^31-1, then on from -2^31 ("%010d" of a
+  // negative). Text order (Curator's) put every negative node first and the
+  // newest of them first of all: it granted "-2147483648" before the holder
+  // "2147483647" that was issued just before it.
   const std::vector<std::string> children{"_c_a-lock-2147483647", "_c_b-lock--2147483648",
-                                          "_c_c-lock--000000001", "_c_d-lock--2147483647"};
+                                          "_c_c-lock--000000001", "_c_d-lock--2147483647",
+                                          "_c_e-lock-2147483646"};
   EXPECT_EQ(sorted_lock_nodes(children),
-            (std::vector<std::string>{"_c_c-lock--000000001", "_c_d-lock--2147483647",
-                                      "_c_b-lock--2147483648", "_c_a-lock-2147483647"}));
+            (std::vector<std::string>{"_c_e-lock-2147483646", "_c_a-lock-2147483647",
+                                      "_c_b-lock--2147483648", "_c_d-lock--2147483647",
+                                      "_c_c-lock--000000001"}));
+  EXPECT_EQ(unwrapped_sequence(-2147483648LL), 2147483648LL);
+  EXPECT_EQ(unwrapped_sequence(-1), 4294967295LL);
+  EXPECT_EQ(unwrapped_sequence(7), 7);
+}
+
+TEST(LockDriver, NamesTheFirstNodeIssuedPastTheWrapOfItsFamilyOnly) {
+  EXPECT_EQ(
+      wrapped_sequence_node({"_c_a-lock-2147483647", "_c_b-lock-0000000001"}, QueueFamily::mutex),
+      std::nullopt);
+  EXPECT_EQ(wrapped_sequence_node({"_c_a-lock-2147483647", "_c_z-lock--2147483647",
+                                   "_c_b-lock--2147483648", "x-lock--1"},
+                                  QueueFamily::mutex),
+            "_c_b-lock--2147483648");
+  // Another family's nodes are that family's business (and refused as foreign).
+  EXPECT_EQ(wrapped_sequence_node({"_c_a-__READ__-2147483648"}, QueueFamily::mutex), std::nullopt);
+  EXPECT_EQ(wrapped_sequence_node({"_c_a-__READ__-2147483648"}, QueueFamily::read_write),
+            "_c_a-__READ__-2147483648");
 }
 
 TEST(LockDriver, FindsOurProtectedNodeByGuidOnly) {

@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <future>
 #include <map>
 #include <random>
 #include <set>
 
 #include "support/fake_keeper.hpp"
+#include "support/fault_keeper.hpp"
 #include "support/waits.hpp"
 #include "zkr/cleanup.hpp"
 #include "zkr/lock_factory.hpp"
@@ -225,6 +228,133 @@ TEST_F(LockFactoryTest, TheRecordIsNeverTakenForALock) {
   (void)clean_lock_root(client(), "/app/locks", {});
   EXPECT_TRUE(ensemble_.exists_now("/app/locks/" + std::string(kLayoutNodeName)));
 }
+
+// ---- The check before the first grant, and a record changed under us.
+
+namespace layout_gate {
+
+// The ordinary order: client, factory, lock, acquire; here the Client has no
+// connection yet when the lock is made (so making it checks nothing), and
+// another process recorded another layout. On e527dab the acquire was
+// granted at the flat path while the hashed layout's holders used another.
+TEST_F(LockFactoryTest, ALockMadeBeforeTheConnectionChecksTheLayoutBeforeItsGrant) {
+  ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
+  LockFactory hashed(client(), "/app/locks", LockLayout::hashed(16));
+  hashed.check_layout();
+  auto suspended = std::make_shared<test::Latch>();
+  client().add_listener([suspended](ConnectionState s) {
+    if (s == ConnectionState::suspended) suspended->open();
+  });
+  const auto id = client().keeper()->session_id();
+  ensemble_.disconnect(id);
+  ASSERT_TRUE(suspended->wait(std::chrono::seconds(5)));
+  LockFactory flat(client(), "/app/locks");
+  auto mutex = flat.mutex("order/42");  // no connection: nothing checked yet
+  auto semaphore = flat.semaphore_mutex("order/43");
+  auto multi = flat.multi_lock({"order/44", "order/45"});
+  ensemble_.reconnect(id);
+  ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
+  EXPECT_THROW((void)mutex->try_acquire_for(std::chrono::seconds(5)), LayoutMismatch);
+  EXPECT_THROW((void)semaphore->try_acquire(), LayoutMismatch);
+  EXPECT_THROW((void)multi->try_acquire_for(std::chrono::seconds(5)), LayoutMismatch);
+  // The async form too: it ends with the refusal, holding nothing.
+  std::promise<std::exception_ptr> ended;
+  mutex->async_acquire_guard(std::chrono::steady_clock::now() + std::chrono::seconds(5), {},
+                             [&ended](std::exception_ptr error, LockGuard guard) {
+                               ended.set_value(guard ? nullptr : error);
+                             });
+  auto outcome = ended.get_future();
+  ASSERT_EQ(outcome.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const auto error = outcome.get();
+  ASSERT_TRUE(error);
+  EXPECT_THROW(std::rethrow_exception(error), LayoutMismatch);
+  // Nothing of ours was left queued, nor any lock path made for the flat layout.
+  EXPECT_FALSE(ensemble_.exists_now(flat.path_for("order/42")));
+  EXPECT_TRUE(ensemble_.ephemerals_of(client().keeper()->session_id()).empty());
+}
+
+// What a foreign client may do to the record, each on a fresh root.
+struct Tamper {
+  const char* what;
+  std::function<void(Keeper&, const std::string&)> apply;
+  bool another_layout;  // LayoutMismatch; else LayoutRecordChanged
+};
+
+TEST_F(LockFactoryTest, AForeignChangeToTheRecordIsRefusedNeverFollowed) {
+  ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
+  auto foreign = ensemble_.connect();
+  const std::vector<Tamper> tampers = {
+      {"rewritten to another layout",
+       [](Keeper& k, const std::string& r) { (void)k.set(r, "zkr-lock-layout v1 hashed 16"); },
+       true},
+      {"rewritten to garbage", [](Keeper& k, const std::string& r) { (void)k.set(r, "\x01??"); },
+       true},
+      {"rewritten to the same text",
+       [](Keeper& k, const std::string& r) { (void)k.set(r, "zkr-lock-layout v1 flat"); }, false},
+      {"deleted and made again",
+       [](Keeper& k, const std::string& r) {
+         k.remove(r);
+         (void)k.create(r, "zkr-lock-layout v1 flat");
+       },
+       false},
+      {"deleted", [](Keeper& k, const std::string& r) { k.remove(r); }, false},
+  };
+  int round = 0;
+  for (const auto& tamper : tampers) {
+    SCOPED_TRACE(tamper.what);
+    const std::string root = "/tamper/" + std::to_string(round++);
+    LockFactory locks(client(), root);
+    auto mutex = locks.mutex("k");
+    ASSERT_TRUE(mutex->try_acquire());  // checked, recorded, granted
+    mutex->release();
+    tamper.apply(*foreign, root + "/" + std::string(kLayoutNodeName));
+    ASSERT_TRUE(ensemble_.wait_idle());
+    try {
+      (void)mutex->try_acquire_for(std::chrono::seconds(5));
+      FAIL() << "an acquire followed the changed record";
+    } catch (const LayoutRecordChanged& e) {
+      EXPECT_FALSE(tamper.another_layout) << e.what();
+      EXPECT_NE(std::string(e.what()).find(root), std::string::npos) << e.what();
+    } catch (const LayoutMismatch& e) {
+      EXPECT_TRUE(tamper.another_layout) << e.what();
+    }
+    // Final: a new lock of the factory refuses too, and nothing of ours queues.
+    EXPECT_THROW((void)locks.mutex("j")->try_acquire(), LayoutMismatch);
+    EXPECT_TRUE(ensemble_.children_now(locks.path_for("k")).empty());
+  }
+}
+
+// The cost: once proven in a session, acquires send no read of the record
+// (its watch stands); the read comes back only after the watch fired.
+TEST_F(LockFactoryTest, AProvenLayoutCostsLaterAcquiresNoRequest) {
+  auto faults = std::make_shared<test::Faults>();
+  ClientOptions options;
+  options.connect_string = "127.0.0.1:2181";
+  options.keeper_factory = test::with_faults(ensemble_.factory(), faults);
+  Client counted(options);
+  ASSERT_TRUE(counted.block_until_connected(std::chrono::seconds(5)));
+  const auto record = "/app/locks/" + std::string(kLayoutNodeName);
+  auto& reads = faults->on(test::OpKind::get, record).after([](const test::FaultCall&) {});
+  reads.times(1000);
+  LockFactory locks(counted, "/app/locks");
+  auto mutex = locks.mutex("k");
+  EXPECT_EQ(reads.fired(), 2);  // none recorded: the record's create, then a read
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(mutex->try_acquire());
+    mutex->release();
+  }
+  EXPECT_EQ(reads.fired(), 2);  // nothing more for five acquires
+  auto other = locks.semaphore_mutex("j");
+  ASSERT_TRUE(other->try_acquire());
+  other->release();
+  EXPECT_EQ(reads.fired(), 2);
+  (void)ensemble_.connect()->set(record, "zkr-lock-layout v1 flat");  // same text, still a change
+  ASSERT_TRUE(ensemble_.wait_idle());
+  EXPECT_THROW((void)mutex->try_acquire(), LayoutRecordChanged);
+  EXPECT_EQ(reads.fired(), 3);
+}
+
+}  // namespace layout_gate
 
 }  // namespace
 }  // namespace zkr
