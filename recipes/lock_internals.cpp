@@ -232,7 +232,7 @@ class Attempt {
   // Client::session_when_connected() without a blocked thread: the Client
   // calls us back at its next change while none serves.
   Task<Client::Session> connected_session() {
-    const auto until = bounded(Clock::now() + client_.options().connection_timeout);
+    const auto until = bounded(zkr::deadline_after(client_.options().connection_timeout));
     for (;;) {
       if (inbox_->stopped())
         throw KeeperError(Errc::connection_loss, "", "stopped while waiting for a connection");
@@ -251,7 +251,7 @@ class Attempt {
   // keeper is still the dead one. Binding to it would only fail again.
   Task<void> await_session_after(std::uint64_t epoch) {
     if (epoch == 0) co_return;
-    const auto until = bounded(Clock::now() + client_.options().connection_timeout);
+    const auto until = bounded(zkr::deadline_after(client_.options().connection_timeout));
     while (client_.session_epoch() <= epoch) {
       // The Client announces lost after moving to the next epoch: a state wakes us.
       if (!co_await inbox_->until(until))
@@ -272,7 +272,7 @@ class Attempt {
   auto await(PendingReply<Result<T>>& reply, const std::string& path) {
     const auto timeout = keeper_->default_timeout();
     auto until = Clock::now() + timeout;
-    if (deadline_) until = std::min(until, *deadline_ + timeout);
+    if (deadline_) until = std::min(until, detail::later_by(*deadline_, timeout));
     return reply.until(inbox_->timers(), until, Result<T>(Errc::operation_timeout, path));
   }
   Clock::time_point bounded(Clock::time_point t) const {
