@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <deque>
 #include <exception>
 #include <future>
@@ -432,6 +434,13 @@ class Attempt {
     }
     lower_ = std::move(where.lower);
     ahead_of_writers_ = where.ahead_of_writers;
+    // A read granted while its thread's write node is listed (a downgrade)
+    // carries that write grant's fencing token, not its own node's: a writer
+    // queued after the write node but before this read is granted after the
+    // read ends, and must get a larger token (see zkr/read_write_lock.hpp).
+    if (where.holds && write_held &&
+        std::find(children.begin(), children.end(), held_write_->name) != children.end())
+      downgrade_token_ = held_write_->lease->fencing_token;
     stage_ = Stage::wait;
     // Someone is before us: watch our own node from now on, so that a delete
     // of it while we wait is known before any later event or reply (a
@@ -550,7 +559,8 @@ class Attempt {
 
   std::shared_ptr<LeaseState> new_lease() const {
     return std::make_shared<LeaseState>(join_path(lock_.dir_, node_), czxid_, epoch_,
-                                        detail::ClientInternals::callback_thread(client_));
+                                        detail::ClientInternals::callback_thread(client_),
+                                        downgrade_token_);
   }
 
   // The lease, or nullptr if our node vanished while we waited. A contender
@@ -667,6 +677,8 @@ class Attempt {
   std::vector<std::string> lower_;     // nodes before ours that keep us waiting, may still exist
   bool ahead_of_writers_ = false;      // see QueuePosition
   std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
+  // Granted at once through our thread's write node: that grant's token.
+  std::optional<std::int64_t> downgrade_token_;
   // From our first create to the release (the lease takes it) or abandon().
   std::unique_ptr<DirectoryRegistry::Use> use_;
 };
