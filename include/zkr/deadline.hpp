@@ -77,7 +77,8 @@ std::chrono::steady_clock::time_point deadline_at(
     // On the same clock, t is exact: the remaining time of t - now without
     // the subtraction (which a far t or a coarse Duration would overflow).
     if (t.time_since_epoch() <= Duration::zero()) return now;
-    const auto at = detail::deadline_after(t.time_since_epoch(), std::chrono::steady_clock::time_point{});
+    const auto at =
+        detail::deadline_after(t.time_since_epoch(), std::chrono::steady_clock::time_point{});
     return at < now ? now : at;
   } else {
     const long double left = detail::nanoseconds_of(t.time_since_epoch()) -

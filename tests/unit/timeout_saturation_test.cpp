@@ -142,9 +142,7 @@ TEST_F(TimeoutSaturationTest, TryLockForAndUntilWaitAtHugeValues) {
       [&] { return mutex->try_lock_for(std::chrono::duration<double>::max()); },
       [&] { return mutex->try_lock_until(kEnd); },
       [&] { return mutex->try_lock_until(std::chrono::system_clock::time_point::max()); },
-      [&] {
-        return mutex->try_lock_until(std::chrono::time_point<steady_clock, hours>::max());
-      },
+      [&] { return mutex->try_lock_until(std::chrono::time_point<steady_clock, hours>::max()); },
   };
   for (std::size_t i = 0; i < forms.size(); ++i) {
     SCOPED_TRACE("form " + std::to_string(i));
@@ -175,8 +173,8 @@ TEST_F(TimeoutSaturationTest, ReadWriteSidesAndMultiLockWaitAtMax) {
     ASSERT_TRUE(holder.write_lock().try_acquire());
     auto got = std::async(std::launch::async, [&] {
       auto& side = write ? rw.write_lock() : rw.read_lock();
-      const bool granted = write ? side.try_lock_for(hours::max())
-                                 : side.try_lock_shared_for(milliseconds::max());
+      const bool granted =
+          write ? side.try_lock_for(hours::max()) : side.try_lock_shared_for(milliseconds::max());
       return granted && side.release();  // the holding thread's to give back
     });
     ASSERT_TRUE(test::wait_children(
