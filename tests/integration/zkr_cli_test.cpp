@@ -1314,7 +1314,9 @@ TEST_F(ZkrCliTest, LsShowsALockDirectoryNamedLikeALockNodeWithItsHolder) {
 // release (a flat factory with remove_directory_on_release = false): our own
 // marked directories, which `zkr ls` does not show as orphaned locks and
 // `zkr cleanup` removes as the empty directories they are, with no lock-named
-// node reported.
+// node reported. The directories are made persistent, with the mark, before
+// the locks use them (as a tool preparing them may): the containers a lock
+// makes would be reaped by this ensemble within a second of going empty.
 TEST_F(ZkrCliTest, LsAndCleanupTakeKeyDirectoriesNamedLikeLockNodesForDirectories) {
   const std::vector<std::string> keys{"job-lock-0000000042",   "job__READ__0000000042",
                                       "job__WRIT__0000000042", "job-lease-0000000042",
@@ -1323,6 +1325,7 @@ TEST_F(ZkrCliTest, LsAndCleanupTakeKeyDirectoriesNamedLikeLockNodesForDirectorie
   keep.remove_directory_on_release = false;
   LockFactory locks(*client_, root_, LockLayout::flat(), keep);
   for (const auto& key : keys) {
+    keeper().create(locks.path_for(key), std::string(kLockDirectoryMark));
     auto mutex = locks.mutex(key);
     ASSERT_TRUE(mutex->try_acquire_for(kWait)) << key;
     EXPECT_TRUE(mutex->release());
