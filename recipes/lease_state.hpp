@@ -29,15 +29,20 @@ inline constexpr std::string_view kRevokeRequest = "__REVOKE__";
 
 class LeaseState : public std::enable_shared_from_this<LeaseState> {
  public:
+  // token: the fencing token, if not the node's own czxid (a downgraded
+  // read carries its write grant's; see zkr/read_write_lock.hpp).
   LeaseState(std::string path, std::int64_t zxid, std::uint64_t session_epoch,
-             std::shared_ptr<CallbackThread> callbacks)
+             std::shared_ptr<CallbackThread> callbacks,
+             std::optional<std::int64_t> token = std::nullopt)
       : node_path(std::move(path)),
         czxid(zxid),
+        fencing_token(token.value_or(zxid)),
         epoch(session_epoch),
         callbacks_(std::move(callbacks)) {}
 
   const std::string node_path;
   const std::int64_t czxid;
+  const std::int64_t fencing_token;
   const std::uint64_t epoch;
   Client::ListenerId listener = 0;  // set once, before the lease is shared
   // A read granted through its thread's write node ahead of queued writers

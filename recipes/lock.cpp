@@ -33,7 +33,7 @@ std::string_view to_string(LostReason reason) noexcept {
 }
 
 LockLease::LockLease(std::shared_ptr<LeaseState> state) : state_(std::move(state)) {}
-std::int64_t LockLease::fencing_token() const noexcept { return state_->czxid; }
+std::int64_t LockLease::fencing_token() const noexcept { return state_->fencing_token; }
 const std::string& LockLease::node_path() const noexcept { return state_->node_path; }
 std::uint64_t LockLease::session_epoch() const noexcept { return state_->epoch; }
 bool LockLease::lost() const noexcept { return lost_reason() != LostReason::none; }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <deque>
 #include <exception>
 #include <future>
@@ -247,7 +249,7 @@ class Attempt {
   // Client::session_when_connected() without a blocked thread: the Client
   // calls us back at its next change while none serves.
   Task<Client::Session> connected_session() {
-    const auto until = bounded(Clock::now() + client_.options().connection_timeout);
+    const auto until = bounded(zkr::deadline_after(client_.options().connection_timeout));
     for (;;) {
       if (inbox_->stopped())
         throw KeeperError(Errc::connection_loss, "", "stopped while waiting for a connection");
@@ -266,7 +268,7 @@ class Attempt {
   // keeper is still the dead one. Binding to it would only fail again.
   Task<void> await_session_after(std::uint64_t epoch) {
     if (epoch == 0) co_return;
-    const auto until = bounded(Clock::now() + client_.options().connection_timeout);
+    const auto until = bounded(zkr::deadline_after(client_.options().connection_timeout));
     while (client_.session_epoch() <= epoch) {
       // The Client announces lost after moving to the next epoch: a state wakes us.
       if (!co_await inbox_->until(until))
@@ -287,7 +289,7 @@ class Attempt {
   auto await(PendingReply<Result<T>>& reply, const std::string& path) {
     const auto timeout = keeper_->default_timeout();
     auto until = Clock::now() + timeout;
-    if (deadline_) until = std::min(until, *deadline_ + timeout);
+    if (deadline_) until = std::min(until, detail::later_by(*deadline_, timeout));
     return reply.until(inbox_->timers(), until, Result<T>(Errc::operation_timeout, path));
   }
   Clock::time_point bounded(Clock::time_point t) const {
@@ -459,6 +461,13 @@ class Attempt {
     }
     lower_ = std::move(where.lower);
     ahead_of_writers_ = where.ahead_of_writers;
+    // A read granted while its thread's write node is listed (a downgrade)
+    // carries that write grant's fencing token, not its own node's: a writer
+    // queued after the write node but before this read is granted after the
+    // read ends, and must get a larger token (see zkr/read_write_lock.hpp).
+    if (where.holds && write_held &&
+        std::find(children.begin(), children.end(), held_write_->name) != children.end())
+      downgrade_token_ = held_write_->lease->fencing_token;
     stage_ = Stage::wait;
     // Someone is before us: watch our own node from now on, so that a delete
     // of it while we wait is known before any later event or reply (a
@@ -577,7 +586,8 @@ class Attempt {
 
   std::shared_ptr<LeaseState> new_lease() const {
     return std::make_shared<LeaseState>(join_path(lock_.dir_, node_), czxid_, epoch_,
-                                        detail::ClientInternals::callback_thread(client_));
+                                        detail::ClientInternals::callback_thread(client_),
+                                        downgrade_token_);
   }
 
   // The lease, or nullptr if our node vanished while we waited. A contender
@@ -697,6 +707,8 @@ class Attempt {
   std::vector<std::string> lower_;     // nodes before ours that keep us waiting, may still exist
   bool ahead_of_writers_ = false;      // see QueuePosition
   std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
+  // Granted at once through our thread's write node: that grant's token.
+  std::optional<std::int64_t> downgrade_token_;
   // From our first create to the release (the lease takes it) or abandon().
   std::unique_ptr<DirectoryRegistry::Use> use_;
 };

@@ -20,6 +20,12 @@ Result<T> await(std::future<Result<T>>& reply, const Keeper& keeper, const std::
   return await_reply(std::move(reply), keeper.default_timeout(), path);
 }
 
+// A directory this library made: persistent (no session owns it) and holding
+// the mark. Lock nodes are ephemeral, whatever data a holder writes into them.
+bool is_our_directory(const ChildEntry& entry) {
+  return !entry.stat.is_ephemeral() && entry.data == kLockDirectoryMark;
+}
+
 }  // namespace
 
 LockTree::LockTree(Client& client, WalkLimits limits,
@@ -73,9 +79,11 @@ std::vector<ChildEntry> LockTree::look_at(const std::string& dir,
             if (reply.ok()) {
               entry.stat = reply.value().stat;
               entry.data = std::move(reply).value().data;
-              // Named like one, but with children: a directory (encode_key leaves
-              // a key like "job-lock-0000000042" as it is), not a lock node.
-              entry.lock_node = entry.stat.num_children == 0;
+              // Named like one, but a directory: a key such as
+              // "job-lock-0000000042" (which encode_key leaves as it is) names
+              // one. A lock node never has children, and no lock's node is
+              // persistent with our mark: every directory we make is.
+              entry.lock_node = entry.stat.num_children == 0 && !is_our_directory(entry);
             }
           } else {
             auto reply = await(std::get<1>(replies[i]), keeper, path);

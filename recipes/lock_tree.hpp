@@ -22,9 +22,11 @@ namespace zkr::detail {
 struct ChildEntry {
   std::string name;
   Stat stat;
-  std::string data;        // lock nodes only: what the contender wrote
-  bool lock_node = false;  // named like a lock node (ours or Curator's)
-  bool readable = true;    // false: its ACL refuses us (no_auth); stat and data unknown
+  std::string data;  // lock nodes only: what the contender wrote
+  // Named like a lock node (ours or Curator's), and not a directory: no
+  // children, and not one of our marked directories (a key may be named so).
+  bool lock_node = false;
+  bool readable = true;  // false: its ACL refuses us (no_auth); stat and data unknown
 };
 
 struct WalkLimits {

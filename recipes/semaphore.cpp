@@ -182,7 +182,7 @@ struct SemaphoreCore {
   Result<T> await(Keeper& keeper, std::future<Result<T>> reply, const std::string& path,
                   const Deadline& deadline) {
     auto until = Clock::now() + keeper.default_timeout();
-    if (deadline) until = std::min(until, *deadline + keeper.default_timeout());
+    if (deadline) until = std::min(until, detail::later_by(*deadline, keeper.default_timeout()));
     return await_reply(std::move(reply), until, path);
   }
 
@@ -367,8 +367,7 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::acquire(int n, std::stop_to
 std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire(int n,
                                                                  std::chrono::milliseconds timeout,
                                                                  std::stop_token stop) {
-  return try_acquire_until(n, std::chrono::steady_clock::now() + std::max(timeout, milliseconds(0)),
-                           std::move(stop));
+  return try_acquire_until(n, zkr::deadline_after(timeout), std::move(stop));
 }
 
 std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(

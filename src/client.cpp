@@ -467,7 +467,7 @@ struct Client::Impl {
   Client::Session wait_session(std::optional<Clock::time_point> deadline = {},
                                std::stop_token stop = {}) const {
     const auto start = Clock::now();
-    auto until = start + options.connection_timeout;
+    auto until = detail::deadline_after(options.connection_timeout, start);
     if (deadline && *deadline < until) until = *deadline;
     std::unique_lock lock(mutex);
     // A handle learns that its session is over before its event reaches us
@@ -567,8 +567,8 @@ struct Client::Impl {
 
   bool block_until_connected(milliseconds timeout) const {
     std::unique_lock lock(mutex);
-    connected_cv.wait_for(lock, timeout,
-                          [&] { return connected || closing || auth_failed || namespace_error; });
+    connected_cv.wait_until(lock, zkr::deadline_after(timeout),
+                            [&] { return connected || closing || auth_failed || namespace_error; });
     return connected && !closing && !namespace_error;
   }
 

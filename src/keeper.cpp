@@ -13,7 +13,7 @@ namespace {
 using std::chrono::milliseconds;
 
 MultiResult await_multi(std::future<MultiResult> future, milliseconds timeout) {
-  if (future.wait_for(timeout) != std::future_status::ready) {
+  if (future.wait_until(zkr::deadline_after(timeout)) != std::future_status::ready) {
     MultiResult timed_out;
     timed_out.error = Errc::operation_timeout;
     return timed_out;

@@ -30,6 +30,7 @@
 #include <optional>
 #include <stop_token>
 
+#include "zkr/deadline.hpp"
 #include "zkr/error.hpp"
 
 namespace zkr::detail {
@@ -51,10 +52,10 @@ class StandardLockable {
   }
   // One attempt, with no wait: false if someone else holds or waits first.
   [[nodiscard]] bool try_acquire() { return self().take(std::chrono::steady_clock::now(), {}); }
-  // A negative timeout is no wait at all, as for try_acquire().
+  // A negative timeout is no wait at all, as for try_acquire(); one too long
+  // for the clock (up to milliseconds::max()) has no deadline (zkr/deadline.hpp).
   [[nodiscard]] bool try_acquire_for(std::chrono::milliseconds timeout, std::stop_token stop = {}) {
-    return self().take(
-        std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0)), stop);
+    return self().take(zkr::deadline_after(timeout), stop);
   }
   [[nodiscard]] bool try_acquire_until(std::chrono::steady_clock::time_point deadline,
                                        std::stop_token stop = {}) {
@@ -63,13 +64,15 @@ class StandardLockable {
 
   void lock() { acquire(); }
   bool try_lock() { return try_acquire(); }
+  // Any duration, up to duration::max(), and a time point of any clock:
+  // saturating as try_acquire_for() (zkr/deadline.hpp).
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_acquire_for(std::chrono::ceil<std::chrono::milliseconds>(d));
+    return self().take(zkr::deadline_after(d), {});
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_lock_for(t - Clock::now());
+    return self().take(zkr::deadline_at(t), {});
   }
   void unlock() { (void)self().release(); }
 

@@ -83,7 +83,8 @@ struct LockNodeInfo {
   LockNodeKind kind = LockNodeKind::mutex;
   std::string name;
   std::string holder_id;             // what the contender wrote: host, pid, thread
-  std::int64_t czxid = 0;            // the fencing token it holds or will hold
+  std::int64_t czxid = 0;            // the fencing token it holds or will hold (but for a
+                                     // downgraded read, which holds its write's)
   std::int64_t ctime_ms = 0;         // ms since the epoch, server clock
   std::int64_t ephemeral_owner = 0;  // its session; 0 means nobody owns it
 };

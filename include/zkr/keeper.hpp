@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "zkr/deadline.hpp"
 #include "zkr/types.hpp"
 
 namespace spdlog {
@@ -183,7 +184,7 @@ Result<T> await_reply(std::future<Result<T>> reply, std::chrono::steady_clock::t
 template <class T>
 Result<T> await_reply(std::future<Result<T>> reply, std::chrono::milliseconds timeout,
                       std::string path = {}) {
-  return await_reply(std::move(reply), std::chrono::steady_clock::now() + timeout, std::move(path));
+  return await_reply(std::move(reply), zkr::deadline_after(timeout), std::move(path));
 }
 
 struct DigestAuth {

@@ -192,10 +192,17 @@ struct LockOptions {
 // (released() or lost()), whatever the lock object does next.
 class LockLease {
  public:
-  // The lock node's czxid: the zxid at which this contender queued. Within
-  // one lock path it is larger for every later grant (a later holder queued
-  // after an earlier one left), across leaders and re-created lock
-  // directories. Tokens of different locks are not comparable.
+  // The lock node's czxid: the zxid at which this contender queued; a read
+  // /write lock's downgraded read carries the token of the write grant it
+  // descends from (zkr/read_write_lock.hpp). Within one lock path a grant's
+  // token is larger than that of every grant before it that it excludes: each
+  // mutex holder's than its predecessors', a writer's than every earlier
+  // reader's and writer's, a reader's than every earlier writer's (readers
+  // that share the lock may come in any order), across leaders and re-created
+  // lock directories. A store that keeps the largest token seen and refuses
+  // smaller ones refuses only holders that have been followed. Reentrant
+  // holds share their grant's token. Tokens of different locks are not
+  // comparable.
   std::int64_t fencing_token() const noexcept;
   const std::string& node_path() const noexcept;
   // The Client's session epoch the lock was granted in.

@@ -40,6 +40,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "zkr/deadline.hpp"
 #include "zkr/error.hpp"
 
 namespace zkr {
@@ -111,11 +112,11 @@ class GuardForms {
     return guard;
   }
   // Empty if the deadline (or a stop) came first. A negative timeout is no
-  // wait at all.
+  // wait at all; one too long for the clock (up to milliseconds::max()) has
+  // no deadline (zkr/deadline.hpp).
   [[nodiscard]] LockGuard try_acquire_guard_for(std::chrono::milliseconds timeout,
                                                 std::stop_token stop = {}) {
-    return self().take_guard(
-        std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0)), stop);
+    return self().take_guard(zkr::deadline_after(timeout), stop);
   }
   [[nodiscard]] LockGuard try_acquire_guard_until(std::chrono::steady_clock::time_point deadline,
                                                   std::stop_token stop = {}) {

@@ -33,7 +33,11 @@
 // went: so the write node stays (its lease stays held, and a loss of it is a
 // loss of the read) until the thread releases the read lock too. Curator's
 // own downgrade has no such guard; do not rely on it from Java while writers
-// queue.
+// queue. The downgraded read's fencing token is the write grant's, not its
+// own node's (which is newer than those queued writers'): every writer
+// granted after the read ends queued after the write node, so its token is
+// larger than every token the downgrading thread held, as a fenced store
+// needs.
 // Upgrade: a thread holding the read lock that asks for the write lock would
 // wait for itself for ever: every acquire form throws std::logic_error, and
 // nothing is sent.

@@ -92,6 +92,9 @@ class SemaphoreLease {
   ~SemaphoreLease();
 
   // The node, its czxid as fencing token, the lost signal (see LockLease).
+  // Lease nodes are made one at a time under the semaphore's internal lock,
+  // each after the previous lease was granted: a lease's token is larger
+  // than every lease's granted before it on this path.
   const LockLease& lease() const noexcept { return lease_; }
   // Sends the delete of the node and returns (as InterProcessMutex::release
   // does). False if already released. Never throws.

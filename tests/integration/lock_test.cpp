@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -15,6 +16,7 @@
 #include "support/ensemble.hpp"
 #include "support/waits.hpp"
 #include "zkr/lock.hpp"
+#include "zkr/read_write_lock.hpp"
 
 namespace zkr {
 namespace {
@@ -355,6 +357,65 @@ TYPED_TEST(LockIntegrationTest, LockingAnExistingNodeLeavesItAsItWas) {
   EXPECT_EQ(after.stat.czxid, before.czxid);
   EXPECT_EQ(after.stat.version, before.version);
   this->keep_directory_ = true;
+}
+
+// ---- At the edges, live: a downgrade with a writer queued, and a timeout
+// too long for the clock.
+
+class LockEdgesLiveTest : public LockIntegrationTest<InterProcessMutex> {};
+
+// A writes (token w), B queues to write, A downgrades (its read node after
+// B's), A lets go of both: B's token is above every token A held.
+TEST_F(LockEdgesLiveTest, TheWriterQueuedBehindADowngradeGetsTheLargerToken) {
+  auto& a = client();
+  auto& b = client();
+  InterProcessReadWriteLock ra(a, dir_), rb(b, dir_);
+  ASSERT_TRUE(ra.write_lock().try_acquire_for(kWait));
+  const auto write = ra.write_lock().lease();
+  std::promise<std::int64_t> granted;
+  std::jthread writer([&] {
+    if (!rb.write_lock().try_acquire_for(kWait)) return granted.set_value(-1);
+    granted.set_value(rb.write_lock().lease().fencing_token());
+    rb.write_lock().release();
+  });
+  ASSERT_TRUE(wait_queue_length(2));
+  ASSERT_TRUE(ra.read_lock().try_acquire());  // a downgrade: granted at once
+  const auto read = ra.read_lock().lease();
+  // The race: our read node is newer than the queued writer's.
+  const auto nodes = ra.participant_nodes();
+  ASSERT_EQ(nodes.size(), 3u);
+  const auto writer_node = a.keeper()->exists(nodes[1]);
+  const auto read_node = a.keeper()->exists(read.node_path());
+  ASSERT_TRUE(writer_node && read_node);
+  ASSERT_GT(read_node->czxid, writer_node->czxid);
+  EXPECT_EQ(read.fencing_token(), write.fencing_token());
+  EXPECT_TRUE(ra.write_lock().release());
+  EXPECT_TRUE(ra.read_lock().release());
+  auto token = granted.get_future();
+  ASSERT_EQ(token.wait_for(kWait), std::future_status::ready);
+  const auto writer_token = token.get();
+  writer.join();
+  EXPECT_EQ(writer_token, writer_node->czxid);
+  EXPECT_GT(writer_token, read.fencing_token());
+}
+
+// "Wait for ever" as a relative timeout waits for the holder to let go.
+TEST_F(LockEdgesLiveTest, ATimeoutTooLongForTheClockWaitsForTheHolder) {
+  auto& holder = lock(client());
+  auto& waiter = lock(client());
+  ASSERT_TRUE(holder.try_acquire_for(kWait));
+  std::promise<bool> got;
+  std::jthread waiting([&] {
+    const bool granted = waiter.try_acquire_for(std::chrono::milliseconds::max());
+    if (granted) waiter.release();
+    got.set_value(granted);
+  });
+  ASSERT_TRUE(wait_queue_length(2));
+  holder.release();
+  auto result = got.get_future();
+  ASSERT_EQ(result.wait_for(kWait), std::future_status::ready);
+  EXPECT_TRUE(result.get());
+  waiting.join();
 }
 
 }  // namespace

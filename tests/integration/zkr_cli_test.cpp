@@ -39,6 +39,7 @@
 #include "support/kazoo_peer.hpp"
 #include "support/waits.hpp"
 #include "zkr/client.hpp"
+#include "zkr/lock_factory.hpp"
 #include "zkr/path.hpp"
 
 #ifndef ZKR_CLI
@@ -1379,6 +1380,54 @@ TEST_F(ZkrCliTest, LsShowsALockDirectoryNamedLikeALockNodeWithItsHolder) {
   EXPECT_EQ(orphan[2], "gone-host");
   gate.write_line("go");
   EXPECT_EQ(holder->wait(), 0) << holder->err();
+}
+
+// Keys named like every protocol's nodes, their directories kept after the
+// release (a flat factory with remove_directory_on_release = false): our own
+// marked directories, which `zkr ls` does not show as orphaned locks and
+// `zkr cleanup` removes as the empty directories they are, with no lock-named
+// node reported. The directories are made persistent, with the mark, before
+// the locks use them (as a tool preparing them may): the containers a lock
+// makes would be reaped by this ensemble within a second of going empty.
+TEST_F(ZkrCliTest, LsAndCleanupTakeKeyDirectoriesNamedLikeLockNodesForDirectories) {
+  const std::vector<std::string> keys{"job-lock-0000000042",   "job__READ__0000000042",
+                                      "job__WRIT__0000000042", "job-lease-0000000042",
+                                      "job-latch-0000000042",  "job__lock__0000000042"};
+  LockOptions keep;
+  keep.remove_directory_on_release = false;
+  LockFactory locks(*client_, root_, LockLayout::flat(), keep);
+  for (const auto& key : keys) {
+    keeper().create(locks.path_for(key), std::string(kLockDirectoryMark));
+    auto mutex = locks.mutex(key);
+    ASSERT_TRUE(mutex->try_acquire_for(kWait)) << key;
+    EXPECT_TRUE(mutex->release());
+    ASSERT_TRUE(queue_reaches(locks.path_for(key), 0)) << key;
+    ASSERT_TRUE(exists(locks.path_for(key))) << key << ": the directory was not kept";
+  }
+  const auto listed = run_zkr(dir_, {"ls", root_, "--json", "--connect", test::connect_string(),
+                                     "--connect-timeout", kConnectTimeout});
+  EXPECT_EQ(listed.code, 0) << listed.err;
+  EXPECT_EQ(listed.out, "") << "a key directory was shown as a lock";
+  const auto table = run_zkr(dir_, {"ls", root_, "--connect", test::connect_string(),
+                                    "--connect-timeout", kConnectTimeout});
+  EXPECT_EQ(table.code, 0) << table.err;
+  EXPECT_EQ(table.out, "");
+  EXPECT_NE(table.err.find("no locks under"), std::string::npos) << table.err;
+
+  const auto dry = run_zkr(dir_, {"cleanup", root_, "--dry-run", "--connect",
+                                  test::connect_string(), "--connect-timeout", kConnectTimeout});
+  EXPECT_EQ(dry.code, 0) << dry.err;
+  EXPECT_EQ(dry.err.find("lock-named"), std::string::npos) << dry.err;
+  const auto would = lines_of(dry.out);
+  for (const auto& key : keys)
+    EXPECT_NE(std::find(would.begin(), would.end(), locks.path_for(key)), would.end())
+        << key << " not listed:\n"
+        << dry.out;
+  const auto swept = run_zkr(dir_, {"cleanup", root_, "--connect", test::connect_string(),
+                                    "--connect-timeout", kConnectTimeout});
+  EXPECT_EQ(swept.code, 0) << swept.err;
+  EXPECT_EQ(swept.err.find("lock-named"), std::string::npos) << swept.err;
+  for (const auto& key : keys) EXPECT_FALSE(exists(locks.path_for(key))) << key << " was kept";
 }
 
 }  // namespace

@@ -349,5 +349,82 @@ TEST_F(CleanupTest, ScanShowsHolderWaitersAndKey) {
   EXPECT_TRUE(other->release());
 }
 
+// Keys named like every protocol's nodes make key directories named so: kept
+// by a flat factory that does not remove them on release, they are our marked
+// directories, not lock nodes. The scan shows no lock in them until one is
+// held, and the sweep removes them as the empty directories of ours they are,
+// reporting no lock-named node.
+TEST_F(CleanupTest, KeyDirectoriesNamedLikeLockNodesAreDirectories) {
+  const std::vector<std::string> keys{"job-lock-0000000042",
+                                      "job__READ__0000000042",
+                                      "job__WRIT__0000000042",
+                                      "job-lease-0000000042",
+                                      "job-latch-0000000042",
+                                      "job__lock__0000000042",
+                                      "_c_0b7c1a62-6f4a-4d1e-9a6c-2a8d1c0e4f55-lock-0000000007"};
+  LockOptions keep;
+  keep.remove_directory_on_release = false;
+  keep.holder_id = "holder-A";
+  LockFactory locks(*client_, kRoot, LockLayout::flat(), keep);
+  for (const auto& key : keys) {
+    auto mutex = locks.mutex(key);
+    ASSERT_TRUE(mutex->try_acquire()) << key;
+    EXPECT_TRUE(mutex->release());
+    ASSERT_TRUE(test::wait_children(
+        *raw_, locks.path_for(key), [](const auto& names) { return names.empty(); }, kWait))
+        << key;
+  }
+  // One key held: its directory is shown with its holder, named as it is.
+  auto held = locks.mutex(keys[0]);
+  ASSERT_TRUE(held->try_acquire());
+
+  std::vector<LockInfo> found;
+  scan_locks(*client_, kRoot, {}, [&](const LockInfo& info) { found.push_back(info); });
+  ASSERT_EQ(found.size(), 1u) << "a key directory was taken for a lock node of " << kRoot
+                              << (found.empty() ? "" : ": " + found[0].path);
+  EXPECT_EQ(found[0].path, locks.path_for(keys[0]));
+  EXPECT_EQ(found[0].key, keys[0]);
+  EXPECT_EQ(found[0].queue.front().holder_id, "holder-A");
+  EXPECT_NE(found[0].queue.front().ephemeral_owner, 0);
+  EXPECT_TRUE(held->release());
+  ASSERT_TRUE(test::wait_children(
+      *raw_, locks.path_for(keys[0]), [](const auto& names) { return names.empty(); }, kWait));
+
+  found.clear();
+  scan_locks(*client_, kRoot, {}, [&](const LockInfo& info) { found.push_back(info); });
+  EXPECT_TRUE(found.empty()) << found.front().path << " shown as a lock";
+
+  // A real orphan beside them, persistent and unmarked, is still reported.
+  const auto orphan = orphan_node(kRoot + "/stale");
+  CleanReport report;
+  const auto listed = removed_by(dry_run(), &report);
+  EXPECT_EQ(report.foreign_lock_nodes, 1u);
+  for (const auto& key : keys)
+    EXPECT_TRUE(std::binary_search(listed.begin(), listed.end(), locks.path_for(key))) << key;
+  const auto removed = removed_by({}, &report);
+  EXPECT_EQ(removed, listed);
+  EXPECT_EQ(report.foreign_lock_nodes, 1u);
+  for (const auto& key : keys) EXPECT_FALSE(ensemble_.exists_now(locks.path_for(key))) << key;
+  EXPECT_TRUE(ensemble_.exists_now(orphan));
+}
+
+// The mark alone is not enough: a lock node is ephemeral, whatever its holder
+// wrote into it, and stays a lock node.
+TEST_F(CleanupTest, ALockNodeHoldingTheMarkIsStillALockNode) {
+  LockOptions odd;
+  odd.holder_id = std::string(kLockDirectoryMark);
+  LockFactory locks(*client_, kRoot, LockLayout::flat(), odd);
+  auto held = locks.mutex("k");
+  ASSERT_TRUE(held->try_acquire());
+  std::vector<LockInfo> found;
+  scan_locks(*client_, kRoot, {}, [&](const LockInfo& info) { found.push_back(info); });
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].path, locks.path_for("k"));
+  CleanReport report;
+  (void)removed_by({}, &report);
+  EXPECT_EQ(report.live_lock_nodes, 1u);
+  EXPECT_TRUE(held->release());
+}
+
 }  // namespace
 }  // namespace zkr

@@ -124,7 +124,8 @@ TEST_F(ReadWriteLockTest, NodesAreCuratorsAndTokensGrow) {
   EXPECT_TRUE(
       std::regex_match(read.node_path(), std::regex(kDir + "/_c_" + g + "-__READ__0000000001")))
       << read.node_path();
-  EXPECT_LT(write.fencing_token(), read.fencing_token());
+  // A downgraded read carries its write grant's token (see the next tests).
+  EXPECT_EQ(read.fencing_token(), write.fencing_token());
   EXPECT_EQ(rw->participant_nodes(),
             (std::vector<std::string>{write.node_path(), read.node_path()}));
   rw->read_lock().release();
@@ -224,6 +225,69 @@ TEST_F(ReadWriteLockTest, DowngradeKeepsTheWriteNodeWhileWritersQueueBehindIt) {
   EXPECT_TRUE(writer.get());
   EXPECT_TRUE(write.released());
   EXPECT_TRUE(read.released());
+}
+
+// The case a fenced store cares about: A writes (token w), B queues to write
+// (node b), A downgrades (read node r, after b), then lets go of both. B is
+// granted after everything A held, so its token must be larger than every
+// token A held: the read carries w, not its own node's czxid (above b's).
+TEST_F(ReadWriteLockTest, ADowngradedReadCarriesItsWriteTokenBelowTheQueuedWriters) {
+  auto& a = contender();
+  auto& b = contender();
+  auto ra = rw_for(a), rb = rw_for(b);
+  ASSERT_TRUE(ra->write_lock().try_acquire());
+  const auto write = ra->write_lock().lease();
+  auto writer = std::async(std::launch::async, [&]() -> std::int64_t {
+    if (!rb->write_lock().try_acquire_for(kWait)) return -1;
+    const auto token = rb->write_lock().lease().fencing_token();
+    rb->write_lock().release();
+    return token;
+  });
+  ASSERT_TRUE(wait_kinds("WW"));
+  ASSERT_TRUE(ra->read_lock().try_acquire());  // granted at once, ahead of the writer
+  const auto read = ra->read_lock().lease();
+  ASSERT_TRUE(ra->read_lock().try_acquire());  // reentered: the same grant, the same token
+  EXPECT_EQ(ra->read_lock().lease().fencing_token(), read.fencing_token());
+  EXPECT_TRUE(ra->read_lock().release());
+  // The race this is about: our read node is newer than the queued writer's.
+  const auto queue = rw_queue();
+  ASSERT_EQ(kinds(), "WWR");
+  const auto writer_node = raw().exists(kDir + "/" + queue[1]);
+  const auto read_node = raw().exists(read.node_path());
+  ASSERT_TRUE(writer_node && read_node);
+  ASSERT_GT(read_node->czxid, writer_node->czxid);
+  EXPECT_EQ(read.fencing_token(), write.fencing_token());
+
+  EXPECT_TRUE(ra->write_lock().release());
+  EXPECT_TRUE(ra->read_lock().release());
+  const auto writer_token = writer.get();
+  ASSERT_NE(writer_token, -1) << "the queued writer was not granted";
+  EXPECT_EQ(writer_token, writer_node->czxid);
+  EXPECT_GT(writer_token, write.fencing_token());
+  EXPECT_GT(writer_token, read.fencing_token())
+      << "the next writer's token is below a read it follows";
+}
+
+// A read taken while the thread holds the write lock with nobody queued is a
+// downgrade too: the same token, and the next writer's is larger still.
+TEST_F(ReadWriteLockTest, ADowngradeWithNobodyQueuedCarriesTheWriteTokenToo) {
+  auto& a = contender();
+  auto& b = contender();
+  auto ra = rw_for(a), rb = rw_for(b);
+  ASSERT_TRUE(ra->write_lock().try_acquire());
+  const auto write = ra->write_lock().lease();
+  ASSERT_TRUE(ra->read_lock().try_acquire());
+  const auto read = ra->read_lock().lease();
+  EXPECT_EQ(read.fencing_token(), write.fencing_token());
+  EXPECT_TRUE(ra->write_lock().release());
+  // The read now stands alone; another reader shares it with its own token.
+  ASSERT_TRUE(rb->read_lock().try_acquire());
+  EXPECT_GT(rb->read_lock().lease().fencing_token(), read.fencing_token());
+  rb->read_lock().release();
+  ra->read_lock().release();
+  ASSERT_TRUE(rb->write_lock().try_acquire_for(kWait));
+  EXPECT_GT(rb->write_lock().lease().fencing_token(), read.fencing_token());
+  rb->write_lock().release();
 }
 
 // The kept write node is what protects the read: someone deleting it makes

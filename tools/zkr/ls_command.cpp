@@ -98,54 +98,6 @@ void print_table(const std::vector<LockInfo>& locks, std::int64_t now) {
   }
 }
 
-// Levels from root down to path (a path under root, or root itself).
-unsigned depth_below(const std::string& root, const std::string& path) {
-  if (path == root) return 0;
-  const std::string rest = path.substr(root == "/" ? 0 : root.size());
-  return static_cast<unsigned>(std::count(rest.begin(), rest.end(), '/'));
-}
-
-// scan_locks, except for lock directories named like lock nodes.
-//
-// A key such as "job-lock-0000000042" (which encode_key leaves as it is) makes
-// a lock directory whose name looks like a lock node. The library's scan goes
-// by the name, so it lists that directory as a node of its parent's queue,
-// with no session (a directory is persistent): an "(orphan)" hiding the real
-// holder below it. A lock node never has children, so a node without an owner
-// is looked at once more (orphans are rare: this costs nothing in the common
-// case): if it has children, it is a directory, dropped from its parent's
-// queue and scanned in turn, within the same depth.
-void collect_locks(Client& client, const std::string& root, const ScanOptions& options,
-                   std::vector<LockInfo>& locks) {
-  std::vector<std::pair<std::string, unsigned>> directories;  // path, depth below root
-  scan_locks(client, root, options, [&](const LockInfo& lock) {
-    const unsigned depth = depth_below(root, lock.path);
-    LockInfo kept = lock;
-    kept.queue.clear();
-    for (const auto& node : lock.queue) {
-      if (node.ephemeral_owner == 0 && depth < options.max_depth) {
-        const auto path = join_path(lock.path, node.name);
-        const auto stat = client.with_retry([&](Keeper& keeper) { return keeper.exists(path); });
-        if (stat && stat->num_children > 0) {
-          directories.emplace_back(path, depth + 1);
-          continue;
-        }
-      }
-      kept.queue.push_back(node);
-    }
-    if (!kept.queue.empty()) locks.push_back(std::move(kept));
-  });
-  for (const auto& [path, depth] : directories) {
-    ScanOptions below = options;
-    below.max_depth = options.max_depth - depth;
-    try {
-      collect_locks(client, path, below, locks);
-    } catch (const KeeperError& e) {
-      if (e.errc() != Errc::no_node) throw;  // gone meanwhile: a release took it
-    }
-  }
-}
-
 }  // namespace
 
 std::string ls_help() {
@@ -186,8 +138,12 @@ int ls_main(const std::vector<std::string>& args) {
     read_walk_limits(parsed, options);
     RootWalk walk(parsed);
     std::vector<LockInfo> locks;
-    if (!walk.run(root, options.on_progress,
-                  [&] { collect_locks(walk.client(), root, options, locks); }))
+    if (!walk.run(root, options.on_progress, [&] {
+          // Directories named like lock nodes (a key such as
+          // "job-lock-0000000042") are told apart by the library.
+          scan_locks(walk.client(), root, options,
+                     [&](const LockInfo& lock) { locks.push_back(lock); });
+        }))
       return exit_code::no_such_root;
     std::sort(locks.begin(), locks.end(),
               [](const LockInfo& a, const LockInfo& b) { return a.path < b.path; });
