@@ -53,8 +53,8 @@ void check_supervised_commands(const std::vector<NodeLife>& lives, CheckResult& 
     if (!alive_at(own, z)) {
       add_violation(result, "command_outside_lock",
                     "tick " + tick.path + " landed at zxid " + std::to_string(z) + ", after " +
-                        own.path + " ended (" + own.end + " at zxid " +
-                        std::to_string(own.dzxid) + ")");
+                        own.path + " ended (" + own.end + " at zxid " + std::to_string(own.dzxid) +
+                        ")");
       continue;
     }
     for (const auto* other : locks_by_dir[dir_of(own.path)]) {

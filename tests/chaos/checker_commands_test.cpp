@@ -92,9 +92,9 @@ TEST(ChaosCommands, APauseOfASupervisorHitsWhileItsNodeLives) {
   in.has_server_record = true;
   in.lives = {lock_life(1, 10, 20)};
   const auto cut = [](std::int64_t at) {
-    return parse_event(std::to_string(at * kMs) + " cut pid=9 why=pause_supervisor from=" +
-                       std::to_string(at * kMs) + " to=" + std::to_string(at * kMs) +
-                       " node=" + lock_node(1));
+    return parse_event(std::to_string(at * kMs) +
+                       " cut pid=9 why=pause_supervisor from=" + std::to_string(at * kMs) +
+                       " to=" + std::to_string(at * kMs) + " node=" + lock_node(1));
   };
   in.nemesis = {cut(15), cut(25)};  // the second came after the node was gone
   const auto r = check(in);

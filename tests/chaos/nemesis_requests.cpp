@@ -55,22 +55,23 @@ std::string Nemesis::drop_own_watch() {
     granted = granted_in_log(h) && owner_of(node) == session;
     if (!granted) std::this_thread::sleep_for(50ms);
   }
-  const std::string dropped = "session=" + hex(session) + ",pid=" + std::to_string(pid) + "," + what;
+  const std::string dropped =
+      "session=" + hex(session) + ",pid=" + std::to_string(pid) + "," + what;
   if (!granted) return std::string(kNotInjected) + "never_granted," + dropped;
   std::string via;
   const auto keeper = foreign_session(via);
   if (!keeper) return std::string(kNotInjected) + "foreign_session_failed," + dropped;
   const auto from = monotonic_ns();
   const auto removed = keeper->try_remove(node);
-  const bool gone = removed.ok() ||
-                    (removed.error() != Errc::no_node && !targets_.observer->with_retry([&](Keeper& k) {
-                      return k.exists(node).has_value();
-                    }));
+  const bool gone =
+      removed.ok() ||
+      (removed.error() != Errc::no_node &&
+       !targets_.observer->with_retry([&](Keeper& k) { return k.exists(node).has_value(); }));
   const auto to = monotonic_ns();
   end_foreign_session(keeper, {});
   if (!gone)
-    return std::string(kNotInjected) + "delete_failed,err=" +
-           std::string(errc_name(removed.error())) + "," + dropped;
+    return std::string(kNotInjected) +
+           "delete_failed,err=" + std::string(errc_name(removed.error())) + "," + dropped;
   log_.write("cut", {{"pid", std::to_string(pid)},
                      {"why", "drop_own_watch"},
                      {"from", std::to_string(from)},
@@ -115,8 +116,8 @@ std::string Nemesis::drop_release() {
   }
   if (victim.pid == 0) return std::string(kNotInjected) + "no_holder";
   const auto what = drop_request(victim.session, RequestKind::release, 10s);
-  const std::string who = "session=" + hex(victim.session) + ",pid=" +
-                          std::to_string(victim.pid) + ",holding=" + victim.node;
+  const std::string who = "session=" + hex(victim.session) + ",pid=" + std::to_string(victim.pid) +
+                          ",holding=" + victim.node;
   if (what.empty()) return std::string(kNotInjected) + "no_request_seen," + who;
   return who + "," + what;
 }

@@ -93,8 +93,7 @@ std::string Nemesis::pause_supervisor() {
   pause(d);
   targets_.supervisors->signal(pid, SIGCONT);
   return "pid=" + std::to_string(pid) + ",signal=" + (tstp ? "SIGTSTP" : "SIGSTOP") +
-         ",stopped=" + (stopped ? "1" : "0") + ",ms=" + std::to_string(d.count()) +
-         ",node=" + node;
+         ",stopped=" + (stopped ? "1" : "0") + ",ms=" + std::to_string(d.count()) + ",node=" + node;
 }
 
 }  // namespace zkr::chaos

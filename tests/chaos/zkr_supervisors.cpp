@@ -88,7 +88,8 @@ void SupervisorPool::run_slot(int slot) {
     std::lock_guard lock(mutex_);
     running_[static_cast<std::size_t>(slot)].reset();
     // Bad usage, or zkr not found: every later run would fail alike.
-    if (status && WIFEXITED(*status) && (WEXITSTATUS(*status) == 64 || WEXITSTATUS(*status) == 127)) {
+    if (status && WIFEXITED(*status) &&
+        (WEXITSTATUS(*status) == 64 || WEXITSTATUS(*status) == 127)) {
       problems_.push_back("supervisor " + std::to_string(slot) + " could not run zkr lock (" +
                           test::describe_wait_status(*status) + "): see " + stem + ".out");
       return;

@@ -64,9 +64,9 @@ class SupervisorPool {
 
   SupervisorSettings settings_;
   mutable std::mutex mutex_;
-  bool stopping_ = false;                                   // guarded by mutex_
+  bool stopping_ = false;                                     // guarded by mutex_
   std::vector<std::shared_ptr<test::ChildProcess>> running_;  // by slot; guarded by mutex_
-  std::vector<std::string> problems_;                       // guarded by mutex_
+  std::vector<std::string> problems_;                         // guarded by mutex_
   std::vector<std::thread> threads_;
 };
 
