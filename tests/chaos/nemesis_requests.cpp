@@ -37,47 +37,66 @@ std::string Nemesis::drop_request(std::int64_t session, RequestKind kind,
 // counts the grant as safe. So the move does not stop at the drop: once the
 // worker's log shows the grant of that node, the node is deleted by a foreign
 // client, as delete_holder_node does; the lease must still say lost
-// (lost_unnoticed) and fencing refuse later writes (late_write). Any worker:
-// each acquire that has to wait (or is granted at once) arms the watch.
+// (lost_unnoticed) and fencing refuse later writes (late_write). The session
+// of a worker that has a lock node now (so it is live and at work): each
+// acquire that has to wait, or is granted at once, arms the watch. A drop
+// whose node is never granted (the acquire timed out, or it was a
+// semaphore's inner lock, which no grant names) is tried again, up to three
+// times.
 std::string Nemesis::drop_own_watch() {
-  std::vector<std::pair<std::int64_t, pid_t>> live;
-  for (const auto& [session, pid] : worker_sessions())
-    if (targets_.workers->owns(pid)) live.emplace_back(session, pid);
-  if (live.empty()) return std::string(kNotInjected) + "no_worker";
-  const auto [session, pid] = live[rng_() % live.size()];
-  const auto what = drop_request(session, RequestKind::own_watch, 10s);
-  if (what.empty()) return std::string(kNotInjected) + "no_request_seen,session=" + hex(session);
-  const auto node = what.substr(what.rfind(" path ") + 6);
-  const Holder h{pid, session, node, 0};
-  // Granted while it is still the session's: waits as long as an acquire may.
-  bool granted = false;
-  for (const auto until = Clock::now() + 10s; !granted && Clock::now() < until;) {
-    granted = granted_in_log(h) && owner_of(node) == session;
-    if (!granted) std::this_thread::sleep_for(50ms);
+  std::string tried;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const auto sessions = worker_sessions();
+    std::vector<std::pair<std::int64_t, pid_t>> busy;
+    for (const auto& d : lock_dirs())
+      for (const auto& n : d.nodes)
+        if (const auto it = sessions.find(owner_of(d.path + "/" + n));
+            it != sessions.end() && targets_.workers->owns(it->second))
+          busy.emplace_back(it->first, it->second);
+    if (busy.empty()) return std::string(kNotInjected) + "no_worker" + tried;
+    const auto [session, pid] = busy[rng_() % busy.size()];
+    const auto what = drop_request(session, RequestKind::own_watch, 10s);
+    const std::string dropped =
+        "session=" + hex(session) + ",pid=" + std::to_string(pid) + "," + what;
+    if (what.empty()) {
+      tried += ",no_request_seen:" + hex(session);
+      continue;
+    }
+    const auto node = what.substr(what.rfind(" path ") + 6);
+    const Holder h{pid, session, node, 0};
+    // Granted while it is still the session's: an acquire's deadline is at
+    // most 6 s.
+    bool granted = false;
+    for (const auto until = Clock::now() + 8s; !granted && Clock::now() < until;) {
+      granted = granted_in_log(h) && owner_of(node) == session;
+      if (!granted) std::this_thread::sleep_for(50ms);
+    }
+    if (!granted) {
+      tried += ",never_granted:" + node;
+      continue;
+    }
+    std::string via;
+    const auto keeper = foreign_session(via);
+    if (!keeper) return std::string(kNotInjected) + "foreign_session_failed," + dropped + tried;
+    const auto from = monotonic_ns();
+    const auto removed = keeper->try_remove(node);
+    const bool gone =
+        removed.ok() ||
+        (removed.error() != Errc::no_node &&
+         !targets_.observer->with_retry([&](Keeper& k) { return k.exists(node).has_value(); }));
+    const auto to = monotonic_ns();
+    end_foreign_session(keeper, {});
+    if (!gone)
+      return std::string(kNotInjected) +
+             "delete_failed,err=" + std::string(errc_name(removed.error())) + "," + dropped + tried;
+    log_.write("cut", {{"pid", std::to_string(pid)},
+                       {"why", "drop_own_watch"},
+                       {"from", std::to_string(from)},
+                       {"to", std::to_string(to)},
+                       {"node", node}});
+    return dropped + ",deleted_via=" + via + tried;
   }
-  const std::string dropped =
-      "session=" + hex(session) + ",pid=" + std::to_string(pid) + "," + what;
-  if (!granted) return std::string(kNotInjected) + "never_granted," + dropped;
-  std::string via;
-  const auto keeper = foreign_session(via);
-  if (!keeper) return std::string(kNotInjected) + "foreign_session_failed," + dropped;
-  const auto from = monotonic_ns();
-  const auto removed = keeper->try_remove(node);
-  const bool gone =
-      removed.ok() ||
-      (removed.error() != Errc::no_node &&
-       !targets_.observer->with_retry([&](Keeper& k) { return k.exists(node).has_value(); }));
-  const auto to = monotonic_ns();
-  end_foreign_session(keeper, {});
-  if (!gone)
-    return std::string(kNotInjected) +
-           "delete_failed,err=" + std::string(errc_name(removed.error())) + "," + dropped;
-  log_.write("cut", {{"pid", std::to_string(pid)},
-                     {"why", "drop_own_watch"},
-                     {"from", std::to_string(from)},
-                     {"to", std::to_string(to)},
-                     {"node", node}});
-  return dropped + ",deleted_via=" + via;
+  return std::string(kNotInjected) + "three_tries" + tried;
 }
 
 // A waiter's listing: the one that decides its grant once the node before it
