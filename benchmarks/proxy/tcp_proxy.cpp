@@ -12,6 +12,9 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <optional>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -46,6 +49,118 @@ bool is_mutating(std::int32_t opcode) {
       return true;
     default: return false;
   }
+}
+
+std::int64_t be64(const char* p) {
+  return static_cast<std::int64_t>((std::uint64_t{be32(p)} << 32) | be32(p + 4));
+}
+
+// Reads a jute string or buffer (4-byte length, -1 for none, then the bytes)
+// at p and moves p past it; nullopt if it does not fit before end.
+std::optional<std::string_view> jute_bytes(const char*& p, const char* end) {
+  if (end - p < 4) return std::nullopt;
+  const auto n = static_cast<std::int32_t>(be32(p));
+  p += 4;
+  if (n < 0) return std::string_view{};
+  if (end - p < n) return std::nullopt;
+  const std::string_view out(p, static_cast<std::size_t>(n));
+  p += n;
+  return out;
+}
+
+bool is_create(std::int32_t opcode) {
+  return opcode == 1 || opcode == 15 || opcode == 19 || opcode == 21;
+}
+
+// The paths each session asked to create, newest last, across every proxy of
+// this process: the nemesis drives all of them, and a session that moves to
+// another server keeps its nodes. A few per session are enough for a lock
+// client (one node per lock it waits for or holds).
+struct OwnNodes {
+  static constexpr std::size_t kPerSession = 64;
+  std::mutex mutex;
+  std::map<std::int64_t, std::deque<std::string>> paths;
+
+  void created(std::int64_t session, std::string_view path) {
+    std::lock_guard lock(mutex);
+    auto& list = paths[session];
+    list.emplace_back(path);
+    if (list.size() > kPerSession) list.pop_front();
+  }
+  // A sequential node's name is the path asked for plus its sequence
+  // (digits, with a '-' once the counter wrapped), so a node is the
+  // session's own if some path it asked for is its path less the sequence.
+  bool owns(std::int64_t session, std::string_view path) {
+    std::lock_guard lock(mutex);
+    const auto it = paths.find(session);
+    if (it == paths.end()) return false;
+    for (const auto& asked : it->second) {
+      if (!path.starts_with(asked)) continue;
+      auto rest = path.substr(asked.size());
+      if (rest.starts_with('-')) rest.remove_prefix(1);
+      if (rest.empty()) return path.size() == asked.size();
+      if (std::all_of(rest.begin(), rest.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+        return true;
+    }
+    return false;
+  }
+};
+
+OwnNodes& own_nodes() {
+  static OwnNodes nodes;
+  return nodes;
+}
+
+// Whether a multi's ops (the request body) delete one of the session's own
+// nodes. Ops of kinds it cannot step over end the search (no match).
+bool multi_deletes_own(std::int64_t session, const char* p, const char* end) {
+  while (end - p >= 9) {
+    const auto type = static_cast<std::int32_t>(be32(p));
+    const bool done = p[4] != 0;
+    p += 9;  // type, done, err
+    if (type == -1 || done) return false;
+    const auto path = jute_bytes(p, end);
+    if (!path) return false;
+    if (type == 2 && own_nodes().owns(session, *path)) return true;
+    if (type == 2 || type == 13) {  // delete, check: version
+      p += 4;
+    } else if (type == 5) {  // setData: data, version
+      if (!jute_bytes(p, end)) return false;
+      p += 4;
+    } else if (is_create(type)) {  // data, acl, flags (createTTL: ttl)
+      if (!jute_bytes(p, end) || end - p < 4) return false;
+      const auto acls = static_cast<std::int32_t>(be32(p));
+      p += 4;
+      for (std::int32_t i = 0; i < acls; ++i) {
+        p += 4;  // perms
+        if (p > end || !jute_bytes(p, end) || !jute_bytes(p, end)) return false;
+      }
+      p += type == 21 ? 12 : 4;
+    } else {
+      return false;
+    }
+    if (p > end) return false;
+  }
+  return false;
+}
+
+// Whether a request (opcode, then body) from `session` is of `kind`; `path`
+// gets the path it names.
+bool request_is(RequestKind kind, std::int64_t session, std::int32_t opcode, const char* body,
+                const char* end, std::string& path) {
+  const char* p = body;
+  const auto first = jute_bytes(p, end);
+  if (!first) return false;
+  path = std::string(*first);
+  switch (kind) {
+    case RequestKind::own_watch:
+      return (opcode == 3 || opcode == 4) && p < end && *p != 0 && own_nodes().owns(session, path);
+    case RequestKind::listing: return opcode == 8 || opcode == 12;
+    case RequestKind::release:
+      if (opcode == 2) return own_nodes().owns(session, path);
+      return opcode == 14 && multi_deletes_own(session, body, end);
+  }
+  return false;
 }
 
 sockaddr_in loopback(int port) {
@@ -85,6 +200,7 @@ struct TcpProxy::Connection {
   std::atomic<bool> rst{false};
   std::atomic<int> live_pumps{2};
   std::atomic<std::int64_t> drop_xid{-1};  // xid of the reply to drop; -1: none
+  std::atomic<std::int64_t> session{0};    // from the server's connect response
   std::thread up;
   std::thread down;
 
@@ -161,6 +277,16 @@ void TcpProxy::arm_drop_reply(std::vector<int> opcodes) {
     drop_opcodes_ = std::move(opcodes);
   }
   drop_armed_ = true;
+}
+
+void TcpProxy::arm_drop_request(std::int64_t session, RequestKind kind) {
+  {
+    std::lock_guard lock(mutex_);
+    dropped_.clear();
+    request_session_ = session;
+    request_kind_ = kind;
+  }
+  request_armed_ = true;
 }
 
 std::string TcpProxy::dropped() const {
@@ -323,10 +449,35 @@ void TcpProxy::pump(const std::shared_ptr<Connection>& c, bool to_server) {
           if (buffer.size() < 4 + length) break;
           const std::string frame = buffer.substr(0, 4 + length);
           buffer.erase(0, 4 + length);
+          if (first_frame && !to_server && length >= 16)
+            c->session = be64(frame.data() + 12);  // protocolVersion, timeOut, sessionId
           if (!first_frame && length >= 8) {
             const auto xid = static_cast<std::int32_t>(be32(frame.data() + 4));
             if (to_server) {
               const auto opcode = static_cast<std::int32_t>(be32(frame.data() + 8));
+              const auto session = c->session.load();
+              if (xid > 0 && session != 0 && is_create(opcode)) {
+                const char* at = frame.data() + 12;
+                if (const auto path = jute_bytes(at, frame.data() + frame.size()))
+                  own_nodes().created(session, *path);
+              }
+              if (xid > 0 && session != 0 && request_armed_) {
+                std::lock_guard lock(mutex_);
+                std::string path;
+                bool armed = true;
+                if (session == request_session_ &&
+                    request_is(request_kind_, session, opcode, frame.data() + 12,
+                               frame.data() + frame.size(), path) &&
+                    request_armed_.compare_exchange_strong(armed, false)) {
+                  // Neither this request nor anything after it reaches the
+                  // server; what came before it in the chunk still goes.
+                  dropped_ = "opcode " + std::to_string(opcode) + " xid " + std::to_string(xid) +
+                             " path " + path;
+                  out.reset_after = true;
+                  reading = false;
+                  break;
+                }
+              }
               if (xid > 0 && is_mutating(opcode) && drop_armed_) {
                 std::lock_guard lock(mutex_);
                 const bool wanted = drop_opcodes_.empty() ||

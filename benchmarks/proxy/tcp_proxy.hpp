@@ -17,6 +17,12 @@
 //                      multi...) any client sends, drop the server's reply to
 //                      it and reset that connection: the server applied the
 //                      request but the client never hears so (a lost reply)
+//   arm_drop_request(session, kind)
+//                      on the next request of that kind from that session (its
+//                      own-node watch, a listing, its release), reset the
+//                      connection before the request reaches the server: the
+//                      request is lost with the link, so the C client answers
+//                      it with connection loss and sets no watch
 //
 //   zkr::chaos::TcpProxy proxy(server_port);      // listens on an ephemeral port
 //   connect_string = "127.0.0.1:" + std::to_string(proxy.port());
@@ -38,6 +44,15 @@ namespace zkr::chaos {
 
 enum class ProxyMode { forward, blackhole, delay };
 
+// Requests arm_drop_request can stop, by what they are to a lock. A session's
+// own nodes are the ones it asked to create (any proxy of this process saw the
+// create: a session moves between servers, so the record is shared).
+enum class RequestKind {
+  own_watch,  // getData or exists with a watch on one of the session's own nodes
+  listing,    // getChildren (either form)
+  release,    // a delete of one of its own nodes, alone or in a multi
+};
+
 class TcpProxy {
  public:
   // Listens on 127.0.0.1:<ephemeral>; throws std::system_error.
@@ -55,8 +70,12 @@ class TcpProxy {
   // opcodes: the requests whose reply may be dropped; empty: any mutating one.
   void arm_drop_reply(std::vector<int> opcodes = {});
   void disarm_drop_reply() { drop_armed_ = false; }
+  // session: the id the server gave in its connect response.
+  void arm_drop_request(std::int64_t session, RequestKind kind);
+  void disarm_drop_request() { request_armed_ = false; }
   // What the last armed drop did: "" while still armed or never armed, else
-  // "opcode 14 xid 57" for the request whose reply was dropped.
+  // "opcode 14 xid 57" for the request whose reply was dropped, or
+  // "opcode 4 xid 57 path /a/b" for a request dropped before the server.
   std::string dropped() const;
   int connections() const;
 
@@ -73,11 +92,14 @@ class TcpProxy {
   std::atomic<int> mode_{0};
   std::atomic<std::int64_t> delay_us_{0};
   std::atomic<bool> drop_armed_{false};
+  std::atomic<bool> request_armed_{false};
 
   mutable std::mutex mutex_;
   std::list<std::shared_ptr<Connection>> connections_;  // guarded by mutex_
   std::string dropped_;                                 // guarded by mutex_
   std::vector<int> drop_opcodes_;                       // guarded by mutex_
+  std::int64_t request_session_ = 0;                    // guarded by mutex_
+  RequestKind request_kind_ = RequestKind::listing;     // guarded by mutex_
   std::thread acceptor_;
 };
 

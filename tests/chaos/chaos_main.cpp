@@ -7,7 +7,8 @@
 //   zkr-chaos [--seconds 75] [--seed S] [--workers 4] [--threads 2] [--keys 3]
 //             [--session-timeout-ms 4000]
 //             [--faults all|none|classic|adversarial|kind,kind...]
-//             [--out DIR] [--keep] [--broken nolock|unguarded --expect-violations=RULE,...]
+//             [--supervisors 2]
+//             [--out DIR] [--keep] [--broken nolock|unguarded|escaped --expect-violations=RULE,...]
 //   zkr-chaos --check RUN_DIR     judge a finished run's records again
 //
 // Exit: 0 no violation, no orphan, no problem; 1 otherwise; 2 bad usage;
@@ -46,9 +47,16 @@
 #include "zkr/cleanup.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lock_factory.hpp"
+#include "zkr_supervisors.hpp"
 
 #ifndef ZKR_CHAOS_WORKER
 #error "ZKR_CHAOS_WORKER must name the zkr-chaos-worker executable"
+#endif
+#ifndef ZKR_CHAOS_TICKER
+#error "ZKR_CHAOS_TICKER must name the zkr-chaos-ticker executable"
+#endif
+#ifndef ZKR_CLI
+#define ZKR_CLI ""  // built without the tools: no `zkr lock` supervisors
 #endif
 #ifndef ZKR_ENSEMBLE_SCRIPT_PATH
 #error "ZKR_ENSEMBLE_SCRIPT_PATH must name scripts/ensemble"
@@ -80,6 +88,7 @@ struct Options {
   int workers = 4;
   int threads = 2;
   int keys = 3;
+  int supervisors = 2;  // `zkr lock` runs on one key of their own
   milliseconds session_timeout{4000};
   std::vector<std::string> faults = chaos::kFaultKinds;
   std::string out;
@@ -121,7 +130,8 @@ Options parse(int argc, char** argv) {
           "usage: zkr-chaos [--seconds N] [--seed S] [--workers N] "
           "[--threads N] [--keys N] [--session-timeout-ms N] "
           "[--faults all|none|classic|adversarial|k1,k2] [--out DIR] [--keep] "
-          "[--broken nolock|unguarded] [--expect-violations=RULE,RULE] "
+          "[--supervisors N] "
+          "[--broken nolock|unguarded|escaped] [--expect-violations=RULE,RULE] "
           "| --check RUN_DIR");
     if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
     const std::string value = argv[++i];
@@ -132,6 +142,7 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--workers") o.workers = static_cast<int>(integer(value, flag));
     else if (flag == "--threads") o.threads = static_cast<int>(integer(value, flag));
     else if (flag == "--keys") o.keys = static_cast<int>(integer(value, flag));
+    else if (flag == "--supervisors") o.supervisors = static_cast<int>(integer(value, flag));
     else if (flag == "--session-timeout-ms") o.session_timeout = milliseconds(integer(value, flag));
     else if (flag == "--out") o.out = value;
     else if (flag == "--check") o.check_dir = value;
@@ -160,8 +171,12 @@ Options parse(int argc, char** argv) {
     throw std::invalid_argument(
         "need --workers >= 2, --threads >= 1, --keys >= 2, "
         "--session-timeout-ms >= 1000 (the ensemble's minimum)");
-  if (o.broken != "none" && o.broken != "nolock" && o.broken != "unguarded")
-    throw std::invalid_argument("--broken must be nolock or unguarded");
+  if (o.broken != "none" && o.broken != "nolock" && o.broken != "unguarded" &&
+      o.broken != "escaped")
+    throw std::invalid_argument("--broken must be nolock, unguarded or escaped");
+  if (std::string_view(ZKR_CLI).empty()) o.supervisors = 0;
+  if (o.broken == "escaped" && o.supervisors < 2)
+    throw std::invalid_argument("--broken escaped needs --supervisors >= 2 (and the zkr tool)");
   return o;
 }
 
@@ -189,14 +204,15 @@ std::int64_t wall_minus_monotonic() {
          (wall.tv_nsec - mono.tv_nsec);
 }
 
-// The servers' record (server_record.hpp) of the lock nodes, read from the
+// The servers' record (server_record.hpp) of the lock nodes under `root`
+// (the workers' and the supervisors', and the supervisors' ticks), read from the
 // stopped ensemble's transaction logs and put on the monotonic clock, in
 // RUN/server-record.txt. Returns the problems of the record.
 std::vector<std::string> record_servers_truth(const std::string& ensemble_dir,
-                                              const std::string& lock_root, const std::string& out,
+                                              const std::string& root, const std::string& out,
                                               std::int64_t offset_from) {
   const auto offset_to = wall_minus_monotonic();
-  auto record = chaos::read_txn_logs(chaos::txn_log_files(ensemble_dir), lock_root + "/");
+  auto record = chaos::read_txn_logs(chaos::txn_log_files(ensemble_dir), root + "/");
   chaos::EventLog log(out);
   log.write("clock", {{"wall_minus_monotonic_from", std::to_string(offset_from)},
                       {"wall_minus_monotonic_to", std::to_string(offset_to)},
@@ -398,12 +414,31 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   settings.seed = o.seed;
   settings.seconds = o.seconds + 300;  // a backstop only: the runner stops them
   settings.session_timeout = o.session_timeout;
-  settings.broken = o.broken;
+  // escaped breaks the supervisors' command, not the workers' locks.
+  settings.broken = o.broken == "escaped" ? "none" : o.broken;
   settings.rw_key = kRwKey;
   settings.semaphore_key = kSemaphoreKey;
   settings.semaphore_limit = kSemaphoreLimit;
   chaos::WorkerPool pool(settings);
   pool.start_all();
+
+  const std::string tick_dir = std::string(chaos::kTickRoot) + "/z0";
+  create_if_missing(client, chaos::kTickRoot, "");
+  create_if_missing(client, tick_dir, "");
+  chaos::SupervisorSettings supervisor_settings;
+  supervisor_settings.zkr = ZKR_CLI;
+  supervisor_settings.ticker = ZKR_CHAOS_TICKER;
+  supervisor_settings.dir = dir;
+  supervisor_settings.connect = proxied;
+  supervisor_settings.direct = direct;
+  supervisor_settings.lock_path = std::string(chaos::kSupervisedLockRoot) + "/z0";
+  supervisor_settings.tick_dir = tick_dir;
+  supervisor_settings.count = o.supervisors;
+  supervisor_settings.session_timeout = o.session_timeout;
+  supervisor_settings.escape = o.broken == "escaped";
+  supervisor_settings.seed = o.seed;
+  chaos::SupervisorPool supervisors(supervisor_settings);
+  supervisors.start();
 
   // Faults start once the workers are at work: the first write anywhere.
   {
@@ -426,6 +461,7 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   targets.direct_connect = direct;
   for (auto& p : proxies) targets.proxies.push_back(p.get());
   targets.workers = &pool;
+  targets.supervisors = o.supervisors > 0 ? &supervisors : nullptr;
   targets.observer = &client;
   targets.lock_root = lock_root;
   for (const auto& planted : bystanders) {  // the tree's top, not the keys' lock paths
@@ -459,6 +495,7 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
                                     " was never injected (a longer --seconds?)");
 
   std::cout << "chaos: stopping workers" << std::endl;
+  for (const auto& p : supervisors.stop(30s)) info.run_problems.push_back(p);
   for (const auto& p : pool.unexpected_exits()) info.run_problems.push_back(p);
   // A worker finishes its current acquire (bounded by its deadline, at most
   // 6 s, plus a session timeout) and its hold.
@@ -490,7 +527,7 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   // The servers' truth: their transaction logs, read once they are stopped.
   zk.stop();
   for (const auto& p :
-       record_servers_truth(zk.dir(), lock_root, dir + "/server-record.txt", clock_offset))
+       record_servers_truth(zk.dir(), kRoot, dir + "/server-record.txt", clock_offset))
     info.run_problems.push_back("servers' record: " + p);
 
   const auto input = chaos::load_run(dir);

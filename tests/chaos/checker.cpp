@@ -27,8 +27,12 @@ class Checker {
   explicit Checker(const RunInput& input) : input_(input) {}
 
   CheckResult run() {
-    for (const auto& life : input_.lives) lives_[life.path].push_back(&life);
-    result_.server_lives = static_cast<std::int64_t>(input_.lives.size());
+    for (const auto& life : input_.lives) {
+      lives_[life.path].push_back(&life);
+      if (!life.path.starts_with(std::string(kSupervisedLockRoot) + "/") &&
+          !life.path.starts_with(std::string(kTickRoot) + "/"))
+        ++result_.server_lives;
+    }
     if (!input_.has_server_record)
       result_.problems.push_back(
           "no servers' record (server-record.txt): the overlap rule cannot be judged");
@@ -45,6 +49,7 @@ class Checker {
     check_holder_texts();
     check_orphans();
     check_bystanders(input_.bystanders, result_);
+    check_supervised_commands(input_.lives, result_);
     find_stall();
     return std::move(result_);
   }
@@ -256,8 +261,10 @@ class Checker {
   // Faults meant to hit a lock holder, and whether they did, by the record:
   // kill_worker and pause_worker hit a holder if the process had a grant in
   // force (servers' record) at the signal; expire_session if the session's
-  // close deleted a node backing a grant; delete_holder_node if the node it
-  // deleted backed a grant.
+  // close deleted a node backing a grant; delete_holder_node and
+  // drop_own_watch (which deletes the node whose watch it dropped) if the
+  // node it deleted backed a grant; pause_supervisor if the stopped zkr's
+  // lock node was alive at the stop.
   void count_holder_hits() {
     for (const auto& c : cuts_) {
       bool hit = false;
@@ -269,11 +276,18 @@ class Checker {
           else if (c.why == "expire_session")
             hit = hit || (i.life->end == "session_closed" && !c.session.empty() &&
                           i.life->deleter == parse_hex_session(c.session));
-          else if (c.why == "delete_holder_node")
+          else if (c.why == "delete_holder_node" || c.why == "drop_own_watch")
             hit = hit || (i.life->path == c.node && i.life->end == "delete" &&
                           i.end + kStampResolution >= c.from && i.end <= c.to);
         }
       }
+      // A stop of a zkr whose lock node was alive then (the nemesis picks
+      // one whose command is running, so the node backs a hold).
+      if (c.why == "pause_supervisor")
+        if (const auto it = lives_.find(c.node); it != lives_.end())
+          for (const auto* life : it->second)
+            hit = hit || (life->created <= c.from &&
+                          (!life->deleted || *life->deleted + kStampResolution > c.from));
       if (hit) ++result_.holder_hits[c.why];
     }
   }

@@ -41,6 +41,11 @@
 //                    existing nodes at some keys' lock paths) was deleted,
 //                    created again, or had its data changed by the end of
 //                    the run and one sweep of the lock root (clean_lock_root)
+//   command_outside_lock     a tick of a command run by `zkr lock`
+//                    (zkr_supervisors.hpp) that landed on the servers after its
+//                    lock node ended, or while a lock node before it in its
+//                    queue still lived: the command made progress while it
+//                    did not hold the lock (a stopped zkr must stop it)
 //
 // Nodes the nemesis made from a session of its own (`foreign` records) are
 // not the library's: one left at the end is a problem of the run, not an
@@ -152,7 +157,9 @@ struct CheckResult {
   std::map<std::string, std::int64_t> faults;         // by kind
   std::map<std::string, std::int64_t> holder_hits;    // faults of a kind that hit a lock holder
   std::int64_t server_lives = 0;                      // lock node lives in the servers' record
-  std::int64_t void_grants = 0;  // grants whose node was gone before the worker had them
+  std::int64_t supervised_ticks = 0;  // ticks of commands run by `zkr lock`, from the record
+  std::int64_t supervised_holds = 0;  // the lock nodes those ticks were made under
+  std::int64_t void_grants = 0;       // grants whose node was gone before the worker had them
   std::map<std::string, std::int64_t> counters;        // final, by key
   std::map<std::string, std::int64_t> grants_by_kind;  // mutex, multi, read, write, lease...
 
@@ -176,8 +183,17 @@ inline constexpr std::size_t kExamplesPerRule = 5;
 CheckResult check(const RunInput& input);
 
 // The fault kinds aimed at a lock holder: each must hit one at least once.
-inline const std::vector<std::string> kHolderFaultKinds = {"kill_worker", "pause_worker",
-                                                           "expire_session", "delete_holder_node"};
+inline const std::vector<std::string> kHolderFaultKinds = {"kill_worker",    "pause_worker",
+                                                           "expire_session", "delete_holder_node",
+                                                           "drop_own_watch", "pause_supervisor"};
+
+// Where the `zkr lock` supervisors lock, and where their commands tick
+// (zkr_supervisors.hpp): out of the lock root, so that the moves of another
+// client on lock directories leave them alone.
+inline constexpr const char* kSupervisedLockRoot = "/chaos/zkr";
+inline constexpr const char* kTickRoot = "/chaos/ticks";
+// Judges the ticks in `lives` (rule command_outside_lock) and counts them.
+void check_supervised_commands(const std::vector<NodeLife>& lives, CheckResult& result);
 
 // What a run with these fault kinds must have shown to mean something: every
 // kind of kHolderFaultKinds it used hit a holder, and (if it used one that

@@ -169,6 +169,10 @@ std::string Nemesis::inject(const std::string& kind) {
   if (kind == "expire_session") return expire_session();
   if (kind == "kill_worker") return kill_worker();
   if (kind == "pause_worker") return pause_worker();
+  if (kind == "drop_own_watch") return drop_own_watch();
+  if (kind == "drop_listing") return drop_listing();
+  if (kind == "drop_release") return drop_release();
+  if (kind == "pause_supervisor") return pause_supervisor();
   if (kind == "write_revoke") return write_revoke();
   if (kind == "write_held_mark") return write_held_mark();
   if (kind == "write_random_bytes") return write_random_bytes();
@@ -501,6 +505,7 @@ std::vector<std::string> Nemesis::heal_all() {
   for (auto* p : targets_.proxies) {
     p->set_mode(ProxyMode::forward);
     p->disarm_drop_reply();
+    p->disarm_drop_request();
   }
   for (int i = 1; i <= targets_.servers; ++i) {
     try {

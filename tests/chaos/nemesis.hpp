@@ -12,12 +12,21 @@
 //   cut    pid=P why=delete_holder_node from=NS to=NS node=PATH
 //                                            the holder's node PATH deleted
 //                                            between from and to
+//   cut    pid=P why=drop_own_watch from=NS to=NS node=PATH
+//                                            the same, for a holder whose
+//                                            own-node watch was dropped
+//   cut    pid=P why=pause_supervisor from=NS to=NS node=PATH
+//                                            zkr P, holding PATH, stopped
 //   foreign session=S via=direct|proxyN      a session of the nemesis's own
 //   foreign path=PATH session=S              a node it made in a lock directory
 //
 // Fault kinds: kill_server, kill_leader, freeze_server, proxy_reset,
 // proxy_blackhole, proxy_delay, proxy_drop_reply, expire_session,
-// kill_worker, pause_worker; and (issue 10) another client's legal moves on
+// kill_worker, pause_worker, drop_own_watch, drop_listing, drop_release
+// (the connection of one worker reset as its own-node watch, a listing or
+// its release goes out, before the server sees it), pause_supervisor (a
+// holding `zkr lock` stopped by SIGSTOP or SIGTSTP past the session
+// timeout, then SIGCONT); and (issue 10) another client's legal moves on
 // the lock directories, each from a session of the nemesis's own, connected
 // directly or through a proxy: write_revoke, write_held_mark,
 // write_random_bytes, write_large_value (data written into a waiting node or
@@ -51,10 +60,13 @@
 
 namespace zkr::chaos {
 
+class SupervisorPool;
+
 // What fails in real ensembles: servers, links, sessions, client processes.
 inline const std::vector<std::string> kClassicFaultKinds = {
-    "kill_server", "kill_leader",      "freeze_server",  "proxy_reset", "proxy_blackhole",
-    "proxy_delay", "proxy_drop_reply", "expire_session", "kill_worker", "pause_worker"};
+    "kill_server",    "kill_leader",      "freeze_server",  "proxy_reset",     "proxy_blackhole",
+    "proxy_delay",    "proxy_drop_reply", "expire_session", "kill_worker",     "pause_worker",
+    "drop_own_watch", "drop_listing",     "drop_release",   "pause_supervisor"};
 // What another client may legally do to lock directories (issue 10).
 inline const std::vector<std::string> kAdversarialFaultKinds = {
     "write_revoke",          "write_held_mark",         "write_random_bytes",
@@ -75,7 +87,8 @@ struct NemesisTargets {
   std::string direct_connect;  // the servers themselves, not the proxies
   std::vector<TcpProxy*> proxies;
   WorkerPool* workers = nullptr;
-  Client* observer = nullptr;  // the runner's own session, to find lock holders
+  SupervisorPool* supervisors = nullptr;  // `zkr lock` runs; nullptr: none
+  Client* observer = nullptr;             // the runner's own session, to find lock holders
   std::string lock_root;
   // Children of lock_root that are other applications' nodes (the run's
   // bystanders), not lock directories: the moves on lock directories leave
@@ -111,6 +124,13 @@ class Nemesis {
   std::string expire_session();
   std::string kill_worker();
   std::string pause_worker();
+  // nemesis_requests.cpp: one request of one worker lost with its connection.
+  std::string drop_own_watch();
+  std::string drop_listing();
+  std::string drop_release();
+  std::string drop_request(std::int64_t session, RequestKind kind, std::chrono::milliseconds wait);
+  // nemesis_supervisors.cpp: a `zkr lock` that holds, stopped past the session.
+  std::string pause_supervisor();
   std::string write_revoke();
   std::string write_held_mark();
   std::string write_random_bytes();

@@ -52,6 +52,8 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
   out << "(faults that hit a lock holder, of those injected)\n";
   out << "servers' record      " << r.server_lives << " lock node lives from the transaction logs; "
       << r.void_grants << " grants came after their node was gone (void)\n";
+  out << "zkr lock commands    " << r.supervised_ticks << " ticks under " << r.supervised_holds
+      << " lock nodes of `zkr lock` supervisors, judged by the servers' record\n";
   out << "violations           " << r.violation_count();
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";
