@@ -183,7 +183,7 @@ struct Recipe {
   SuspendedPolicy policy = SuspendedPolicy::lost;
   // second: B's lock (for the read/write lock, the other side)
   std::function<std::unique_ptr<Subject>(Client&, const LockOptions&, bool second)> make;
-  std::string foreign_marker;  // the node name of another protocol, sequence appended
+  std::string foreign_marker;    // the node name of another protocol, sequence appended
   std::string queue_dir = kDir;  // where a waiter's node shows
 };
 
@@ -358,7 +358,7 @@ class ScriptRun {
   // No fault: records A's requests. Else the fault at request k, with the
   // recording of the same script.
   ScriptRun(const Recipe& recipe, std::optional<std::pair<std::size_t, Fault>> fault,
-      const std::vector<Request>& recorded)
+            const std::vector<Request>& recorded)
       : recipe_(recipe), fault_(fault), recorded_(recorded) {}
 
   Outcome go() {
@@ -390,7 +390,7 @@ class ScriptRun {
     options.session_timeout = 4s;
     options.keeper_factory = test::with_faults(ensemble_.factory(), c->faults);
     options.retry_policy = std::make_shared<RetryNTimes>(10, 10ms);
-    options.sleeper = std::make_shared<RecordingSleeper>();  // retries take no time
+    options.sleeper = std::make_shared<RecordingSleeper>();             // retries take no time
     options.logger = std::make_shared<spdlog::logger>("fault-points");  // no sinks: quiet
     c->client = std::make_unique<Client>(options);
     c->client->add_listener([states = c->states](ConnectionState s) { states->on(s); });
@@ -435,7 +435,8 @@ class ScriptRun {
              out[end].phase.step == Step::acquire;
            ++end)
         if (log_[end].second == test::OpKind::children) last_listing = end;
-      for (std::size_t j = i; j < end; ++j) out[j].after_decision = last_listing && j > *last_listing;
+      for (std::size_t j = i; j < end; ++j)
+        out[j].after_decision = last_listing && j > *last_listing;
       i = end - 1;
     }
     return out;
@@ -542,7 +543,8 @@ class ScriptRun {
         if (stat && c->sessions.count(stat->ephemeral_owner)) continue;
         auto heard = std::make_shared<std::promise<void>>();
         auto once = std::make_shared<std::once_flag>();
-        lease.on_lost([heard, once](LostReason) { std::call_once(*once, [&] { heard->set_value(); }); });
+        lease.on_lost(
+            [heard, once](LostReason) { std::call_once(*once, [&] { heard->set_value(); }); });
         if (heard->get_future().wait_for(kWait) != std::future_status::ready)
           fail(std::string(where) + ": a lease whose node is not its session's was never lost (" +
                lease.node_path() + ")");
@@ -748,17 +750,21 @@ TEST(FaultPoints, EveryRecipeSurvivesAFaultAtEveryRequest) {
     const auto again = ScriptRun(recipe, std::nullopt, none).go();
     if (std::getenv("FAULT_POINTS_VERBOSE"))
       for (const Outcome* run : {static_cast<const Outcome*>(&recording), &again})
-      for (std::size_t k = 0; k < run->recorded.size(); ++k) {
-        const auto& r = run->recorded[k];
-        std::cout << recipe.name << " request " << k << ": cycle " << r.phase.cycle << " step "
-                  << static_cast<int>(r.phase.step) << " " << test::to_string(r.kind)
-                  << (r.after_decision ? " (after the decision)" : "") << "\n";
-      }
+        for (std::size_t k = 0; k < run->recorded.size(); ++k) {
+          const auto& r = run->recorded[k];
+          std::cout << recipe.name << " request " << k << ": cycle " << r.phase.cycle << " step "
+                    << static_cast<int>(r.phase.step) << " " << test::to_string(r.kind)
+                    << (r.after_decision ? " (after the decision)" : "") << "\n";
+        }
     ASSERT_EQ(again.script_requests, n) << recipe.name << ": the script is not deterministic";
     for (std::size_t k = 0; k < n; ++k) {
       for (const auto fault : kFaults) {
         const std::string id = recipe.name + ":" + std::to_string(k) + ":" + name_of(fault);
-        if (only.find(':') != std::string::npos && !id.starts_with(only + (only.size() < id.size() && std::count(only.begin(), only.end(), ':') < 2 ? ":" : "")))
+        if (only.find(':') != std::string::npos &&
+            !id.starts_with(
+                only + (only.size() < id.size() && std::count(only.begin(), only.end(), ':') < 2
+                            ? ":"
+                            : "")))
           continue;
         ++cases;
         const auto outcome = ScriptRun(recipe, std::make_pair(k, fault), recording.recorded).go();
