@@ -30,15 +30,16 @@ TYPED_TEST(LockUnitTest, ANodeOfOurNameOwnedByAnotherSessionIsNotOurs) {
   a.client->add_listener([&](ConnectionState s) {
     if (s == ConnectionState::suspended && ++suspended == 1) down.open();
   });
-  auto& read = a.faults->on(OpKind::get, kDir + "/").lose_reply_after_apply().after(
-      [&](const test::FaultCall& call) {
-        const auto session = a.client->keeper()->session_id();
-        this->ensemble_.disconnect(session);
-        ASSERT_TRUE(down.wait(kWait));
-        this->raw().remove(call.path);
-        this->raw().create(call.path, "not yours");  // persistent, another owner
-        this->ensemble_.reconnect(session);
-      });
+  auto& read = a.faults->on(OpKind::get, kDir + "/")
+                   .lose_reply_after_apply()
+                   .after([&](const test::FaultCall& call) {
+                     const auto session = a.client->keeper()->session_id();
+                     this->ensemble_.disconnect(session);
+                     ASSERT_TRUE(down.wait(kWait));
+                     this->raw().remove(call.path);
+                     this->raw().create(call.path, "not yours");  // persistent, another owner
+                     this->ensemble_.reconnect(session);
+                   });
   ASSERT_TRUE(lock->try_acquire_for(kWait));
   const LockLease lease = lock->lease();
   Latch lost;
