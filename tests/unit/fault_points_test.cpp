@@ -21,7 +21,9 @@
 //
 // Safe, for A's grant of a cycle: its lock nodes exist with A's session as
 // owner, that session lives, and (under SuspendedPolicy::lost only) no
-// suspension of A's Client was announced after the grant decision. The lost
+// suspension of A's Client was announced after the grant decision, nor was
+// the Client suspended at the grant (a drop just before the decision may or
+// may not leave it so, by timing: then either answer is right). The lost
 // signal must fire exactly when the grant is not safe. So, at the check
 // point of a cycle (after the guarded write, everything delivered):
 //   - a fault before the grant decision (the last listing of the acquire)
@@ -573,11 +575,14 @@ class ScriptRun {
         }
       }
     }
-    // A reply lost before the decision: the replies pipelined behind it may
-    // still grant, while the Client is suspended. Under SuspendedPolicy::lost
-    // a grant made while suspended is lost at once (it is in doubt).
+    // A link lost before the decision: replies already on their way (or a
+    // new round sent at once on the link just back) may still grant while
+    // the Client has not yet announced the reconnect. Under
+    // SuspendedPolicy::lost a grant made while suspended is lost at once (it
+    // is in doubt); whether the Client has caught up by then is timing.
     std::optional<LostReason> also;
-    if (fired_ && fault_ && fault_->second == Fault::reply_lost &&
+    if (fired_ && fault_ &&
+        (fault_->second == Fault::reply_lost || fault_->second == Fault::drop) &&
         recipe_.policy == SuspendedPolicy::lost && expected == LostReason::none &&
         recorded_.at(fault_->first).phase.cycle == cycle)
       also = LostReason::suspended;
