@@ -1,7 +1,5 @@
 #include "lease_state.hpp"
 
-#include <chrono>
-
 namespace zkr::detail {
 
 void LeaseState::mark_lost(LostReason why) {
@@ -31,19 +29,16 @@ bool LeaseState::released() {
 }
 
 LostReason LeaseState::reason() {
-  check_pending_reply();
   std::lock_guard lock(mutex_);
   return reason_;
 }
 
 bool LeaseState::revocation_requested() {
-  check_pending_reply();
   std::lock_guard lock(mutex_);
   return revocation_requested_;
 }
 
 void LeaseState::add_callback(std::function<void(LostReason)> callback) {
-  check_pending_reply();
   LostReason already;
   {
     std::lock_guard lock(mutex_);
@@ -57,7 +52,6 @@ void LeaseState::add_callback(std::function<void(LostReason)> callback) {
 }
 
 void LeaseState::add_revocation_callback(std::function<void()> callback) {
-  check_pending_reply();
   {
     std::lock_guard lock(mutex_);
     if (!revocation_requested_) {
@@ -68,80 +62,85 @@ void LeaseState::add_revocation_callback(std::function<void()> callback) {
   callbacks_->post(std::move(callback));
 }
 
-std::shared_future<Result<NodeData>> LeaseState::watch_own_node(
-    const std::shared_ptr<Keeper>& keeper) {
-  return arm(keeper);
-}
-
-// Runs on the caller's thread the first time, then on the keeper's event
-// thread (from the watch): sending is all it does there, never waiting.
-std::shared_future<Result<NodeData>> LeaseState::arm(const std::shared_ptr<Keeper>& keeper) {
+void LeaseState::read(const std::shared_ptr<Keeper>& keeper) {
+  std::lock_guard sending(send_mutex_);
+  std::uint64_t generation;
+  {
+    std::lock_guard lock(mutex_);
+    if (released_ || reason_ != LostReason::none) return;  // nothing left to watch for
+    generation = ++generation_;
+    read_needed_ = false;
+  }
   std::weak_ptr<LeaseState> weak = weak_from_this();
   std::weak_ptr<Keeper> weak_keeper = keeper;
-  auto reply = keeper
-                   ->async_get(node_path,
-                               [weak, weak_keeper](const WatchEvent& event) {
-                                 auto self = weak.lock();
-                                 if (!self) return;
-                                 self->forget_watched();
-                                 switch (event.type) {
-                                   case EventType::deleted:
-                                     self->mark_lost(LostReason::node_deleted);
-                                     break;
-                                   case EventType::session_ended:
-                                     self->mark_lost(LostReason::session_lost);
-                                     break;
-                                   default:
-                                     // Changed (someone wrote into our node): the watch is spent, so arm
-                                     // it again, or the next delete would go unheard.
-                                     if (auto k = weak_keeper.lock()) self->arm(k);
-                                     else self->mark_lost(LostReason::session_lost);
-                                 }
-                               })
-                   .share();
+  keeper->async_get(
+      node_path,
+      [weak, weak_keeper, generation](const WatchEvent& event) {
+        if (auto self = weak.lock()) self->on_event(generation, event, weak_keeper);
+      },
+      [weak, generation](Result<NodeData> reply) {
+        if (auto self = weak.lock()) self->on_reply(generation, reply);
+      });
+}
+
+void LeaseState::link_down() {
+  std::lock_guard lock(mutex_);
+  read_needed_ = true;
+}
+
+bool LeaseState::read_needed() {
+  std::lock_guard lock(mutex_);
+  return read_needed_ && !released_ && reason_ == LostReason::none;
+}
+
+bool LeaseState::read_if_needed(const std::shared_ptr<Keeper>& keeper) {
+  {
+    // Waits for a read being sent by another thread: once we return, it is
+    // on its way, ahead of whatever the caller sends next.
+    std::lock_guard sending(send_mutex_);
+    if (!read_needed()) return false;
+  }
+  read(keeper);
+  return true;
+}
+
+void LeaseState::lose_on_suspension_after(std::uint64_t suspensions) {
+  std::lock_guard lock(mutex_);
+  suspension_mark_ = suspensions;
+}
+
+std::optional<std::uint64_t> LeaseState::suspension_mark() {
+  std::lock_guard lock(mutex_);
+  return suspension_mark_;
+}
+
+// On the keeper's event thread: sending is all it does there, never waiting.
+void LeaseState::on_event(std::uint64_t generation, const WatchEvent& event,
+                          const std::weak_ptr<Keeper>& keeper) {
+  forget_watched();  // whatever the event, the last read no longer proves the version
+  switch (event.type) {
+    case EventType::deleted: mark_lost(LostReason::node_deleted); return;
+    case EventType::session_ended: mark_lost(LostReason::session_lost); return;
+    default: break;
+  }
+  // Changed (someone wrote into our node): this watch is spent, so read
+  // again, or the next delete would go unheard. Only the latest read's watch
+  // does: an older one's event is also seen by the latest (armed later), or
+  // that read's reply was lost and the reconnect reads again.
   {
     std::lock_guard lock(mutex_);
-    pending_ = reply;
+    if (generation != generation_) return;
   }
-  const auto timeout = keeper->default_timeout();
-  callbacks_->post([weak, reply, timeout] {
-    // A session's replies come within its timeout or the link is reported
-    // down, which the Client's states cover: never wait longer than that.
-    if (reply.wait_for(timeout) != std::future_status::ready) return;
-    if (auto self = weak.lock()) self->check_pending_reply();
-  });
-  return reply;
+  if (auto k = keeper.lock()) read(k);
+  else mark_lost(LostReason::session_lost);
 }
 
-void LeaseState::check_pending_reply() {
-  std::optional<Result<NodeData>> reply;
-  {
-    std::lock_guard lock(mutex_);
-    if (!pending_ || pending_->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
-      return;
-    reply.emplace(pending_->get());
-    pending_.reset();
-  }
-  on_reply(*reply);
-}
-
-std::optional<Version> LeaseState::proven_version() {
-  check_pending_reply();
-  std::lock_guard lock(mutex_);
-  if (reason_ != LostReason::none) return std::nullopt;
-  return proven_version_;
-}
-
-void LeaseState::forget_watched() {
-  std::lock_guard lock(mutex_);
-  proven_version_.reset();
-}
-
-void LeaseState::on_reply(const Result<NodeData>& reply) {
+void LeaseState::on_reply(std::uint64_t generation, const Result<NodeData>& reply) {
   if (reply.ok()) {
-    if (reply.value().stat.czxid != czxid) {
-      // A node of our name that our create did not make: ours was deleted
-      // before the watch was set, unheard.
+    // A node of our name that is not our session's, or that our create did
+    // not make, is not ours: ours was deleted, and the name taken by someone
+    // else (another session, or ours again through a create of its own).
+    if (reply.value().stat.ephemeral_owner != session_id || reply.value().stat.czxid != czxid) {
       mark_lost(LostReason::node_deleted);
       return;
     }
@@ -162,11 +161,28 @@ void LeaseState::on_reply(const Result<NodeData>& reply) {
   }
   forget_watched();  // no proof from this read, and perhaps no watch
   // No watch was armed in these cases, so no event will ever tell: the reply
-  // is all we get. (A reply lost to a dropped link leaves the watch to the
-  // Client's states, which cover that.)
-  if (reply.error() == Errc::no_node) mark_lost(LostReason::node_deleted);
-  else if (reply.error() == Errc::session_expired || reply.error() == Errc::closing)
+  // is all we get.
+  if (reply.error() == Errc::no_node) {
+    mark_lost(LostReason::node_deleted);
+  } else if (reply.error() == Errc::session_expired || reply.error() == Errc::closing) {
     mark_lost(LostReason::session_lost);
+  } else {
+    // The link (or something else that set no watch): read again once it is
+    // back, unless a later read has been sent meanwhile.
+    std::lock_guard lock(mutex_);
+    if (generation == generation_) read_needed_ = true;
+  }
+}
+
+std::optional<Version> LeaseState::proven_version() {
+  std::lock_guard lock(mutex_);
+  if (reason_ != LostReason::none) return std::nullopt;
+  return proven_version_;
+}
+
+void LeaseState::forget_watched() {
+  std::lock_guard lock(mutex_);
+  proven_version_.reset();
 }
 
 }  // namespace zkr::detail

@@ -31,20 +31,25 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
  public:
   // token: the fencing token, if not the node's own czxid (a downgraded
   // read carries its write grant's; see zkr/read_write_lock.hpp).
-  LeaseState(std::string path, std::int64_t zxid, std::uint64_t session_epoch,
+  LeaseState(std::string path, std::int64_t zxid, std::uint64_t session_epoch, std::int64_t session,
              std::shared_ptr<CallbackThread> callbacks,
              std::optional<std::int64_t> token = std::nullopt)
       : node_path(std::move(path)),
         czxid(zxid),
         fencing_token(token.value_or(zxid)),
         epoch(session_epoch),
+        session_id(session),
         callbacks_(std::move(callbacks)) {}
 
   const std::string node_path;
   const std::int64_t czxid;
   const std::int64_t fencing_token;
   const std::uint64_t epoch;
-  Client::ListenerId listener = 0;  // set once, before the lease is shared
+  const std::int64_t session_id;  // the owner our node must have (ephemeralOwner)
+  // The Client listener of the own-node watch (watch_own_node in
+  // lock_internals.hpp): set once, before the lease is shared; removed by the
+  // release, or by the attempt that gives the lease up before a grant.
+  Client::ListenerId listener = 0;
   // A read granted through its thread's write node ahead of queued writers
   // (queue_position): safe only while that write node stays. Set once,
   // before the lease is shared.
@@ -67,33 +72,52 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   // Runs once the revocation request is seen (queued at once if it was).
   void add_revocation_callback(std::function<void()> callback);
 
-  // Watches our own node for as long as the lease lives: deleted means lost
-  // (node_deleted), the session's end means lost (session_lost), and a data
-  // change re-arms the watch (reading the data: Curator's revocation request
-  // is noted), however many changes come. Returns the reply to the first
-  // read, for a caller that must know the node exists now. A reply that says
-  // the node is gone arms no watch, so every reply is looked at too: on the
-  // callback thread as soon as it comes, and by anyone asking reason().
-  std::shared_future<Result<NodeData>> watch_own_node(const std::shared_ptr<Keeper>& keeper);
+  // The own-node watch. The lease counts as held only while its node is
+  // known to exist with our session as its owner, so every read of the node
+  // (a get that also sets the watch) is judged: gone, or owned by another
+  // session (ours was deleted and a node of its name made), is node_deleted;
+  // the session's end is session_lost. A data change spends the watch: it is
+  // read again (Curator's revocation request is noted), however many come.
+  //
+  // A read whose reply is lost to the link sets no watch (the C client arms
+  // one only from a reply), and nothing would ever tell of a delete after
+  // it: read_needed() says so until the next read is sent. The Client
+  // listener of watch_own_node() sends it when the link is back (one read per
+  // reconnect, which also covers a watch the server dropped), and an attempt
+  // about to grant sends it itself first (its reply comes before the grant's
+  // listing). Every read is sent without waiting: its reply is judged on the
+  // keeper's event thread as it comes, before any later reply of the session.
+  void read(const std::shared_ptr<Keeper>& keeper);
+  // The link went down (suspended): the next reconnect reads again.
+  void link_down();
+  // A read is due: the last one's reply was lost, or the link went down since.
+  bool read_needed();
+  // Sends the read if one is due; true if it did.
+  bool read_if_needed(const std::shared_ptr<Keeper>& keeper);
+
+  // Under SuspendedPolicy::lost, set by the grant: the Client's suspension
+  // count at the grant decision (ClientInternals::suspensions). A suspension
+  // counted after it loses the lease. nullopt: suspensions are not losses
+  // (a waiter, or SuspendedPolicy::ignore).
+  void lose_on_suspension_after(std::uint64_t suspensions);
+  std::optional<std::uint64_t> suspension_mark();
 
   // The data version of our node as last read, while that read proved the
   // node ours and nothing has been heard of it since. The first read is our
   // create's reply (our session's node, version 0); then each reply of the
-  // own-node watch's read that finds the node our create made (czxid). Any
-  // watch event, a failed read, or a lost lease forgets it. The watch's
-  // events come before any later reply, so this is what a read made now
-  // would show, as of the last reply: a release deletes with this version
-  // and needs no read of its own (owned_delete.hpp says what no read can
-  // exclude). nullopt: read before deleting.
+  // own-node watch's read that finds the node our create made (czxid) and
+  // owned by our session. Any watch event, a failed read, or a lost lease
+  // forgets it. The watch's events come before any later reply, so this is
+  // what a read made now would show, as of the last reply: a release deletes
+  // with this version and needs no read of its own (owned_delete.hpp says
+  // what no read can exclude). nullopt: read before deleting.
   std::optional<Version> proven_version();
 
  private:
-  // Sends the read that sets the watch; its reply, also kept in pending_
-  // until someone looks at it.
-  std::shared_future<Result<NodeData>> arm(const std::shared_ptr<Keeper>& keeper);
-  void on_reply(const Result<NodeData>& reply);
+  void on_reply(std::uint64_t generation, const Result<NodeData>& reply);
   void forget_watched();
-  void check_pending_reply();
+  void on_event(std::uint64_t generation, const WatchEvent& event,
+                const std::weak_ptr<Keeper>& keeper);
 
   const std::shared_ptr<CallbackThread> callbacks_;
   std::mutex mutex_;
@@ -102,8 +126,13 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   bool revocation_requested_ = false;                              // guarded by mutex_
   std::vector<std::function<void(LostReason)>> callbacks_to_run_;  // guarded by mutex_
   std::vector<std::function<void()>> revocation_callbacks_;        // guarded by mutex_
-  std::optional<std::shared_future<Result<NodeData>>> pending_;    // guarded by mutex_
+  std::uint64_t generation_ = 0;                                   // guarded by mutex_: reads sent
+  bool read_needed_ = false;                                       // guarded by mutex_
+  std::optional<std::uint64_t> suspension_mark_;                   // guarded by mutex_
   std::optional<Version> proven_version_{0};  // guarded by mutex_: see proven_version()
+  // Held while a read is sent, so that a read another thread has decided to
+  // send is on its way before read_if_needed() returns false.
+  std::mutex send_mutex_;
   std::stop_source stop_;
 };
 

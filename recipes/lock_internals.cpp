@@ -134,6 +134,9 @@ class Attempt {
             std::make_shared<std::function<void()>>([weak = std::weak_ptr<AttemptInbox>(inbox_)] {
               if (const auto alive = weak.lock()) alive->wake_on_timer_thread();
             })) {}
+  ~Attempt() { drop_waiting_lease(); }
+  Attempt(const Attempt&) = delete;
+  Attempt& operator=(const Attempt&) = delete;
 
   // The lease, or nullptr if the deadline passed or a stop came. Throws SessionGone, or
   // KeeperError for what the retry policy will not retry.
@@ -475,7 +478,7 @@ class Attempt {
     // is never taken for ours by the listing that grants us the lock.
     if (!lower_.empty() && !lease_) {
       lease_ = new_lease();
-      (void)lease_->watch_own_node(keeper_);
+      watch_own_node(client_, lease_, keeper_);
     }
     client_.logger().debug("lock {}: queued as {} (session epoch {}), {} before us", lock_.dir_,
                            node_, epoch_, lower_.size());
@@ -487,6 +490,23 @@ class Attempt {
   // written in a node (by its owner, Curator's revoker, or anyone allowed to
   // write it) is never read as a sign of anything.
   Task<Turn> wait_turn() {
+    for (;;) {
+      const auto turn = co_await walk_down();
+      if (turn != Turn::ours) co_return turn;
+      // No node before ours. The grant needs our node's watch armed: a read
+      // whose reply the link lost armed nothing (LeaseState::read_needed),
+      // and a delete after the grant would go unheard. So read it again and
+      // list again: the read's reply comes first, and the listing says where
+      // we stand after it. Once per lost read.
+      if (!lease_ || !lease_->read_if_needed(keeper_)) co_return Turn::ours;
+      auto listing = list();
+      if (!position_from(co_await await(listing, lock_.dir_))) co_return Turn::vanished;
+    }
+  }
+
+  // Down the nodes before ours, until none is left (ours), the deadline, a
+  // stop, or our node gone (vanished).
+  Task<Turn> walk_down() {
     while (!lower_.empty()) {
       if (passed(deadline_)) co_return Turn::deadline;
       if (inbox_->stopped()) co_return Turn::stopped;
@@ -585,24 +605,27 @@ class Attempt {
   }
 
   std::shared_ptr<LeaseState> new_lease() const {
-    return std::make_shared<LeaseState>(join_path(lock_.dir_, node_), czxid_, epoch_,
+    return std::make_shared<LeaseState>(join_path(lock_.dir_, node_), czxid_, epoch_, session_id_,
                                         detail::ClientInternals::callback_thread(client_),
                                         downgrade_token_);
   }
 
-  // The lease, or nullptr if our node vanished while we waited. A contender
-  // that waited watches its node since it queued; one granted at once starts
-  // now, without waiting for the reply: its node was in the listing that
-  // granted it, and a reply saying it is gone marks the lease lost.
+  // The lease. A contender that waited watches its node since it queued
+  // (and wait_turn() saw that watch armed); one granted at once starts now,
+  // without waiting for the reply: its node was in the listing that granted
+  // it, and a reply saying it is gone, or not ours, marks the lease lost.
   std::shared_ptr<LeaseState> grant() {
+    // Taken before anything is sent: a suspension counted later fell after
+    // the decision.
+    const auto suspensions = detail::ClientInternals::suspensions(client_);
     auto lease = std::exchange(lease_, nullptr);
     if (!lease) {
       lease = new_lease();
-      (void)lease->watch_own_node(keeper_);
+      watch_own_node(client_, lease, keeper_);
     }
     lease->directory_use = std::move(use_);
     lease->ahead_of_writers = ahead_of_writers_;
-    listen_for_loss(client_, lease, lock_.options_.suspended_policy);
+    listen_for_loss(client_, lease, lock_.options_.suspended_policy, suspensions);
     return lease;
   }
 
@@ -619,8 +642,13 @@ class Attempt {
     create_sent_ = false;
     stage_ = Stage::queue;
     lower_.clear();
-    lease_.reset();
+    drop_waiting_lease();
     guid_ = new_guid();
+  }
+
+  // The own-node watch of a node we no longer wait with (its listener goes).
+  void drop_waiting_lease() noexcept {
+    if (lease_) stop_watching(client_, std::exchange(lease_, nullptr));
   }
 
   // A create under guid_ may still be applied although we gave it up: the
@@ -713,26 +741,60 @@ class Attempt {
   std::unique_ptr<DirectoryRegistry::Use> use_;
 };
 
-void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
-                     SuspendedPolicy policy) {
+void watch_own_node(Client& client, const std::shared_ptr<LeaseState>& lease,
+                    const std::shared_ptr<Keeper>& keeper) {
   std::weak_ptr<LeaseState> weak = lease;
   const auto epoch = lease->epoch;
-  auto on_state = [weak, policy, epoch, &client](ConnectionState state) {
+  // The listener is in place before the first read is sent: a link lost
+  // with that read is heard (suspended) and mended (reconnected) here.
+  lease->listener = client.add_listener([weak, epoch, &client](ConnectionState state) {
     auto held = weak.lock();
     if (!held) return;
     // A late `lost` may be about the session before ours: the epoch tells.
-    if ((state == ConnectionState::lost || state == ConnectionState::reconnected) &&
-        client.session_epoch() != epoch)
-      held->mark_lost(LostReason::session_lost);
-    // A suspension, even one announced late, is taken as it comes: under
-    // this policy a lease in doubt is a lease lost.
-    if (state == ConnectionState::suspended && policy == SuspendedPolicy::lost)
-      held->mark_lost(LostReason::suspended);
-  };
-  lease->listener = client.add_listener(on_state);
-  // A change before the listener was in place would be missed: look now.
-  if (client.session_epoch() != epoch) on_state(ConnectionState::reconnected);
-  else if (!client.is_connected()) on_state(ConnectionState::suspended);
+    // The Client moves to a new epoch before it announces lost.
+    if (client.session_epoch() != epoch) {
+      if (state == ConnectionState::lost || state == ConnectionState::reconnected ||
+          state == ConnectionState::read_only)
+        held->mark_lost(LostReason::session_lost);
+      return;
+    }
+    switch (state) {
+      case ConnectionState::suspended: {
+        held->link_down();
+        // A suspension counted after the grant decision is one of this hold.
+        const auto mark = held->suspension_mark();
+        if (mark && ClientInternals::suspensions(client) > *mark)
+          held->mark_lost(LostReason::suspended);
+        break;
+      }
+      case ConnectionState::reconnected:
+      case ConnectionState::read_only:
+        // The same session: read the node once, re-arming the watch.
+        if (const auto k = client.keeper(); k && k->session_id() == held->session_id)
+          (void)held->read_if_needed(k);
+        break;
+      default: break;
+    }
+  });
+  lease->read(keeper);
+}
+
+void stop_watching(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept {
+  try {
+    client.remove_listener(lease->listener);
+  } catch (const std::exception& e) {
+    client.logger().error("lock node {}: removing its listener: {}", lease->node_path, e.what());
+  }
+}
+
+void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
+                     SuspendedPolicy policy, std::uint64_t suspensions) {
+  if (policy == SuspendedPolicy::lost) lease->lose_on_suspension_after(suspensions);
+  // A change before this call went by unseen by the policy: look now.
+  if (client.session_epoch() != lease->epoch) lease->mark_lost(LostReason::session_lost);
+  else if (policy == SuspendedPolicy::lost &&
+           (ClientInternals::suspensions(client) > suspensions || !client.is_connected()))
+    lease->mark_lost(LostReason::suspended);
 }
 
 void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept {

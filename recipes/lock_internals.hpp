@@ -118,11 +118,24 @@ class LockInternals {
   const std::shared_ptr<DirectoryRegistry> directories_;  // the Client's
 };
 
-// Makes a granted lease hear of its session's loss (and, under
-// SuspendedPolicy::lost, of a suspension) from the Client's connection states.
-// Its own node's watch is the caller's (LeaseState::watch_own_node).
+// Starts a lease's own-node watch (LeaseState::read) and the Client listener
+// that keeps it armed: every `suspended` makes a read due, and the next
+// reconnect of the same session sends it (one read per reconnect); a new
+// session (a `lost`, or a reconnect on another epoch) loses the lease. One
+// place for every recipe: a waiter's node, a grant, a semaphore's lease.
+// stop_watching() removes the listener of a lease never granted; a release
+// removes a granted one's.
+void watch_own_node(Client& client, const std::shared_ptr<LeaseState>& lease,
+                    const std::shared_ptr<Keeper>& keeper);
+void stop_watching(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept;
+
+// Makes a granted lease (its own node watched) also lose to a suspension under
+// SuspendedPolicy::lost: one the Client counted after `suspensions`, its count
+// at the grant decision (ClientInternals::suspensions), so that a suspension
+// announced late, from before the decision, is not one of this hold. Looks
+// now too, for a change before this call.
 void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
-                     SuspendedPolicy policy);
+                     SuspendedPolicy policy, std::uint64_t suspensions);
 
 // Gives a lease back: marks it released, and sends the delete of its node
 // without waiting (a lost reply hands it to the background remover), unless

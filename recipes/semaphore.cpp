@@ -126,7 +126,13 @@ struct SemaphoreCore {
         log->debug("semaphore {}: starting over", dir);
       } catch (const KeeperError& e) {
         locks.release(mutex);
-        const auto step = is_retryable(e.errc()) ? budget.next() : RetryBudget::Step{};
+        // The session ended under us (its keeper says session_expired, or
+        // closing once the Client has replaced it): its nodes are gone, and
+        // a lock's waiter would queue again in the next one; so do we.
+        const bool session_ended =
+            options.requeue_after_session_loss && client.session_epoch() != mutex->epoch;
+        const auto step =
+            is_retryable(e.errc()) || session_ended ? budget.next() : RetryBudget::Step{};
         if (step.verdict == RetryBudget::Verdict::give_up) rethrow_naming(e, dir);
         if (step.verdict == RetryBudget::Verdict::past_deadline || stop.stop_requested())
           return nullptr;
@@ -275,10 +281,13 @@ struct SemaphoreCore {
       if (mutex.reason() != LostReason::none) throw StartOver{};
       // Curator counts every child of leases/, so must we.
       if (names.size() <= static_cast<std::size_t>(max)) {
+        // The decision is this listing's: a suspension counted later fell in the hold.
+        const auto suspensions = detail::ClientInternals::suspensions(client);
         auto lease = std::make_shared<LeaseState>(node, created.value().stat.czxid, epoch,
+                                                  keeper->session_id(),
                                                   detail::ClientInternals::callback_thread(client));
-        (void)lease->watch_own_node(keeper);
-        listen_for_loss(client, lease, options.suspended_policy);
+        watch_own_node(client, lease, keeper);
+        listen_for_loss(client, lease, options.suspended_policy, suspensions);
         abandon.armed = false;
         return lease;
       }

@@ -289,6 +289,7 @@ struct Client::Impl {
     {
       std::lock_guard lock(mutex);
       state = s;
+      if (s == ConnectionState::suspended) ++suspensions;
       connected = machine.is_connected();
       auth_failed = machine.auth_failed();
     }
@@ -605,6 +606,7 @@ struct Client::Impl {
   bool closing = false;                        // guarded by mutex
   std::optional<KeeperError> namespace_error;  // guarded by mutex: why it cannot be made
   std::uint64_t changes = 0;                   // guarded by mutex: calls of changed()
+  std::uint64_t suspensions = 0;               // guarded by mutex: suspended announced so far
   // session_now()'s callers that found no session; a caller drops its
   // callback to cancel.
   mutable std::vector<std::weak_ptr<std::function<void()>>> change_waiters;  // guarded by mutex
@@ -691,5 +693,10 @@ std::shared_ptr<detail::DirectoryRegistry> Client::directory_registry() const no
 }
 
 std::shared_ptr<detail::TimerThread> Client::timers() const noexcept { return impl_->timers; }
+
+std::uint64_t Client::suspensions() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->suspensions;
+}
 
 }  // namespace zkr

@@ -108,6 +108,11 @@ struct ClientInternals {
   static std::shared_ptr<TimerThread> timers(const Client& client) noexcept {
     return client.timers();
   }
+  // How many times `suspended` has been announced (counted as the state is
+  // recorded, before listeners hear it). A lease compares it with the count
+  // at its grant decision: a suspension its listener hears late, announced
+  // before the decision, is not one of its hold.
+  static std::uint64_t suspensions(const Client& client) { return client.suspensions(); }
 };
 
 }  // namespace zkr::detail

@@ -478,11 +478,13 @@ void TcpProxy::pump(const std::shared_ptr<Connection>& c, bool to_server) {
                   break;
                 }
               }
-              if (xid > 0 && is_mutating(opcode) && drop_armed_) {
+              if (xid > 0 && drop_armed_) {
                 std::lock_guard lock(mutex_);
-                const bool wanted = drop_opcodes_.empty() ||
-                                    std::find(drop_opcodes_.begin(), drop_opcodes_.end(), opcode) !=
-                                        drop_opcodes_.end();
+                // Named opcodes may be reads too (a get that sets a watch).
+                const bool wanted = drop_opcodes_.empty()
+                                        ? is_mutating(opcode)
+                                        : std::find(drop_opcodes_.begin(), drop_opcodes_.end(),
+                                                    opcode) != drop_opcodes_.end();
                 bool armed = true;
                 if (wanted && drop_armed_.compare_exchange_strong(armed, false)) {
                   c->drop_xid = xid;  // set before the request goes out, so before its reply

@@ -16,7 +16,9 @@
 //   arm_drop_reply()   on the next mutating request (create, delete, setData,
 //                      multi...) any client sends, drop the server's reply to
 //                      it and reset that connection: the server applied the
-//                      request but the client never hears so (a lost reply)
+//                      request but the client never hears so (a lost reply);
+//                      given opcodes, the next request of one of them, reads
+//                      included (a getData that would set a watch)
 //   arm_drop_request(session, kind)
 //                      on the next request of that kind from that session (its
 //                      own-node watch, a listing, its release), reset the
@@ -67,7 +69,8 @@ class TcpProxy {
   void set_mode(ProxyMode mode, std::chrono::microseconds delay = {});
   // Returns how many connections were reset.
   int reset_all();
-  // opcodes: the requests whose reply may be dropped; empty: any mutating one.
+  // opcodes: the requests whose reply may be dropped (reads too); empty: any
+  // mutating one.
   void arm_drop_reply(std::vector<int> opcodes = {});
   void disarm_drop_reply() { drop_armed_ = false; }
   // session: the id the server gave in its connect response.

@@ -181,6 +181,7 @@ class Client {
   std::shared_ptr<detail::ClientLifeline> lifeline() const noexcept;
   std::shared_ptr<detail::DirectoryRegistry> directory_registry() const noexcept;
   std::shared_ptr<detail::TimerThread> timers() const noexcept;
+  std::uint64_t suspensions() const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -54,8 +54,9 @@ std::string_view to_string(OpKind kind) noexcept {
 
 // ---- FaultRule
 
-FaultRule::FaultRule(Faults& owner, OpKind kind, std::function<bool(std::string_view)> matches)
-    : owner_(owner), kind_(kind), matches_(std::move(matches)) {}
+FaultRule::FaultRule(Faults& owner, OpKind kind, std::function<bool(std::string_view)> matches,
+                     std::optional<std::size_t> index)
+    : owner_(owner), kind_(kind), matches_(std::move(matches)), index_(index) {}
 
 FaultRule& FaultRule::fail(Errc code) {
   std::lock_guard lock(owner_.mutex_);
@@ -78,6 +79,12 @@ FaultRule& FaultRule::after(FaultHook hook) {
 FaultRule& FaultRule::hold_watch() {
   std::lock_guard lock(owner_.mutex_);
   hold_watch_ = true;
+  return *this;
+}
+
+FaultRule& FaultRule::before(FaultHook hook) {
+  std::lock_guard lock(owner_.mutex_);
+  before_ = std::move(hook);
   return *this;
 }
 
@@ -111,6 +118,23 @@ FaultRule& Faults::on(OpKind kind, const std::regex& path) {
   return *rules_.back();
 }
 
+FaultRule& Faults::on_request(std::size_t index) {
+  std::lock_guard lock(mutex_);
+  rules_.push_back(std::unique_ptr<FaultRule>(new FaultRule(
+      *this, OpKind::any, [](std::string_view) { return true; }, index)));
+  return *rules_.back();
+}
+
+std::size_t Faults::requests() const {
+  std::lock_guard lock(mutex_);
+  return requests_;
+}
+
+bool Faults::wait_requests_beyond(std::size_t n, milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return requests_cv_.wait_for(lock, timeout, [&] { return requests_ > n; });
+}
+
 void Faults::clear() {
   std::lock_guard lock(mutex_);
   for (auto& rule : rules_) rule->times_ = rule->fired_;
@@ -118,15 +142,19 @@ void Faults::clear() {
 
 std::optional<Fault> Faults::take(OpKind kind, const std::vector<std::string_view>& paths) {
   std::lock_guard lock(mutex_);
+  const std::size_t index = requests_++;
+  requests_cv_.notify_all();
   for (auto& rule : rules_) {
     // A rule still being built (no action yet) does not match, so that a test
     // adding rules while requests run never wastes a firing on nothing.
-    const bool has_action = rule->fail_ || rule->lose_reply_ || rule->hook_ || rule->hold_watch_;
+    const bool has_action =
+        rule->fail_ || rule->lose_reply_ || rule->hook_ || rule->hold_watch_ || rule->before_;
     if (!has_action || rule->fired_ >= rule->times_) continue;
+    if (rule->index_ && *rule->index_ != index) continue;
     if (rule->kind_ != OpKind::any && rule->kind_ != kind) continue;
     if (std::none_of(paths.begin(), paths.end(), rule->matches_)) continue;
     ++rule->fired_;
-    return Fault{rule->fail_, rule->lose_reply_, rule->hook_, rule->hold_watch_};
+    return Fault{rule->fail_, rule->lose_reply_, rule->hook_, rule->hold_watch_, rule->before_};
   }
   return std::nullopt;
 }
@@ -289,6 +317,7 @@ void FaultKeeper::send(OpKind kind, std::vector<std::string_view> paths, Watcher
                        ReplyHandler<V> on_reply, Send send_inner) {
   const std::string path = paths.empty() ? std::string() : std::string(paths.front());
   std::optional<Fault> fault = faults_->take(kind, paths);
+  if (fault && fault->before) fault->before(FaultCall{kind, path, Errc::ok});
   auto ticket = std::make_shared<Ticket>();
   if (watcher && *watcher) {
     const bool hold = fault && fault->hold_watch;
@@ -335,6 +364,19 @@ void FaultKeeper::send(OpKind kind, std::vector<std::string_view> paths, Watcher
     };
     return queued;
   });
+}
+
+void FaultKeeper::flush() {
+  std::promise<void> delivered;
+  auto done = delivered.get_future();
+  relay_->send([&] {
+    Relay::Reply marker;
+    marker.ready = [] { return true; };
+    marker.wait = [] {};
+    marker.finish = [&delivered] { delivered.set_value(); };
+    return marker;
+  });
+  done.wait();
 }
 
 void FaultKeeper::send_create(std::string path, std::string data, CreateMode mode,

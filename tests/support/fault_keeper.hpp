@@ -14,6 +14,9 @@
 //                             is delivered: the world changes "in between"
 //   hold_watch()              events of the watch this request sets are held
 //                             until the test calls release_watches()
+//   before(hook)              the hook runs before the request is sent, on the
+//                             sending thread: the world changes first (the link
+//                             drops, the session expires, another client writes)
 //
 //   auto faults = std::make_shared<zkr::test::Faults>();
 //   auto keeper = std::make_shared<zkr::test::FaultKeeper>(ensemble.connect(), faults);
@@ -26,6 +29,11 @@
 //   });
 //   ...
 //   EXPECT_EQ(rule.fired(), 1);
+//
+// Requests are counted, across every keeper sharing the Faults, in the order
+// they are sent: requests() says how many so far, and on_request(k) makes a
+// rule for the k-th (from 0) whatever its kind and path. A test records a
+// script's requests without faults, then replays it with a fault at each k.
 //
 // Rules live in a Faults object that several keepers may share: with
 // with_faults(), every session a zkr::Client opens (after an expiry too) obeys
@@ -81,6 +89,7 @@ class FaultRule {
   FaultRule& lose_reply_after_apply();
   FaultRule& after(FaultHook hook);
   FaultRule& hold_watch();
+  FaultRule& before(FaultHook hook);
   // The number of matching requests it fires for (>= 1; 1 unless set).
   FaultRule& times(int n);
   // How many requests it has fired for so far.
@@ -88,16 +97,19 @@ class FaultRule {
 
  private:
   friend class Faults;
-  FaultRule(Faults& owner, OpKind kind, std::function<bool(std::string_view)> matches);
+  FaultRule(Faults& owner, OpKind kind, std::function<bool(std::string_view)> matches,
+            std::optional<std::size_t> index = std::nullopt);
 
   Faults& owner_;
   const OpKind kind_;
   const std::function<bool(std::string_view)> matches_;
+  const std::optional<std::size_t> index_;  // matches only this request (on_request)
   // Guarded by owner_.mutex_.
   std::optional<Errc> fail_;
   bool lose_reply_ = false;
   FaultHook hook_;
   bool hold_watch_ = false;
+  FaultHook before_;
   int times_ = 1;
   int fired_ = 0;
 };
@@ -108,6 +120,7 @@ struct Fault {
   bool lose_reply = false;
   FaultHook hook;
   bool hold_watch = false;
+  FaultHook before;
 };
 
 // The rules, and the watch events held by them.
@@ -123,6 +136,12 @@ class Faults {
   // left. The reference stays valid as long as this Faults.
   FaultRule& on(OpKind kind, std::string path_prefix = "/");
   FaultRule& on(OpKind kind, const std::regex& path);
+  // A rule for the request with this index (see requests()).
+  FaultRule& on_request(std::size_t index);
+  // How many requests have been sent through keepers sharing this Faults.
+  std::size_t requests() const;
+  // Waits until more than n requests have been sent; false at the timeout.
+  [[nodiscard]] bool wait_requests_beyond(std::size_t n, std::chrono::milliseconds timeout);
   // Disarms every rule (references stay valid; fired() keeps its count).
   void clear();
 
@@ -145,6 +164,8 @@ class Faults {
   std::condition_variable held_cv_;
   std::vector<std::unique_ptr<FaultRule>> rules_;  // guarded by mutex_
   std::vector<std::function<void()>> held_;        // guarded by mutex_
+  std::size_t requests_ = 0;                       // guarded by mutex_
+  std::condition_variable requests_cv_;
 };
 
 class FaultKeeper final : public Keeper {
@@ -166,6 +187,9 @@ class FaultKeeper final : public Keeper {
     return faults_->on(kind, std::move(path_prefix));
   }
   Keeper& inner() { return *inner_; }
+  // Returns once every reply of a request sent before the call has been
+  // delivered to its caller (with the watch events delivered before it).
+  void flush();
 
   void close() noexcept override { inner_->close(); }
   std::int64_t session_id() const override { return inner_->session_id(); }

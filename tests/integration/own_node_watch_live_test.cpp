@@ -1,0 +1,100 @@
+// The own-node watch on a real ensemble: a waiter whose read of its own node
+// loses its reply with the connection (a TCP proxy drops that reply and
+// resets the link) still hears a later delete of its node once granted.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "support/ensemble.hpp"
+#include "support/waits.hpp"
+#include "tcp_proxy.hpp"
+#include "zkr/client.hpp"
+#include "zkr/lock.hpp"
+
+namespace zkr {
+namespace {
+
+using namespace std::chrono_literals;
+using test::Latch;
+
+constexpr auto kWait = 30s;
+constexpr int kGetData = 4;  // ZooKeeper's opcode for getData
+
+int first_server_port() {
+  const std::string hosts = test::connect_string();
+  const std::string first = hosts.substr(0, hosts.find(','));
+  return std::stoi(first.substr(first.rfind(':') + 1));
+}
+
+std::unique_ptr<Client> client_of(const std::string& hosts) {
+  ClientOptions options;
+  options.connect_string = hosts;
+  options.session_timeout = 10s;
+  auto client = std::make_unique<Client>(options);
+  if (!client->block_until_connected(kWait)) throw std::runtime_error("no connection");
+  return client;
+}
+
+// Before the fix the read's reply was simply lost: no watch, nothing read
+// again, and the delete below went unheard.
+TEST(OwnNodeWatchLive, AWaiterWhoseOwnNodeReadLostItsLinkHearsALaterDelete) {
+  ZKR_REQUIRE_ENSEMBLE();
+  chaos::TcpProxy proxy(first_server_port());
+  const auto holder_client = client_of(test::connect_string());
+  const auto waiter_client = client_of("127.0.0.1:" + std::to_string(proxy.port()));
+  const auto foreign = client_of(test::connect_string());
+  const std::string path = test::unique_path("own-node-watch");
+
+  InterProcessMutex holder(*holder_client, path);
+  ASSERT_TRUE(holder.try_acquire_for(kWait));
+  Latch reconnected;
+  std::atomic<int> suspensions{0};
+  waiter_client->add_listener([&](ConnectionState s) {
+    if (s == ConnectionState::suspended) ++suspensions;
+    if (s == ConnectionState::reconnected) reconnected.open();
+  });
+  // The waiter's first getData is the read of its own node (the one before
+  // it is read next): its reply is dropped and the link reset.
+  proxy.arm_drop_reply({kGetData});
+
+  InterProcessMutex waiter(*waiter_client, path);
+  std::promise<LockLease> granted;
+  Latch done;
+  std::thread waiting([&] {
+    if (waiter.try_acquire_for(kWait)) {
+      granted.set_value(waiter.lease());
+      (void)done.wait(kWait * 2);
+      waiter.release();
+    } else {
+      granted.set_exception(std::make_exception_ptr(std::runtime_error("not granted")));
+    }
+  });
+  ASSERT_TRUE(reconnected.wait(kWait)) << "the link was not reset";
+  EXPECT_FALSE(proxy.dropped().empty());
+  EXPECT_EQ(proxy.dropped().rfind("opcode 4 ", 0), 0u) << proxy.dropped();
+  holder.release();
+  auto hand_off = granted.get_future();
+  ASSERT_EQ(hand_off.wait_for(kWait), std::future_status::ready);
+  const LockLease lease = hand_off.get();
+  EXPECT_FALSE(lease.lost()) << to_string(lease.lost_reason());
+  Latch lost;
+  std::atomic<LostReason> why{LostReason::none};
+  lease.on_lost([&](LostReason r) {
+    why = r;
+    lost.open();
+  });
+  foreign->keeper()->remove(lease.node_path());  // an operator, a foreign client
+  EXPECT_TRUE(lost.wait(kWait)) << "the delete of the waiter's node went unheard";
+  EXPECT_EQ(why, LostReason::node_deleted);
+  EXPECT_GE(suspensions.load(), 1);
+  done.open();
+  waiting.join();
+}
+
+}  // namespace
+}  // namespace zkr
