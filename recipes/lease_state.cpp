@@ -86,6 +86,9 @@ void LeaseState::read(const std::shared_ptr<Keeper>& keeper) {
 void LeaseState::link_down() {
   std::lock_guard lock(mutex_);
   read_needed_ = true;
+  // The proven version stays: a watch armed before the link went down is set
+  // again by the C client on reconnect (with the events it missed), and a
+  // read lost with the link forgets it when its reply says so.
 }
 
 bool LeaseState::read_needed() {

@@ -171,21 +171,25 @@ TEST(KazooQueue, ContenderKinds) {
 }
 
 // kazoo sorts contenders by the sequence text its regex captures, which is
-// the text after the marker: the key Curator's order and ours use too. So
-// a negative (overflowed) sequence sorts first on both sides.
+// the text after the marker: the key Curator's order used too, and ours until
+// a parent's counter wraps. Ours is the order of issue, so a negative
+// (wrapped) sequence sorts last; a listing holding one is refused before any
+// grant (wrapped_sequence_node), since kazoo would put it first.
 TEST(KazooQueue, SortedBySequenceTextAsKazooSortsThem) {
   const std::vector<std::string> children{
       "b" + kHex.substr(1) + "__lock__0000000009",   kOurs,   kKazooRead, kKazooLock, "config",
       "c" + kHex.substr(1) + "__rlock__-2147483648", kOurRead};
-  EXPECT_EQ(
-      sorted_queue_nodes(children, QueueFamily::mutex, kShared),
-      (std::vector<std::string>{"c" + kHex.substr(1) + "__rlock__-2147483648", kKazooRead, kOurs,
-                                kKazooLock, "b" + kHex.substr(1) + "__lock__0000000009"}));
+  EXPECT_EQ(sorted_queue_nodes(children, QueueFamily::mutex, kShared),
+            (std::vector<std::string>{kKazooRead, kOurs, kKazooLock,
+                                      "b" + kHex.substr(1) + "__lock__0000000009",
+                                      "c" + kHex.substr(1) + "__rlock__-2147483648"}));
+  EXPECT_EQ(wrapped_sequence_node(children, QueueFamily::mutex, kShared),
+            "c" + kHex.substr(1) + "__rlock__-2147483648");
   EXPECT_EQ(sorted_queue_nodes(children, QueueFamily::mutex), std::vector<std::string>{kOurs});
-  EXPECT_EQ(
-      sorted_queue_nodes(children, QueueFamily::read_write, kShared),
-      (std::vector<std::string>{"c" + kHex.substr(1) + "__rlock__-2147483648", kOurRead, kKazooRead,
-                                kKazooLock, "b" + kHex.substr(1) + "__lock__0000000009"}));
+  EXPECT_EQ(sorted_queue_nodes(children, QueueFamily::read_write, kShared),
+            (std::vector<std::string>{kOurRead, kKazooRead, kKazooLock,
+                                      "b" + kHex.substr(1) + "__lock__0000000009",
+                                      "c" + kHex.substr(1) + "__rlock__-2147483648"}));
 }
 
 // Our reader waits only for the writers before it, kazoo's "__lock__"
