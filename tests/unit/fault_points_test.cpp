@@ -586,6 +586,13 @@ class ScriptRun {
         recipe_.policy == SuspendedPolicy::lost && expected == LostReason::none &&
         recorded_.at(fault_->first).phase.cycle == cycle)
       also = LostReason::suspended;
+    // Likewise a session that expires as the decision is made: a listing
+    // answered before the expiry may grant on the session that is ending,
+    // and that grant is lost at once (session_lost), which is the truth
+    // about it. Which comes first is timing; both answers are safe.
+    if (fired_ && fault_ && fault_->second == Fault::expired && expected == LostReason::none &&
+        recorded_.at(fault_->first).phase.cycle == cycle)
+      also = LostReason::session_lost;
     for (const auto& lease : a_->granted()) {
       const auto why = lease.lost_reason();
       if (why != expected && why != also)
