@@ -1,4 +1,4 @@
-// bench.hpp: the benchmarks of issue 4, behind `zkr bench` and zkr-bench.
+// bench.hpp: the benchmarks behind `zkr bench` and zkr-bench.
 //
 //   zkr::bench::run({"--connect", "127.0.0.1:2181", "--workloads", "W1,W5", "--json"});
 //

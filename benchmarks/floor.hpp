@@ -46,7 +46,7 @@ class FloorLock {
   enum class Grant {
     listing,      // it lists the directory again: the textbook protocol (and ours)
     event_alone,  // the deletion event is the grant, and a release does not
-                  // wait for its reply: issue 13's probe, measured to show what
+                  // wait for its reply: the unsafe probe, measured to show what
                   // the listing costs. Unsafe: a waiter whose predecessor left
                   // the queue, or whose process stopped past its session's
                   // expiry, is granted while another holds. Right in W2 only,

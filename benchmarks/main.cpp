@@ -1,4 +1,4 @@
-// zkr-bench: the benchmarks of issue 4 as a program of their own, the same as
+// zkr-bench: the benchmarks as a program of their own, the same as
 // `zkr bench ...` (see bench.hpp; `zkr-bench --help` for the options).
 #include <string>
 #include <vector>

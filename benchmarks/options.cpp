@@ -171,7 +171,7 @@ Plan make_plan(const Options& options) {
   // one only when asked.
   plan.rtts_ms = options.rtts_ms.value_or(options.quick ? std::vector<double>{0}
                                                         : std::vector<double>{0, 1, 5});
-  // W8: 1,000 keys x 10 waiters (issue 15); 200 waiters when quick, so that
+  // W8: 1,000 keys x 10 waiters; 200 waiters when quick, so that
   // the quick run stays well within its minute.
   if (options.quick) {
     plan.w8_keys = 50;

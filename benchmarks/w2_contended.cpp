@@ -304,10 +304,10 @@ void run_w2_contended(Context& ctx) {
                              curator.outcome, curator.cost);
   std::optional<Summary> probe_summary;
   if (with_probe)
-    probe_summary =
-        report(ctx, "floor-event",
-               "bare C client granting on the deletion event alone (unsafe; issue 13's probe)",
-               "floor", probe.outcome, probe.cost);
+    probe_summary = report(ctx, "floor-event",
+                           "bare C client granting on the deletion event alone (unsafe: what one "
+                           "round trip per cycle would cost)",
+                           "floor", probe.outcome, probe.cost);
   const Summary zkr_summary =
       report(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex",
              zkr_kind, zkr.outcome, zkr.cost);

@@ -1,4 +1,4 @@
-// W8 (issue 15): what a waiter costs. 1,000 keys, 10 waiters queued on each,
+// W8: what a waiter costs. 1,000 keys, 10 waiters queued on each,
 // all granted in turn, twice in the same process:
 //   async:    the 10,000 waiters are coroutines on ONE Asio thread
 //             (zkr::asio::async_acquire_guard with use_awaitable);

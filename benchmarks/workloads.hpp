@@ -1,4 +1,4 @@
-// The workloads of issue 4. Each adds its Records and Verdicts to the
+// The benchmark workloads, W1 to W8. Each adds its Records and Verdicts to the
 // context's reporter; each loop is bounded in count and in time.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Coroutines for the event-driven lock attempt (issue #15): a lock attempt
+// Coroutines for the event-driven lock attempt: a lock attempt
 // written as straight-line code that waits for replies with co_await, and so
 // parks no thread while it waits. It runs on whichever thread resumes it: the
 // caller's until its first wait, then the Keeper's event thread (replies and

@@ -701,7 +701,7 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
   }
   // By default the C client resolves every host of the connect string again
   // each time it polls its socket: a getaddrinfo per host per reply, about a
-  // third of the client's CPU under load (measured in W3, issue #13). Once
+  // third of the client's CPU under load (measured in W3). Once
   // per window is enough to follow a DNS change; a connection loss still
   // resolves at once.
   if (zoo_set_servers_resolution_delay(handle_, kHostResolutionWindowMs) != ZOK)

@@ -80,7 +80,7 @@ jq -e -s '[.[] | select(.workload == "W8") | (.violations == 0 and .failures == 
   "$work/lines.jsonl" >/dev/null || fail "W8: a waiter not granted once, or a violation"
 jq -e -s '[.[] | select(.workload == "W2" or .workload == "W5" or .workload == "W6") | .violations] | length > 0 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "mutual-exclusion violations (or no count of them)"
-# W2 runs the floor's lock, issue 13's probe (the floor granting on the
+# W2 runs the floor's lock, the unsafe probe (the floor granting on the
 # event alone) and ours; the checker saw every hold of each: one per
 # acquisition, the counter at the count; each has its hand-off latency, and
 # the probe its ratio to the floor.
