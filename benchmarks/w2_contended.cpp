@@ -238,7 +238,7 @@ void run_w2_contended(Context& ctx) {
   // C client, on a directory of its own, judged by the same checker.
   const std::string floor_dir = ctx.path("w2-floor");
   std::vector<std::unique_ptr<FloorLock>> floor_locks;
-  // Issue 13's probe beside it (no added latency only): the floor granting on
+  // The unsafe probe beside it (no added latency only): the floor granting on
   // the deletion event alone, to show what the listing a safe grant waits for
   // costs. On a directory of its own, judged by the same checker.
   const bool with_probe = with_floor && ctx.added_rtt_ms == 0;
