@@ -38,7 +38,11 @@ case $zkr_sanitize_mode in
     # not this build. ZKR_ASAN_TESTS (a ctest -R pattern) narrows the run;
     # ZKR_ASAN_TESTS=ci, as .ci/run sets it, means ZKR_ASAN_CI_TESTS above.
     ZKR_SANITIZE_CTEST_ARGS=(-E '^scripts\.(install_consumer|package)_test$')
-    if [[ ${ZKR_ASAN_TESTS:-} == ci ]]; then ZKR_ASAN_TESTS=$ZKR_ASAN_CI_TESTS; fi
+    zkr_sanitize_tools=ON
+    if [[ ${ZKR_ASAN_TESTS:-} == ci ]]; then
+      ZKR_ASAN_TESTS=$ZKR_ASAN_CI_TESTS
+      zkr_sanitize_tools=OFF # none of CI's tests runs the zkr command or a benchmark
+    fi
     if [[ -n ${ZKR_ASAN_TESTS:-} ]]; then ZKR_SANITIZE_CTEST_ARGS+=(-R "$ZKR_ASAN_TESTS"); fi
     ;;
   tsan)
@@ -52,8 +56,9 @@ case $zkr_sanitize_mode in
     # in use. Left out: the zkr command's and the scripts' process-level
     # tests, Curator interop (its peer is Java) and the chaos runs, whose
     # workers run the same lock code as the stress test.
-    ZKR_TSAN_TESTS=${ZKR_TSAN_TESTS:-'^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(LockIntegrationTest|LockStressTest|LockKinds/LockKindStressTest|ClientFaults|KeeperTest|CleanupIntegrationTest|ClientDestroyed|SharedRootsTest))'}
-    ZKR_SANITIZE_CTEST_ARGS=(-R "$ZKR_TSAN_TESTS")
+    ZKR_TSAN_DEFAULT_TESTS='^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(LockIntegrationTest|LockStressTest|LockKinds/LockKindStressTest|ClientFaults|KeeperTest|CleanupIntegrationTest|ClientDestroyed|SharedRootsTest))'
+    zkr_sanitize_tools=OFF # none of these runs the zkr command or a benchmark
+    ZKR_SANITIZE_CTEST_ARGS=(-R "${ZKR_TSAN_TESTS:-$ZKR_TSAN_DEFAULT_TESTS}")
     ;;
   *)
     printf 'sanitize: unknown mode %s (asan or tsan)\n' "$zkr_sanitize_mode" >&2
@@ -61,7 +66,12 @@ case $zkr_sanitize_mode in
     ;;
 esac
 export BUILD_DIR
-ZKR_CMAKE_ARGS="${ZKR_CMAKE_ARGS:-} -DZKR_SANITIZE=$zkr_sanitizers"
+# Without the tools (the zkr command, benchmarks, examples, the chaos runner)
+# when the tests to run need none of them: a sanitized build is slow, and they
+# are a third of it. ZKR_SANITIZE_TOOLS=ON builds them anyway (for a pattern
+# of one's own in ZKR_TSAN_TESTS or ZKR_ASAN_TESTS that runs them).
+zkr_sanitize_tools=${ZKR_SANITIZE_TOOLS:-$zkr_sanitize_tools}
+ZKR_CMAKE_ARGS="${ZKR_CMAKE_ARGS:-} -DZKR_SANITIZE=$zkr_sanitizers -DZKR_BUILD_TOOLS=$zkr_sanitize_tools"
 export ZKR_CMAKE_ARGS
 
 ZKR_SANITIZE_LOG_DIR=$ZKR_SANITIZE_SOURCE_DIR/$BUILD_DIR/sanitizer-reports
@@ -76,4 +86,4 @@ export LSAN_OPTIONS="suppressions=$zkr_sanitize_dir/lsan.supp:print_suppressions
 export UBSAN_OPTIONS="$zkr_log:print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="$zkr_log:suppressions=$zkr_sanitize_dir/tsan.supp:print_suppressions=0:second_deadlock_stack=1:halt_on_error=0"
 export ZKR_SANITIZE_LOG_DIR
-unset zkr_sanitize_mode zkr_sanitize_dir zkr_sanitizers zkr_log
+unset zkr_sanitize_mode zkr_sanitize_dir zkr_sanitizers zkr_sanitize_tools zkr_log
