@@ -140,10 +140,28 @@ void Faults::clear() {
   for (auto& rule : rules_) rule->times_ = rule->fired_;
 }
 
-std::optional<Fault> Faults::take(OpKind kind, const std::vector<std::string_view>& paths) {
+void Faults::tap(RequestTap tap) {
   std::lock_guard lock(mutex_);
-  const std::size_t index = requests_++;
-  requests_cv_.notify_all();
+  tap_ = std::move(tap);
+}
+
+std::optional<Fault> Faults::take(OpKind kind, const std::vector<std::string_view>& paths) {
+  RequestTap tap;
+  std::size_t index = 0;
+  std::optional<Fault> fault;
+  {
+    std::lock_guard lock(mutex_);
+    index = requests_++;
+    requests_cv_.notify_all();
+    tap = tap_;
+    fault = take_locked(index, kind, paths);
+  }
+  if (tap) tap(index, kind);
+  return fault;
+}
+
+std::optional<Fault> Faults::take_locked(std::size_t index, OpKind kind,
+                                         const std::vector<std::string_view>& paths) {
   for (auto& rule : rules_) {
     // A rule still being built (no action yet) does not match, so that a test
     // adding rules while requests run never wastes a firing on nothing.

@@ -144,6 +144,11 @@ class Faults {
   [[nodiscard]] bool wait_requests_beyond(std::size_t n, std::chrono::milliseconds timeout);
   // Disarms every rule (references stay valid; fired() keeps its count).
   void clear();
+  // Called with every request's index and kind as it is sent, before any
+  // rule's action, whether or not a rule matches (one tap; a new one
+  // replaces it). It runs on the sending thread, with no lock of ours held.
+  using RequestTap = std::function<void(std::size_t index, OpKind kind)>;
+  void tap(RequestTap tap);
 
   // Called by FaultKeeper as it sends a request with these paths.
   std::optional<Fault> take(OpKind kind, const std::vector<std::string_view>& paths);
@@ -160,11 +165,15 @@ class Faults {
 
  private:
   friend class FaultRule;
+  // The first rule that matches request `index`, consumed; mutex_ held.
+  std::optional<Fault> take_locked(std::size_t index, OpKind kind,
+                                   const std::vector<std::string_view>& paths);
   mutable std::mutex mutex_;
   std::condition_variable held_cv_;
   std::vector<std::unique_ptr<FaultRule>> rules_;  // guarded by mutex_
   std::vector<std::function<void()>> held_;        // guarded by mutex_
   std::size_t requests_ = 0;                       // guarded by mutex_
+  RequestTap tap_;                                 // guarded by mutex_
   std::condition_variable requests_cv_;
 };
 
