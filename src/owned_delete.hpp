@@ -13,7 +13,9 @@
 // or the czxid, only on the data version. A node deleted and created again
 // by someone else between our read and our delete (within one round trip)
 // has version 0 as ours had, and goes. A rewrite of ours in that window
-// fails the version and is read again.
+// fails the version and is read again. A release sent before the own-node
+// watch's first read is answered (a round trip after a grant at once) counts
+// our create's reply as that read: the window is then from the create.
 //
 //   remove_if_ours(keeper, "/locks/a/_c_..-lock-0000000007",
 //                  {.session_id = keeper->session_id(), .czxid = token}, log,
