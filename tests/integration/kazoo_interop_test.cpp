@@ -4,7 +4,7 @@
 // By default a lock of ours that finds kazoo's nodes refuses: kazoo's
 // default locks do not see ours (zkr/lock.hpp, "No silent mix"). With
 // LockOptions::share_with_kazoo, and kazoo's locks made with the
-// extra_lock_patterns the README gives, both queue in one FIFO queue: judged
+// extra_lock_patterns docs/promises.md gives, both queue in one FIFO queue: judged
 // here by the exclusion checker (benchmarks/checker), which sees only the
 // intervals and tokens every holder, Python or C++, wrote down.
 //
