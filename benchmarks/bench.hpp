@@ -7,7 +7,8 @@
 //   W1 uncontended cycles      W2 eight sessions on one lock
 //   W3 many distinct locks     W4 cost as the lock root fills with other keys
 //   W5 hand-off down a queue of N waiters
-// `--help` lists the options; README.md and docs/bench/ describe the results.
+// `--help` lists the options; docs/benchmarks.md and docs/bench/ describe the
+// results.
 #pragma once
 
 #include <string>

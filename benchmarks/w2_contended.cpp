@@ -193,7 +193,8 @@ void curator_round(Context& ctx, CuratorPeer& peer, unsigned workers,
   add_round(tally, seconds, 0, per_worker, judge(std::move(holds), result.counter));
 }
 
-// Issue 13's targets for W2, against the floor measured in the same run.
+// The targets for W2 (throughput, hand-off latency, writes per acquisition),
+// against the floor measured in the same run.
 // probe: the floor granting on the deletion event alone, if it ran.
 void w2_targets(Context& ctx, const Summary& floor, const Summary& zkr,
                 const std::optional<Summary>& probe) {

@@ -7,7 +7,7 @@
 #
 # scripts/package configures a build of its own for this (Release, installed
 # in /usr so that GNUInstallDirs picks Debian's multiarch libdir) and runs
-# cpack; README.md, "Packages", says what comes out. Included by the top-level
+# cpack; docs/building.md, "Packages", says what comes out. Included by the top-level
 # CMakeLists.txt after every install rule, since include(CPack) reads them.
 #
 # Dependencies: the runtime and tool packages get theirs from dpkg-shlibdeps

@@ -145,7 +145,8 @@ QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
 // Our queue sees only lock nodes, and Curator's other lock recipes keep their
 // nodes where it does not look; each side would grant as if the other were
 // not there. What they leave directly under the lock path (read from the
-// Curator 5.4.0 jar with javap, checked live in curator_mix_test):
+// Curator 5.4.0 jar with javap, checked live by CuratorMixTest in
+// tests/integration/curator_interop_test.cpp):
 //   InterProcessSemaphoreV2, and InterProcessSemaphoreMutex (a V2 of one
 //     lease): the children "locks" (its internal InterProcessMutex) and
 //     "leases" (lease nodes `_c_<guid>-lease-<seq>`, counted for the grant);

@@ -1,4 +1,4 @@
-// Issue 11's bystanders: their records (RUN/bystanders.txt) and the rule
+// Bystanders, other applications' nodes in the lock root: their records (RUN/bystanders.txt) and the rule
 // bystander_changed (checker.hpp).
 #include <stdexcept>
 
@@ -21,7 +21,7 @@ std::string shown(const std::string& data) {
 // before the workers started: same incarnation, same data, same owner.
 void check_bystanders(const BystanderRecord& record, CheckResult& result) {
   if (record.sweep) result.sweep = *record.sweep;
-  if (record.before.empty()) return;  // a run made before issue 11
+  if (record.before.empty()) return;  // a run that recorded no bystanders
   if (!record.sweep)
     result.problems.push_back(
         "no sweep of the lock root on record: the bystanders met no clean_lock_root");

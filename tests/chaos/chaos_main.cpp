@@ -1,4 +1,4 @@
-// zkr-chaos: the chaos run (issue 6). Starts its own three-server ensemble on
+// zkr-chaos: the chaos run. Starts its own three-server ensemble on
 // 127.0.0.1, puts a TCP proxy in front of each server, runs worker processes
 // that take locks through the proxies, lets the nemesis inject faults for a
 // while, stops everything, and checks what the workers recorded with the
@@ -74,7 +74,7 @@ extern "C" void on_signal(int) { interrupted.store(true); }
 
 constexpr int kServers = 3;
 const std::string kRoot = "/chaos";
-// Keys of their own for the read/write lock and the semaphore (issue 14):
+// Keys of their own for the read/write lock and the semaphore:
 // the library refuses a second protocol on a mutex's path. The writers of
 // kRwKey keep a counter as the mutex holders of k0.. do.
 const std::string kRwKey = "rw0";
@@ -294,7 +294,7 @@ chaos::FinalState snapshot(zkr::Client& client, const std::vector<std::string>& 
   });
 }
 
-// Other applications' nodes in the lock root (issue 11): lock roots are
+// Other applications' nodes in the lock root (bystanders): lock roots are
 // shared, and the library may delete nothing it did not make. Planted before
 // any worker starts: a Kafka-like tree of empty persistent nodes and one with
 // data beside the lock directories, and two keys' lock paths made beforehand,

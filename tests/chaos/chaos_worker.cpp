@@ -188,7 +188,8 @@ struct Hold {
   // Called right after the acquire returned: a copy of the calling thread's
   // lease, which stays this hold's even if the object is granted again to
   // another thread. (Written so that it compiles whether lease() returns a
-  // reference or, as after issue 10, a LockLease by value.)
+  // reference or, as it has since leases became one per grant, a LockLease by
+  // value.)
   std::vector<zkr::LockLease> leases() const {
     if (mutex) {
       const zkr::LockLease lease = mutex->lease();

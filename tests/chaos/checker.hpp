@@ -129,7 +129,7 @@ struct RunInput {
   std::vector<std::pair<std::string, std::vector<Event>>> workers;  // file name, events
   std::vector<Event> nemesis;
   FinalState final_state;
-  BystanderRecord bystanders;   // empty for a run made before issue 11
+  BystanderRecord bystanders;   // empty for a run that recorded no bystanders
   std::vector<NodeLife> lives;  // the servers' record, times on CLOCK_MONOTONIC
   bool has_server_record = false;
 };

@@ -383,7 +383,8 @@ TEST(ChaosChecker, HoldWithNoEndIsAProblem) {
   EXPECT_NE(r.problems[0].find("never left"), std::string::npos);
 }
 
-// ---- Issue 10: the adversarial moves and worker behaviours.
+// ---- The adversarial moves (another client's writes, deletes and creates)
+// and worker behaviours.
 
 // a holds k0 through node N from 11 to exit_at.
 std::vector<Event> hold_of_node(const std::string& op, std::int64_t exit_at,
@@ -488,7 +489,7 @@ TEST(ChaosChecker, TwoThreadsOfOneSharedObjectAreSeparateHolders) {
   EXPECT_EQ(r.shared_holds, 2);
 }
 
-// ---- Issue 14: the read/write lock and the semaphore.
+// ---- The read/write lock and the semaphore.
 
 // A hold of `kind` (read, write, lease) on `key` through `node`: acquire at
 // t, enter at t+1, exit at t+4; no write (readers and leases write no
@@ -615,7 +616,7 @@ TEST(ChaosChecker, NodeTheNemesisLeftIsNotTheLibrarysOrphan) {
   EXPECT_NE(r.problems[0].find("nemesis"), std::string::npos);
 }
 
-// Issue 11's trees: a Kafka-like tree under the lock root, and a lock path
+// Bystanders' trees: a Kafka-like tree under the lock root, and a lock path
 // that existed before the locks, holding another application's data.
 std::vector<Bystander> kafka_like_tree() {
   return {{"/chaos/locks", true, "", 10, 10, 0, 0},

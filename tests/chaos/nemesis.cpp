@@ -45,7 +45,7 @@ bool wait_stopped(pid_t pid) {
 // minus and ten once a counter has overflowed), which orders the queue as
 // Curator orders it; "" for a child that is not a lock node. A read/write
 // lock's nodes ("__READ__", "__WRIT__") and a semaphore's leases ("lease-")
-// are ordered by their sequence the same way (issue 14).
+// are ordered by their sequence the same way.
 std::string lock_sequence(const std::string& name) {
   for (const std::string_view mark : {"lock-", "__READ__", "__WRIT__", "lease-"}) {
     const auto at = name.rfind(mark);

@@ -26,7 +26,7 @@
 // (the connection of one worker reset as its own-node watch, a listing or
 // its release goes out, before the server sees it), pause_supervisor (a
 // holding `zkr lock` stopped by SIGSTOP or SIGTSTP past the session
-// timeout, then SIGCONT); and (issue 10) another client's legal moves on
+// timeout, then SIGCONT); and another client's legal moves on
 // the lock directories, each from a session of the nemesis's own, connected
 // directly or through a proxy: write_revoke, write_held_mark,
 // write_random_bytes, write_large_value (data written into a waiting node or
@@ -67,7 +67,7 @@ inline const std::vector<std::string> kClassicFaultKinds = {
     "kill_server",    "kill_leader",      "freeze_server",  "proxy_reset",     "proxy_blackhole",
     "proxy_delay",    "proxy_drop_reply", "expire_session", "kill_worker",     "pause_worker",
     "drop_own_watch", "drop_listing",     "drop_release",   "pause_supervisor"};
-// What another client may legally do to lock directories (issue 10).
+// What another client may legally do to lock directories.
 inline const std::vector<std::string> kAdversarialFaultKinds = {
     "write_revoke",          "write_held_mark",         "write_random_bytes",
     "write_large_value",     "delete_waiter_node",      "delete_holder_node",

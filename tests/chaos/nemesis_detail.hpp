@@ -1,6 +1,6 @@
 // Helpers the nemesis's two halves share: nemesis.cpp (faults of servers,
 // links, sessions and processes) and nemesis_moves.cpp (another client's
-// moves on the lock directories, issue 10). Internal to the nemesis.
+// moves on the lock directories). Internal to the nemesis.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Another client's legal moves on the lock directories (issue 10): the
+// Another client's legal moves on the lock directories: the
 // Nemesis's write_*, delete_* and create_* faults. See nemesis.hpp.
 #include <algorithm>
 #include <thread>
@@ -13,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using namespace nemesis_detail;
 
-// ---- Another client's moves (issue 10). Each is legal for any client with
+// ---- Another client's moves. Each is legal for any client with
 // access to the lock root: ZooKeeper lets it write, delete and create there,
 // and Curator itself writes "__REVOKE__" into lock nodes. A lock must stay
 // safe through all of them: refuse nothing it need not, grant nobody out of

@@ -1,5 +1,6 @@
 // The servers' truth about lock nodes: when each was created and deleted, read
-// from the ensemble's own transaction logs after the run (issue 12).
+// from the ensemble's own transaction logs after the run, so that the checker
+// judges holds by the servers' truth rather than by what workers said.
 //
 // Why the transaction logs and not a watching session: every change the
 // ensemble committed is in them, with its zxid, its session and the leader's

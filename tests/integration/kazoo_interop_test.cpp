@@ -4,7 +4,7 @@
 // By default a lock of ours that finds kazoo's nodes refuses: kazoo's
 // default locks do not see ours (zkr/lock.hpp, "No silent mix"). With
 // LockOptions::share_with_kazoo, and kazoo's locks made with the
-// extra_lock_patterns the README gives, both queue in one FIFO queue: judged
+// extra_lock_patterns docs/promises.md gives, both queue in one FIFO queue: judged
 // here by the exclusion checker (benchmarks/checker), which sees only the
 // intervals and tokens every holder, Python or C++, wrote down.
 //
@@ -396,7 +396,8 @@ TEST_F(KazooInteropTest, AKazooWriterQueuedBehindOurReaderHoldsBackOurNextReader
 
 // Two kazoo writers and two of our clients mixing reads and writes. kazoo's
 // side writes only: kazoo 2.8's ReadLock waits for every writer listed, later
-// ones too (kazoo issue 649, fixed in 2.9.0), so under a stream of writers it
+// ones too (a kazoo bug fixed in 2.9.0:
+// https://github.com/python-zk/kazoo/issues/649), so under a stream of writers it
 // deadlocks with the next one, kazoo's or ours; the tests above show its
 // readers sharing with ours.
 TEST_F(KazooInteropTest, SharedReadWriteHoldsNeverPutAWriterBesideAnyone) {

@@ -233,7 +233,7 @@ TYPED_TEST(LockIntegrationTest, TimeoutsAndDestructionLeaveNoNodes) {
   holder.release();
 }
 
-// Cancellation under load (issue 15): contenders on their own sessions loop
+// Cancellation under load: contenders on their own sessions loop
 // on one lock, and a canceller per contender stops its current acquire at a
 // random moment (before the create's reply, while it waits, as it is
 // granted). Whatever the moment: never two holders, every call returns, each

@@ -1,6 +1,7 @@
 // Applications that share paths on a live ensemble: namespaces of different
 // identities under one parent, a namespace the server refuses or someone
-// deletes, and lock factories of different layouts on one root (issue 11).
+// deletes, and lock factories of different layouts on one root:
+// lock roots are shared, and the library may delete nothing it did not make.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -9,8 +9,8 @@ it answers each command with one line. Written against Debian's python3-kazoo
   acquire KIND PATH TIMEOUT_MS SHARED
       KIND is lock (kazoo's Lock), read (ReadLock) or write (WriteLock).
       SHARED 1 makes the lock with the extra_lock_patterns that make it wait
-      for zkrecipes' and Curator's nodes (see README, "Sharing lock paths with
-      kazoo"); 0 makes kazoo's default lock. -> "acquired NODE_PATH" | "timeout"
+      for zkrecipes' and Curator's nodes (see docs/promises.md, "Sharing lock
+      paths with kazoo"); 0 makes kazoo's default lock. -> "acquired NODE_PATH" | "timeout"
   release                                   -> "released"
   count KIND PATH COUNTER HOLDS READ_EVERY TIMEOUT_MS INTERVALS
       HOLDS holds of a shared lock of KIND (lock: Lock; rw: WriteLock, and a

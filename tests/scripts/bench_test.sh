@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/scripts/bench_test.sh — the benchmarks at --quick sizes on the test
 # ensemble: they must finish well within a minute, exit 0, and print JSON
-# lines that parse and carry the fields issue 4 asks for, with zero
+# lines that parse and carry the common fields (impl, workload, params, ops,
+# rate, latency percentiles), with zero
 # mutual-exclusion violations and zero znodes left behind by W3, and the
 # servers' count of requests and writes. The usage errors exit 2. Also checks
 # the plots and files that --out writes. Then two short runs: the --no-lock

@@ -1,4 +1,4 @@
-// The asynchronous acquire (GuardForms::async_acquire_guard, issue 15) on the
+// The asynchronous acquire (GuardForms::async_acquire_guard) on the
 // in-memory ensemble: many waiters queue on no threads of their own and are
 // granted one at a time in the order they asked; a stop at each stage of the
 // attempt (our create's reply on its way, while waiting, as the grant's

@@ -1,4 +1,4 @@
-// Cancelling an acquire with a std::stop_token (issue 15), on the in-memory
+// Cancelling an acquire with a std::stop_token, on the in-memory
 // ensemble, at each stage of the attempt: before anything is sent, with our
 // create's reply on its way, while we wait for our turn, and as the listing
 // that would grant us the lock comes back. Every time the acquire returns

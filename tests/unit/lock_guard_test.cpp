@@ -1,4 +1,4 @@
-// LockGuard (issue 15): a grant owned by an object, not a thread, on the
+// LockGuard: a grant owned by an object, not a thread, on the
 // in-memory ensemble. It moves between threads with its grant, is given back
 // from whichever thread destroys it, is never the calling thread's hold, and
 // outlives the lock object (and the Client) safely.

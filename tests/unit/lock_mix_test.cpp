@@ -23,8 +23,9 @@ namespace {
 using namespace std::chrono_literals;
 using test::OpKind;
 
-// What Curator 5.4 leaves directly under a lock path (curator_mix_test shows
-// the real ones): its semaphores' two containers, a read/write lock's nodes.
+// What Curator 5.4 leaves directly under a lock path (CuratorMixTest in
+// tests/integration/curator_interop_test.cpp shows the real ones): its
+// semaphores' two containers, a read/write lock's nodes.
 const std::string kWriteNode = "_c_5b0e6c52-8d2a-4a57-9c11-0d5e7f1a2b3c-__WRIT__0000000000";
 const std::string kReadNode = "_c_7f3e2a10-4c5d-4e6f-8a9b-0c1d2e3f4a5b-__READ__0000000000";
 

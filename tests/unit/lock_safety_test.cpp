@@ -1,4 +1,4 @@
-// Lock safety against adversaries and sharing (issue 10): data another client
+// Lock safety against adversaries and sharing: data another client
 // writes into lock nodes, holder texts, two threads on one lock object, lease
 // callbacks that call back into the library, and a session lost while the
 // next one cannot be opened. Each test failed before its fix.
@@ -298,7 +298,7 @@ TYPED_TEST(LockUnitTest, ATimedAcquireEndsAtMostOneSessionTimeoutPastItsDeadline
   ASSERT_TRUE(this->wait_queue_length(0));  // our node went in the background
 }
 
-// ---- Delete nothing that is not ours (issue 11).
+// ---- Delete nothing that is not ours.
 
 // Locking an existing node is common with Curator users; a release removed
 // the lock path itself, data and all.

@@ -1,5 +1,5 @@
 // tools/zkr/exit_codes.hpp: what `zkr` returns, in one place, so that --help,
-// the README and the code cannot disagree.
+// docs/cli.md and the code cannot disagree.
 //
 // Codes of our own come from sysexits(3), which few commands use, so a script
 // can tell "zkr could not do its job" from "the command failed". `zkr lock`

@@ -1,9 +1,10 @@
 // `zkr lock PATH [options] [--] CMD ARGS...`: flock(1) across machines.
 //
-// Three steps, each with its own way out:
-//   1. queue for the lock (on a thread of its own, so that this thread can
-//      watch for signals meanwhile): a signal closes the session, which
-//      deletes our queue node, and zkr exits 128+S; a timeout exits 75;
+// Four steps, each with its own way out:
+//   1. queue for the lock (signals are watched on another thread meanwhile):
+//      a signal stops the acquire, which takes our node out of the queue, and
+//      zkr exits 128+S; a second one while that is under way closes the
+//      session; a timeout exits 75;
 //   2. run the command in a process group of its own (command.hpp) and
 //      supervise it until the whole group is gone (supervisor.hpp): signals
 //      passed on, and if the lease says lost, the group is terminated and zkr
