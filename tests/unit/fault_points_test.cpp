@@ -1,5 +1,5 @@
 // A fault at every request of every recipe's script, on the in-memory
-// ensemble (shared/DESIGN.md, "Fault points").
+// ensemble (docs/architecture.md, "Tests: three levels, and fault points").
 //
 // The script of contender A, for each recipe: two cycles, each acquire, hold
 // (a guarded write), then release, with a second contender B on its own
