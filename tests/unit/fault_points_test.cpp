@@ -286,15 +286,28 @@ class Actor {
 };
 
 // Counts the connection states a Client announced, for hooks that wait for
-// the Client to have heard of a fault before the request goes on.
+// the Client to have heard of a fault before the request goes on. Its
+// listener is the Client's first: the Client calls every listener with one
+// state before any hears the next, so once this one has heard the Client is
+// back (caught_up), every lease's listener has dealt with the suspension
+// before it. The Client's own state (block_until_connected) runs ahead of
+// its listeners, and a check made on it alone may beat a lease's loss.
 class StateCounter {
  public:
   void on(ConnectionState s) {
     {
       std::lock_guard lock(mutex_);
       ++counts_[s];
+      last_ = s;
     }
     cv_.notify_all();
+  }
+  bool caught_up() {
+    std::unique_lock lock(mutex_);
+    // Nothing heard yet: no suspension either.
+    return cv_.wait_for(lock, kWait, [&] {
+      return !last_ || last_ == ConnectionState::connected || last_ == ConnectionState::reconnected;
+    });
   }
   int count(ConnectionState s) {
     std::lock_guard lock(mutex_);
@@ -309,6 +322,7 @@ class StateCounter {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::map<ConnectionState, int> counts_;  // guarded by mutex_
+  std::optional<ConnectionState> last_;    // guarded by mutex_
 };
 
 struct Contender {
@@ -523,6 +537,8 @@ class ScriptRun {
       (void)ensemble_.wait_idle();
       (void)a_->client->block_until_connected(kWait);
       (void)b_->client->block_until_connected(kWait);
+      if (!a_->states->caught_up() || !b_->states->caught_up())
+        fail("a Client's listeners never heard it was back");
       a_->session();
       b_->session();
       a_->flush();
@@ -542,6 +558,18 @@ class ScriptRun {
     return true;
   }
 
+  // The lease's lost signal once heard, or none if the bound passes first. A
+  // loss is announced from the Client's threads (a listener, a reply), which
+  // may run behind what settle() sees: the promise is a bound, not an instant.
+  static LostReason lost_within(const LockLease& lease) {
+    auto heard = std::make_shared<std::promise<void>>();
+    auto once = std::make_shared<std::once_flag>();
+    lease.on_lost(
+        [heard, once](LostReason) { std::call_once(*once, [&] { heard->set_value(); }); });
+    (void)heard->get_future().wait_for(kWait);
+    return lease.lost_reason();
+  }
+
   // A held lease whose node is not its session's must be lost within the
   // bound; and A and B never both hold.
   void check_holders(const char* where) {
@@ -550,11 +578,7 @@ class ScriptRun {
         if (lease.lost() || lease.released()) continue;
         const auto stat = ensemble_.exists_now(lease.node_path());
         if (stat && c->sessions.count(stat->ephemeral_owner)) continue;
-        auto heard = std::make_shared<std::promise<void>>();
-        auto once = std::make_shared<std::once_flag>();
-        lease.on_lost(
-            [heard, once](LostReason) { std::call_once(*once, [&] { heard->set_value(); }); });
-        if (heard->get_future().wait_for(kWait) != std::future_status::ready)
+        if (lost_within(lease) == LostReason::none)
           fail(std::string(where) + ": a lease whose node is not its session's was never lost (" +
                lease.node_path() + ")");
       }
@@ -601,7 +625,7 @@ class ScriptRun {
         struck().phase.cycle == cycle)
       also = LostReason::session_lost;
     for (const auto& lease : a_->granted()) {
-      const auto why = lease.lost_reason();
+      const auto why = expected == LostReason::none ? lease.lost_reason() : lost_within(lease);
       if (why != expected && why != also)
         fail("A's lost signal says " + std::string(to_string(why)) + ", expected " +
              std::string(to_string(expected)) + " (" + lease.node_path() + ")");
@@ -688,9 +712,9 @@ class ScriptRun {
         for (const auto& lease : a_->granted()) (void)foreign_->try_remove(lease.node_path());
         settle();
         for (const auto& lease : a_->granted())
-          if (lease.lost_reason() != LostReason::node_deleted)
-            fail("the probe's delete of " + lease.node_path() + " went unheard (lost signal: " +
-                 std::string(to_string(lease.lost_reason())) + ")");
+          if (const auto why = lost_within(lease); why != LostReason::node_deleted)
+            fail("the probe's delete of " + lease.node_path() +
+                 " went unheard (lost signal: " + std::string(to_string(why)) + ")");
         check_holders("after the probe");
       }
       set_phase(cycle, Step::release);
@@ -808,6 +832,14 @@ TEST(FaultPoints, EveryRecipeSurvivesAFaultAtEveryRequest) {
           ++failed;
           // Where request k fell in the run that failed.
           const Request r = k < outcome.recorded.size() ? outcome.recorded[k] : Request{};
+          if (std::getenv("FAULT_POINTS_VERBOSE"))
+            for (std::size_t i = 0; i < outcome.recorded.size(); ++i)
+              std::cout << "  failed run request " << i << ": cycle "
+                        << outcome.recorded[i].phase.cycle << " step "
+                        << static_cast<int>(outcome.recorded[i].phase.step) << " "
+                        << test::to_string(outcome.recorded[i].kind)
+                        << (outcome.recorded[i].after_decision ? " (after the decision)" : "")
+                        << "\n";
           ADD_FAILURE() << recipe.name << " k=" << k << " (cycle " << r.phase.cycle << ", "
                         << (r.phase.step == Step::acquire ? "acquire"
                             : r.phase.step == Step::hold  ? "hold"
