@@ -203,12 +203,10 @@ struct SemaphoreCore {
     const auto epoch = mutex.epoch;
     const std::string prefix = join_path(
         leases_dir, std::string(kProtectedPrefix) + new_guid() + "-" + std::string(kLeaseName));
-    // The listing of the semaphore's path rides along: other protocols' nodes there.
-    auto created_reply =
-        keeper->async_create(prefix, holder, CreateMode::ephemeral_sequential, create_options);
-    auto siblings_reply = keeper->async_children(dir);
-    auto created = await(*keeper, std::move(created_reply), prefix, deadline);
-    const auto siblings = await(*keeper, std::move(siblings_reply), dir, deadline);
+    auto created = await(
+        *keeper,
+        keeper->async_create(prefix, holder, CreateMode::ephemeral_sequential, create_options),
+        prefix, deadline);
     if (created.error() == Errc::no_node) {
       const auto made = await(*keeper,
                               keeper->async_create(leases_dir, std::string(kLockDirectoryMark),
@@ -241,18 +239,6 @@ struct SemaphoreCore {
       }
     } abandon{*this, node, epoch, created.value().stat.czxid};
 
-    if (!siblings.ok() && siblings.error() != Errc::no_node)
-      throw KeeperError(siblings.error(), dir, "listing the semaphore's path");
-    if (siblings.ok())
-      if (const auto foreign =
-              find_foreign_lock_nodes(siblings.value().names, QueueFamily::semaphore))
-        throw KeeperError(
-            Errc::foreign_lock_protocol, dir,
-            foreign->description() +
-                " uses this semaphore's path; neither protocol sees the other's "
-                "nodes, so both would be granted at once: refusing to queue beside it" +
-                with_advice(*foreign, QueueFamily::semaphore));
-
     auto wake = std::make_shared<Wake>();
     const auto watcher = [weak = std::weak_ptr<Wake>(wake)](const WatchEvent&) {
       if (auto w = weak.lock()) w->raise();
@@ -261,9 +247,13 @@ struct SemaphoreCore {
     std::stop_callback on_stop(stop, [wake] { wake->raise(); });
     for (;;) {
       if (stop.stop_requested()) return nullptr;
+      // Every listing we may be granted on comes with one of the semaphore's
+      // path: another protocol's nodes there, arrived while we waited too.
+      auto siblings_reply = keeper->async_children(dir);
       auto listed_reply = keeper->async_children(leases_dir, watcher);
       std::optional<std::future<Result<NodeData>>> count_reply;
       if (!limit.fixed_value()) count_reply = keeper->async_get(limit.count_path(), watcher);
+      refuse_foreign_nodes(await(*keeper, std::move(siblings_reply), dir, deadline));
       const auto listed = await(*keeper, std::move(listed_reply), leases_dir, deadline);
       if (!listed.ok() && listed.error() != Errc::no_node)
         throw KeeperError(listed.error(), leases_dir, "listing the semaphore's leases");
@@ -298,6 +288,21 @@ struct SemaphoreCore {
       if (!wake->wait_until(until) && deadline && Clock::now() >= *deadline) return nullptr;
       if (stop.stop_requested()) return nullptr;
     }
+  }
+
+  // Throws foreign_lock_protocol for another protocol's nodes in the
+  // semaphore's path (a listing of it): neither would see the other.
+  void refuse_foreign_nodes(const Result<Children>& siblings) const {
+    if (!siblings.ok() && siblings.error() != Errc::no_node)
+      throw KeeperError(siblings.error(), dir, "listing the semaphore's path");
+    if (!siblings.ok()) return;
+    if (const auto foreign =
+            find_foreign_lock_nodes(siblings.value().names, QueueFamily::semaphore))
+      throw KeeperError(Errc::foreign_lock_protocol, dir,
+                        foreign->description() +
+                            " uses this semaphore's path; neither protocol sees the other's "
+                            "nodes, so both would be granted at once: refusing to queue beside it" +
+                            with_advice(*foreign, QueueFamily::semaphore));
   }
 
   // Deletes our lease node only once a read shows it ours (owned_delete.hpp).

@@ -1,7 +1,7 @@
 // InterProcessSemaphoreV2 and CuratorSemaphoreMutex on the in-memory
 // ensemble: the bound, all-or-none, Curator's layout, a SharedCount limit,
-// arrival order, leases released from any thread, and no mix with the lock
-// queues.
+// arrival order, leases released from any thread, no mix with the lock
+// queues (at the grant too).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -236,6 +236,32 @@ TEST_F(SemaphoreTest, CuratorSemaphoreMutexExcludesAndAnyThreadReleases) {
   }
   EXPECT_TRUE(mb.try_acquire());
   EXPECT_TRUE(mb.release());
+}
+
+// A mutex of another protocol that takes the path while we wait is seen by
+// the listing we would be granted on: refused, not held beside it.
+TEST_F(SemaphoreTest, AForeignMutexArrivingWhileWeWaitRefusesTheGrant) {
+  auto& a = contender();
+  auto& b = contender();
+  auto sa = semaphore_for(a, SemaphoreLimit::fixed(1));
+  auto sb = semaphore_for(b, SemaphoreLimit::fixed(1));
+  auto held = sa->try_acquire(1, kWait);
+  ASSERT_EQ(held.size(), 1u);
+  auto waiter = std::async(std::launch::async, [&] { return sb->try_acquire(1, kWait); });
+  ASSERT_TRUE(wait_leases(2));  // B waits behind A's lease
+  // Curator's InterProcessMutex on the same path, as Java would make it.
+  const auto foreign = raw().create(kDir + "/_c_8c3a3b7e-0000-4000-8000-00000000f0f0-lock-", "",
+                                    CreateMode::ephemeral_sequential);
+  EXPECT_TRUE(held[0].release());
+  try {
+    const auto granted = waiter.get();
+    ADD_FAILURE() << "granted " << granted.size() << " lease(s) beside " << foreign.path;
+  } catch (const KeeperError& e) {
+    EXPECT_EQ(e.errc(), Errc::foreign_lock_protocol);
+    EXPECT_THAT(e.what(), HasSubstr("a mutex, InterProcessMutex"));
+  }
+  EXPECT_TRUE(wait_leases(0));
+  EXPECT_TRUE(ensemble_.ephemerals_of(session_of(b)).empty());
 }
 
 TEST_F(SemaphoreTest, PathLongEnoughForItsNodes) {
