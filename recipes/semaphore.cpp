@@ -419,7 +419,10 @@ const std::string& InterProcessSemaphoreV2::path() const noexcept { return core_
 CuratorSemaphoreMutex::CuratorSemaphoreMutex(Client& client, std::string path, LockOptions options)
     : semaphore_(client, std::move(path), SemaphoreLimit::fixed(1), std::move(options)) {}
 
-CuratorSemaphoreMutex::~CuratorSemaphoreMutex() { (void)release(); }
+CuratorSemaphoreMutex::~CuratorSemaphoreMutex() {
+  while (release()) {
+  }
+}
 
 bool CuratorSemaphoreMutex::take(std::optional<std::chrono::steady_clock::time_point> deadline,
                                  std::stop_token stop) {
@@ -428,27 +431,29 @@ bool CuratorSemaphoreMutex::take(std::optional<std::chrono::steady_clock::time_p
       1, deadline.value_or(std::chrono::steady_clock::time_point::max()), std::move(stop));
   if (leases.empty()) return false;
   std::lock_guard lock(mutex_);
-  // A grant after ours means ours is gone (one lease): give the old one back.
-  held_.emplace(std::move(leases.front()));
+  grants_.push_back(std::move(leases.front()));
   return true;
 }
 bool CuratorSemaphoreMutex::release() noexcept {
-  std::optional<SemaphoreLease> held;
+  std::optional<SemaphoreLease> oldest;
   {
     std::lock_guard lock(mutex_);
-    held.swap(held_);
+    if (grants_.empty()) return false;
+    oldest.emplace(std::move(grants_.front()));
+    grants_.pop_front();
   }
-  return held && held->release();
+  (void)oldest->release();
+  return true;
 }
 bool CuratorSemaphoreMutex::is_acquired_in_this_process() const {
   std::lock_guard lock(mutex_);
-  return held_.has_value();
+  return !grants_.empty();
 }
 LockLease CuratorSemaphoreMutex::lease() const {
   std::lock_guard lock(mutex_);
-  if (!held_)
+  if (grants_.empty())
     throw std::logic_error("CuratorSemaphoreMutex " + path() + ": lease() while not held");
-  return held_->lease();
+  return grants_.back().lease();
 }
 
 }  // namespace zkr

@@ -48,6 +48,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -146,6 +147,13 @@ class InterProcessSemaphoreV2 {
 // not reentrant, released by any thread. For a path Java's
 // InterProcessSemaphoreMutex guards too; elsewhere InterProcessSemaphoreMutex
 // (zkr/lock.hpp) does the same with a third of the writes.
+//
+// Threads may share one object, as with InterProcessSemaphoreMutex: a grant
+// never overwrites another. If a hold is lost without a release and another
+// thread is granted next, both grants stay until released, and release()
+// gives back the oldest first (the lost one, which deletes nothing), so the
+// thread whose hold was lost cannot release the new holder's. lease() is the
+// newest grant's.
 class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMutex> {
  public:
   CuratorSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
@@ -164,7 +172,7 @@ class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMu
 
   InterProcessSemaphoreV2 semaphore_;
   mutable std::mutex mutex_;
-  std::optional<SemaphoreLease> held_;  // guarded by mutex_
+  std::deque<SemaphoreLease> grants_;  // guarded by mutex_: oldest first
 };
 
 }  // namespace zkr

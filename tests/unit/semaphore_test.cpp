@@ -1,7 +1,7 @@
 // InterProcessSemaphoreV2 and CuratorSemaphoreMutex on the in-memory
 // ensemble: the bound, all-or-none, Curator's layout, a SharedCount limit,
 // arrival order, leases released from any thread, no mix with the lock
-// queues (at the grant too).
+// queues (at the grant too), and threads sharing a CuratorSemaphoreMutex.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -262,6 +262,39 @@ TEST_F(SemaphoreTest, AForeignMutexArrivingWhileWeWaitRefusesTheGrant) {
   }
   EXPECT_TRUE(wait_leases(0));
   EXPECT_TRUE(ensemble_.ephemerals_of(session_of(b)).empty());
+}
+
+// Threads sharing one CuratorSemaphoreMutex: a hold lost without a release,
+// then another thread's grant. The first thread's release gives back its own
+// (lost) grant, never the new holder's.
+TEST_F(SemaphoreTest, CuratorSemaphoreMutexReleasesTheOldestGrantFirst) {
+  auto& a = contender();
+  auto& b = contender();
+  CuratorSemaphoreMutex shared(*a.client, kDir);
+  CuratorSemaphoreMutex other(*b.client, kDir);
+  ASSERT_TRUE(shared.try_acquire());  // thread 1
+  const LockLease first = shared.lease();
+  test::Latch lost;
+  first.on_lost([&](LostReason) { lost.open(); });
+  raw().remove(first.node_path());
+  ASSERT_TRUE(lost.wait(kWait));
+  LockLease second = first;
+  std::thread([&] {  // thread 2
+    ASSERT_TRUE(shared.try_acquire_for(kWait));
+    second = shared.lease();
+  })
+      .join();
+  ASSERT_NE(second.node_path(), first.node_path());
+  EXPECT_TRUE(shared.release());  // thread 1 gives its grant back
+  EXPECT_TRUE(ensemble_.exists_now(second.node_path())) << "thread 1 released thread 2's grant";
+  EXPECT_FALSE(second.released());
+  EXPECT_FALSE(second.lost());
+  EXPECT_TRUE(shared.is_acquired_in_this_process());
+  EXPECT_FALSE(other.try_acquire()) << "granted while thread 2 holds";
+  EXPECT_TRUE(shared.release());  // thread 2's
+  EXPECT_FALSE(shared.release());
+  EXPECT_TRUE(other.try_acquire_for(kWait));
+  EXPECT_TRUE(other.release());
 }
 
 TEST_F(SemaphoreTest, PathLongEnoughForItsNodes) {
