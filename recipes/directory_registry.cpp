@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <random>
 
+#include "client_internals.hpp"
 #include "lock_directory.hpp"
 #include "zkr/error.hpp"
 
@@ -66,6 +67,23 @@ DirectoryRegistry::DirectoryRegistry(SessionSource session, BackgroundRemove rem
       remove_in_background_(std::move(remove_in_background)),
       log_(std::move(log)),
       thread_([this] { run(); }) {}
+
+std::shared_ptr<DirectoryRegistry> DirectoryRegistry::of(Client& client) {
+  // Closed by ~Client before the Client goes: the reference stays valid for
+  // every call the registry makes.
+  return ClientInternals::service<DirectoryRegistry>(client, [&client] {
+    return std::make_shared<DirectoryRegistry>(
+        [&client] {
+          const auto [session, serving] = ClientInternals::background_session(client);
+          return Session{session.keeper, session.epoch, serving};
+        },
+        [&client](std::string path, std::uint64_t of_epoch, std::int64_t czxid) {
+          ClientInternals::remove_in_background(client, std::move(path), of_epoch,
+                                                /*by_name_prefix=*/false, czxid);
+        },
+        client.options().logger);
+  });
+}
 
 DirectoryRegistry::~DirectoryRegistry() { close(); }
 

@@ -41,6 +41,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "client_service.hpp"
+#include "zkr/client.hpp"
 #include "zkr/keeper.hpp"
 
 namespace spdlog {
@@ -49,8 +51,13 @@ class logger;
 
 namespace zkr::detail {
 
-class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry> {
+class DirectoryRegistry : public ClientService,
+                          public std::enable_shared_from_this<DirectoryRegistry> {
  public:
+  // The Client's registry, shared by all its locks: made on first use,
+  // closed when ~Client begins; it may outlive the Client.
+  static std::shared_ptr<DirectoryRegistry> of(Client& client);
+
   using Clock = std::chrono::steady_clock;
   // What the Client has now (as BackgroundRemover::Session).
   struct Session {
@@ -111,7 +118,7 @@ class DirectoryRegistry : public std::enable_shared_from_this<DirectoryRegistry>
   // The Client is closing, its session still serves: removes every unused
   // directory now (bounded by the session timeout per round trip), and stops.
   // Later calls change nothing. Idempotent.
-  void close() noexcept;
+  void close() noexcept override;
 
   // For tests: true once no removal is due by now or under way and no
   // release reply is awaited, false at the timeout.

@@ -815,7 +815,7 @@ void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noex
       // was heard of it since, with no request of our own; else by a read
       // sent now, the delete following its reply.
       const Ownership ours{.session_id = keeper->session_id(), .czxid = lease->czxid};
-      const auto registry = detail::ClientInternals::directory_registry(client);
+      const auto registry = DirectoryRegistry::of(client);
       if (const auto version = lease->proven_version()) {
         // Sent now, so that the session's next requests (our next acquire's
         // create) come after it, as a release promises.
@@ -850,7 +850,7 @@ LockInternals::LockInternals(Client& client, std::string dir, LockOptions option
       kind_(kind),
       holder_(checked_holder_id(options_.holder_id)),
       create_options_{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}},
-      directories_(detail::ClientInternals::directory_registry(client)) {
+      directories_(DirectoryRegistry::of(client)) {
   validate_path(dir_);
   if (dir_ == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
   if (options_.directory_grace < std::chrono::milliseconds::zero())

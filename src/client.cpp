@@ -58,8 +58,8 @@
 #include "callback_thread.hpp"
 #include "client_internals.hpp"
 #include "client_options.hpp"
+#include "client_service.hpp"
 #include "connection_state_machine.hpp"
-#include "directory_registry.hpp"  // recipes/: built into this library
 #include "listener_dispatcher.hpp"
 #include "log.hpp"
 #include "session_inbox.hpp"
@@ -109,16 +109,7 @@ struct Client::Impl {
         machine(options.lost_when_suspended_too_long),
         remover([this] { return remover_session(); }, options.connection_timeout, log),
         listeners(log),
-        callbacks(std::make_shared<detail::CallbackThread>(log)),
-        directories(std::make_shared<detail::DirectoryRegistry>(
-            [this] {
-              const auto s = remover_session();
-              return detail::DirectoryRegistry::Session{s.keeper, s.epoch, s.connected};
-            },
-            [this](std::string path, std::uint64_t of_epoch, std::int64_t czxid) {
-              remover.add(std::move(path), of_epoch, /*by_name_prefix=*/false, czxid);
-            },
-            log)) {
+        callbacks(std::make_shared<detail::CallbackThread>(log)) {
     auto first = open_keeper(config, 1);  // a failure here fails the constructor
     {
       std::lock_guard lock(mutex);
@@ -135,8 +126,9 @@ struct Client::Impl {
   // for the lock calls in progress to return, before anything they use goes.
   ~Impl() {
     lifeline->close();
-    // While the session still serves: unused lock directories go now.
-    directories->close();
+    // While the session still serves: the recipes' services finish now
+    // (unused lock directories go).
+    close_services();
     {
       std::lock_guard lock(mutex);
       closing = true;
@@ -561,6 +553,27 @@ struct Client::Impl {
       if (const auto call = waiter.lock()) (*call)();
   }
 
+  std::shared_ptr<detail::ClientService> service(
+      const void* key, const std::function<std::shared_ptr<detail::ClientService>()>& make) {
+    std::lock_guard lock(services_mutex);
+    auto& slot = services[key];
+    if (!slot) {
+      slot = make();
+      if (services_closed) slot->close();
+    }
+    return slot;
+  }
+
+  void close_services() {
+    std::map<const void*, std::shared_ptr<detail::ClientService>> to_close;
+    {
+      std::lock_guard lock(services_mutex);
+      services_closed = true;
+      to_close = services;
+    }
+    for (auto& [key, service] : to_close) service->close();
+  }
+
   detail::BackgroundRemover::Session remover_session() const {
     std::lock_guard lock(mutex);
     return {keeper, epoch, connected && !closing};
@@ -614,10 +627,13 @@ struct Client::Impl {
   detail::BackgroundRemover remover;
   detail::ListenerDispatcher listeners;
   const std::shared_ptr<detail::CallbackThread> callbacks;
-  // Outlives the Client (locks hold it); closed by ~Impl, after which it
-  // never calls back into us.
-  const std::shared_ptr<detail::DirectoryRegistry> directories;
-  std::thread session_thread;  // last: starts once the rest exists
+  // The recipes' services (ClientService), by their key. They may outlive
+  // the Client (locks hold them); closed by ~Impl, after which they never
+  // call back into us. One made after that is closed at once.
+  std::mutex services_mutex;
+  std::map<const void*, std::shared_ptr<detail::ClientService>> services;  // guarded
+  bool services_closed = false;  // guarded by services_mutex
+  std::thread session_thread;    // last: starts once the rest exists
 };
 
 Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -688,8 +704,14 @@ std::shared_ptr<detail::ClientLifeline> Client::lifeline() const noexcept {
   return impl_->lifeline;
 }
 
-std::shared_ptr<detail::DirectoryRegistry> Client::directory_registry() const noexcept {
-  return impl_->directories;
+std::shared_ptr<detail::ClientService> Client::service(
+    const void* key, const std::function<std::shared_ptr<detail::ClientService>()>& make) const {
+  return impl_->service(key, make);
+}
+
+std::pair<Client::Session, bool> Client::background_session() const {
+  const auto s = impl_->remover_session();
+  return {Session{s.keeper, s.epoch}, s.connected};
 }
 
 std::shared_ptr<detail::TimerThread> Client::timers() const noexcept { return impl_->timers; }

@@ -1,6 +1,6 @@
 // What recipes need of a Client and its users do not: the background
 // remover, the lifeline that tells a lock whether its Client still exists,
-// the callback thread, the directory registry. Kept out of zkr/client.hpp so
+// the callback thread, the recipes' services. Kept out of zkr/client.hpp so
 // the public API stays the user's; only the library includes this.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "client_service.hpp"
 #include "zkr/client.hpp"
 
 namespace zkr::detail {
@@ -96,11 +97,19 @@ struct ClientInternals {
   static std::shared_ptr<ClientLifeline> lifeline(const Client& client) noexcept {
     return client.lifeline();
   }
-  // Which lock directories this Client knows to exist, shared by all its
-  // locks (recipes/directory_registry.hpp). Closed when ~Client begins; it
-  // outlives the Client.
-  static std::shared_ptr<DirectoryRegistry> directory_registry(const Client& client) noexcept {
-    return client.directory_registry();
+  // The service of type T (a ClientService) that the Client keeps for the
+  // recipes, made by make() on first use; one per Client and type. Closed
+  // when ~Client begins; it may outlive the Client.
+  template <class T, class Make>
+  static std::shared_ptr<T> service(const Client& client, Make&& make) {
+    static const char key = 0;  // one address per T
+    return std::static_pointer_cast<T>(
+        client.service(&key, [&]() -> std::shared_ptr<ClientService> { return make(); }));
+  }
+  // The Client's session now, and whether it serves (connected, and the
+  // Client not closing), without waiting: what background work runs on.
+  static std::pair<Client::Session, bool> background_session(const Client& client) {
+    return client.background_session();
   }
   // The thread that runs the deadlines and retry delays of acquires that
   // park no thread (task.hpp), and resumes them after a connection state or

@@ -21,6 +21,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "zkr/connection_state.hpp"
 #include "zkr/keeper.hpp"
@@ -74,7 +75,7 @@ struct ClientOptions {
 
 namespace detail {
 class CallbackThread;
-class DirectoryRegistry;
+class ClientService;
 class TimerThread;
 
 class ClientLifeline;
@@ -179,7 +180,9 @@ class Client {
   bool on_listener_thread() const noexcept;
   std::shared_ptr<detail::CallbackThread> callback_thread() const noexcept;
   std::shared_ptr<detail::ClientLifeline> lifeline() const noexcept;
-  std::shared_ptr<detail::DirectoryRegistry> directory_registry() const noexcept;
+  std::shared_ptr<detail::ClientService> service(
+      const void* key, const std::function<std::shared_ptr<detail::ClientService>()>& make) const;
+  std::pair<Session, bool> background_session() const;
   std::shared_ptr<detail::TimerThread> timers() const noexcept;
   std::uint64_t suspensions() const;
 

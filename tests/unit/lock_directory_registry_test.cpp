@@ -26,7 +26,7 @@ class DirectoryRegistryTest : public LockUnitTest<InterProcessMutex> {
     return options;
   }
   static detail::DirectoryRegistry& registry(Contender& c) {
-    return *detail::ClientInternals::directory_registry(*c.client);
+    return *detail::DirectoryRegistry::of(*c.client);
   }
 
   // Writes (zxids used up) by n acquire+release cycles of `lock`.
