@@ -52,7 +52,7 @@
 #include "task.hpp"
 #include "zkr/client.hpp"
 #include "zkr/keeper.hpp"
-#include "zkr/lock.hpp"
+#include "zkr/lock_options.hpp"
 
 namespace zkr::detail {
 
