@@ -128,13 +128,23 @@ void Nemesis::run_until(Clock::time_point deadline, const std::atomic<bool>& sto
   }
   // The first round: every kind once, in a seeded order; a kind that could
   // not take effect (no write came by, no worker held a lock) goes to the end
-  // of the round again, up to three tries.
+  // of the round again, up to three tries. After it, while a kind has still
+  // not taken effect (on a slow machine a worker may seldom hold when one
+  // looks), every other fault is one of those, in turn: a run must inject
+  // every kind it claims.
   std::vector<std::string> round = kinds_;
   std::shuffle(round.begin(), round.end(), rng_);
   std::map<std::string, int> tries;
   std::size_t next = 0;
+  std::size_t later = 0;  // faults chosen after the first round
   while (!stop && Clock::now() < deadline) {
-    const std::string kind = next < round.size() ? round[next++] : kinds_[rng_() % kinds_.size()];
+    std::vector<std::string> missing;
+    for (const auto& k : kinds_)
+      if (!injected_.count(k)) missing.push_back(k);
+    std::string kind;
+    if (next < round.size()) kind = round[next++];
+    else if (!missing.empty() && later++ % 2 == 0) kind = missing[(later / 2) % missing.size()];
+    else kind = kinds_[rng_() % kinds_.size()];
     const auto from = monotonic_ns();
     std::string detail;
     try {
