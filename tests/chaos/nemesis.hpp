@@ -186,8 +186,16 @@ class Nemesis {
   std::vector<std::string> kinds_;
   EventLog& log_;
   std::map<std::string, int> injected_;
-  std::vector<std::string> leftovers_;        // nemesis nodes a move could not remove
-  std::map<pid_t, std::string> worker_logs_;  // pid -> its log file
+  std::vector<std::string> leftovers_;  // nemesis nodes a move could not remove
+  // What the nemesis has read of one worker's log: up to `offset`, and the
+  // holds (op -> its nodes) entered and not yet exited there. Read on from
+  // the offset each time, so a look costs what the worker wrote since.
+  struct WorkerLogTail {
+    std::string path;
+    std::uint64_t offset = 0;
+    std::map<std::string, std::string> open_holds;
+  };
+  std::map<pid_t, WorkerLogTail> worker_logs_;
 };
 
 }  // namespace zkr::chaos
