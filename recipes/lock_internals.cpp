@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <future>
 #include <mutex>
 
 #include "client_internals.hpp"
 #include "layout_gate.hpp"
+#include "lease_rule.hpp"
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
 #include "owned_delete.hpp"
@@ -104,7 +106,7 @@ class AttemptInbox {
 bool passed(const Deadline& deadline) { return deadline && Clock::now() >= *deadline; }
 
 // How a wait for our turn ended.
-enum class Turn { ours, deadline, stopped, vanished };
+enum class Turn { ours, deadline, stopped, vanished, under_lost };
 
 // A request's reply to await later: sent() hands the handler to `send`.
 template <class T, class Send>
@@ -123,9 +125,11 @@ class Attempt {
  public:
   // after_epoch: a session this acquire already lost; wait for a later one.
   Attempt(LockInternals& lock, std::shared_ptr<AttemptInbox> inbox, Deadline deadline,
-          std::uint64_t after_epoch, std::optional<HeldWriteNode> held_write)
+          std::uint64_t after_epoch, std::optional<HeldWriteNode> held_write,
+          std::shared_ptr<LeaseState> under)
       : after_epoch_(after_epoch),
         held_write_(std::move(held_write)),
+        under_(std::move(under)),
         lock_(lock),
         client_(lock.client_),
         inbox_(std::move(inbox)),
@@ -133,7 +137,13 @@ class Attempt {
         on_session_change_(
             std::make_shared<std::function<void()>>([weak = std::weak_ptr<AttemptInbox>(inbox_)] {
               if (const auto alive = weak.lock()) alive->wake_on_timer_thread();
-            })) {}
+            })) {
+    // The lease we acquire under, lost while we wait: wake and look.
+    if (under_)
+      on_under_lost_.emplace(under_->token(), [weak = std::weak_ptr<AttemptInbox>(inbox_)] {
+        if (const auto alive = weak.lock()) alive->wake_on_timer_thread();
+      });
+  }
   ~Attempt() { drop_waiting_lease(); }
   Attempt(const Attempt&) = delete;
   Attempt& operator=(const Attempt&) = delete;
@@ -164,10 +174,15 @@ class Attempt {
                 case Turn::deadline:
                 case Turn::stopped: co_await abandon(); co_return nullptr;
                 case Turn::vanished: start_over(); break;  // back to Stage::queue
+                case Turn::under_lost: co_await abandon(); throw UnderLeaseLost{};
               }
               break;
             case Stage::grant:
               co_await check_layout();  // a flag, unless the record's watch fired meanwhile
+              if (under_lost()) {
+                co_await abandon();
+                throw UnderLeaseLost{};
+              }
               co_return grant();
           }
         }
@@ -237,6 +252,12 @@ class Attempt {
       throw SessionGone{epoch_};
     }
     keeper_ = std::move(keeper);
+    if (under_lost()) throw UnderLeaseLost{};  // before our create: nothing to undo
+  }
+
+  // The lease we acquire under is lost, or of another session than ours.
+  bool under_lost() const {
+    return under_ && (under_->reason() != LostReason::none || under_->epoch != epoch_);
   }
 
   // A LockFactory's lock: the root's layout record proven ours in this
@@ -300,7 +321,14 @@ class Attempt {
   }
 
   std::string prefix_path() const {
-    return join_path(lock_.dir_, protected_prefix(guid_, lock_.kind_));
+    return join_path(lock_.dir_, lock_.leases_ ? protected_lease_prefix(guid_)
+                                               : protected_prefix(guid_, lock_.kind_));
+  }
+  // The node our create under `guid` made, if listed.
+  std::optional<std::string> find_ours(const std::vector<std::string>& children,
+                                       std::string_view guid) const {
+    return lock_.leases_ ? find_protected_lease(children, guid)
+                         : find_protected_node(children, guid, lock_.kind_);
   }
 
   // Creates our node, and learns the queue before it, in one round trip:
@@ -347,8 +375,7 @@ class Attempt {
         keeper_->async_create(prefix_path(), lock_.holder_, CreateMode::ephemeral_sequential,
                               lock_.create_options_, std::move(on_reply));
       });
-      auto listed = sent<Children>(
-          [&](auto on_reply) { keeper_->async_children(lock_.dir_, {}, std::move(on_reply)); });
+      auto looking = look(/*watch=*/false);
       std::optional<KeeperError> ancestor_error;
       for (auto& [path, reply] : ancestors) {
         const auto result = co_await await(reply, path);
@@ -358,16 +385,14 @@ class Attempt {
       std::optional<Result<Created>> dir_result;
       if (dir_created) dir_result = co_await await(*dir_created, lock_.dir_);
       auto create_result = co_await await(created, prefix_path());
-      auto list_result = co_await await(listed, lock_.dir_);
+      const auto looked = co_await await_look(looking);
       if (create_result.ok()) {
         lock_.directories_->proven(lock_.dir_);
         node_ = std::string(node_name(create_result.value().path));
         czxid_ = create_result.value().stat.czxid;
         // no_node: the directory is gone, so our node is too (deleted by
         // someone, then the directory by a release): as if not listed.
-        if (!list_result.ok() && list_result.error() != Errc::no_node)
-          throw KeeperError(list_result.error(), lock_.dir_, "listing the lock directory");
-        if (list_result.ok() ? position(list_result.value()) : position(Children{})) co_return;
+        if (position_from(looked)) co_return;
         continue;  // our node vanished between create and list: start over
       }
       if (create_result.error() != Errc::no_node || races >= kMaxDirectoryRaces)
@@ -390,11 +415,12 @@ class Attempt {
 
   // Our create's reply was lost: the node may exist. Find it by its guid.
   Task<bool> recover_node() {
-    auto listing = list();
-    const auto listed = co_await await(listing, lock_.dir_);
+    auto looking = look(/*watch=*/false);
+    const auto looked = co_await await_look(looking);
+    const auto& listed = looked.queue;
     if (listed.error() == Errc::no_node) co_return create_sent_ = false;
     if (!listed.ok()) throw KeeperError(listed.error(), lock_.dir_, "looking for our lock node");
-    const auto found = find_protected_node(listed.value().names, guid_, lock_.kind_);
+    const auto found = find_ours(listed.value().names, guid_);
     if (!found) {
       // It may yet be created (a create still on its way to the leader):
       // a new name for the next create, and the old one is deleted on sight.
@@ -402,9 +428,9 @@ class Attempt {
       co_return create_sent_ = false;
     }
     const std::string path = join_path(lock_.dir_, *found);
-    auto looked =
+    auto checking =
         sent<Stat>([&](auto on_reply) { keeper_->async_exists(path, {}, std::move(on_reply)); });
-    const auto stat = co_await await(looked, path);
+    const auto stat = co_await await(checking, path);
     if (stat.error() == Errc::no_node) co_return create_sent_ = false;
     if (!stat.ok()) throw KeeperError(stat.error(), path, "checking our lock node");
     if (stat.value().ephemeral_owner != session_id_) {
@@ -415,12 +441,47 @@ class Attempt {
     node_ = *found;
     czxid_ = stat.value().czxid;
     client_.logger().debug("lock {}: adopted {} after a lost reply", lock_.dir_, node_);
-    co_return position(listed.value());
+    co_return position_from(looked);
   }
 
-  PendingReply<Result<Children>> list() {
-    return sent<Children>(
-        [&](auto on_reply) { keeper_->async_children(lock_.dir_, {}, std::move(on_reply)); });
+  // What one look at the queue sends: a listing of it; for a semaphore's
+  // leases, also a listing of the semaphore's path and a read of a
+  // SharedCount limit. Watched (by a waiter of the lease queue): what
+  // changes there may let us in.
+  struct Look {
+    PendingReply<Result<Children>> queue;
+    std::optional<PendingReply<Result<Children>>> semaphore;
+    std::optional<PendingReply<Result<NodeData>>> count;
+  };
+  struct Looked {
+    Result<Children> queue;
+    std::optional<Result<Children>> semaphore;
+    std::optional<Result<NodeData>> count;
+  };
+  Look look(bool watch) {
+    const Watcher watcher = watch ? watch_for_hand_off() : Watcher{};
+    Look out{.queue = {}, .semaphore = {}, .count = {}};
+    if (lock_.leases_) {
+      const auto& leases = *lock_.leases_;
+      out.semaphore = sent<Children>([&](auto on_reply) {
+        keeper_->async_children(leases.semaphore_dir, {}, std::move(on_reply));
+      });
+      if (!leases.fixed_max)
+        out.count = sent<NodeData>([&](auto on_reply) {
+          keeper_->async_get(leases.count_path, watcher, std::move(on_reply));
+        });
+    }
+    out.queue = sent<Children>(
+        [&](auto on_reply) { keeper_->async_children(lock_.dir_, watcher, std::move(on_reply)); });
+    return out;
+  }
+  Task<Looked> await_look(Look& look) {
+    std::optional<Result<Children>> semaphore;
+    std::optional<Result<NodeData>> count;
+    if (look.semaphore) semaphore = co_await await(*look.semaphore, lock_.leases_->semaphore_dir);
+    if (look.count) count = co_await await(*look.count, lock_.leases_->count_path);
+    auto queue = co_await await(look.queue, lock_.dir_);
+    co_return Looked{std::move(queue), std::move(semaphore), std::move(count)};
   }
   // Where our node stands in a listing of the directory. False: not there.
   // Every listing goes through here, the one a grant is decided on included;
@@ -429,6 +490,7 @@ class Attempt {
   bool position(const Children& listed) {
     const auto& children = listed.names;
     remove_ghosts(children);
+    if (lock_.leases_) return place(lease_position(children, node_, lease_limit()), children);
     const auto family = family_of(lock_.kind_);
     const QueuePeers peers{lock_.options_.share_with_kazoo};
     if (const auto foreign = find_foreign_lock_nodes(children, family, peers))
@@ -447,14 +509,22 @@ class Attempt {
                             "and Curator's order (text) now puts newer nodes first; refusing "
                             "to queue. The counter starts again once the directory is empty "
                             "and removed");
-    // Our thread's write node exempts us only while it is of this session and
-    // its lease still held, as of this listing (a delete of it would have
-    // reached the lease's watch before this reply).
-    const bool write_held = held_write_ && held_write_->epoch == epoch_ && held_write_->lease &&
-                            held_write_->lease->reason() == LostReason::none;
-    const std::string_view exclusive = write_held ? std::string_view(held_write_->name) : "";
-    auto where =
-        queue_position(sorted_queue_nodes(children, family, peers), node_, lock_.kind_, exclusive);
+    const std::string_view exclusive = write_held() ? std::string_view(held_write_->name) : "";
+    return place(
+        queue_position(sorted_queue_nodes(children, family, peers), node_, lock_.kind_, exclusive),
+        children);
+  }
+
+  // Our thread's write node exempts us only while it is of this session and
+  // its lease still held, as of this listing (a delete of it would have
+  // reached the lease's watch before this reply).
+  bool write_held() const {
+    return held_write_ && held_write_->epoch == epoch_ && held_write_->lease &&
+           held_write_->lease->reason() == LostReason::none;
+  }
+
+  // Our node's standing by the queue's rule, taken as ours. False: not listed.
+  bool place(QueuePosition where, const std::vector<std::string>& children) {
     if (!where.found) {
       client_.logger().warn("lock {}: our node {} vanished; queueing again", lock_.dir_, node_);
       node_.clear();
@@ -468,7 +538,7 @@ class Attempt {
     // carries that write grant's fencing token, not its own node's: a writer
     // queued after the write node but before this read is granted after the
     // read ends, and must get a larger token (see zkr/read_write_lock.hpp).
-    if (where.holds && write_held &&
+    if (where.holds && write_held() &&
         std::find(children.begin(), children.end(), held_write_->name) != children.end())
       downgrade_token_ = held_write_->lease->fencing_token;
     stage_ = Stage::wait;
@@ -499,18 +569,20 @@ class Attempt {
       // list again: the read's reply comes first, and the listing says where
       // we stand after it. Once per lost read.
       if (!lease_ || !lease_->read_if_needed(keeper_)) co_return Turn::ours;
-      auto listing = list();
-      if (!position_from(co_await await(listing, lock_.dir_))) co_return Turn::vanished;
+      auto looking = look(/*watch=*/false);
+      if (!position_from(co_await await_look(looking))) co_return Turn::vanished;
     }
   }
 
   // Down the nodes before ours, until none is left (ours), the deadline, a
   // stop, or our node gone (vanished).
   Task<Turn> walk_down() {
+    if (lock_.leases_) co_return co_await wait_for_leases();
     while (!lower_.empty()) {
       if (passed(deadline_)) co_return Turn::deadline;
       if (inbox_->stopped()) co_return Turn::stopped;
       if (own_node_lost()) co_return Turn::vanished;
+      if (under_lost()) co_return Turn::under_lost;
       const std::string before = join_path(lock_.dir_, lower_.back());
       // A get, not an exists: it arms no watch when the node is already gone,
       // and lock node names are never used twice, so such a watch would stay
@@ -524,11 +596,13 @@ class Attempt {
         throw KeeperError(watched.error(), before, "watching the node before ours");
       if (!gone) {
         client_.logger().debug("lock {}: {} waits for {}", lock_.dir_, node_, lower_.back());
-        switch (co_await await_change(before)) {
+        std::vector<std::string> paths{before};  // (a named vector: GCC 12 coroutines)
+        switch (co_await await_change(std::move(paths))) {
           case Change::deleted: gone = true; break;
           case Change::look_again: break;
           case Change::deadline: co_return Turn::deadline;
           case Change::stopped: co_return Turn::stopped;
+          case Change::under_lost: co_return Turn::under_lost;
         }
       }
       if (!gone) continue;
@@ -545,10 +619,39 @@ class Attempt {
       // watches (and lists) again rather than granting on the event alone.
       // The deletion event ran us on the event thread, so the listing leaves
       // from there, with no thread switch.
-      auto listing = list();
-      if (!position_from(co_await await(listing, lock_.dir_))) co_return Turn::vanished;
+      auto looking = look(/*watch=*/false);
+      if (!position_from(co_await await_look(looking))) co_return Turn::vanished;
     }
     co_return own_node_lost() ? Turn::vanished : Turn::ours;
+  }
+
+  // The lease queue's wait: any lease going (or the count rising) may let us
+  // in, so each look watches the listing (and the count), and the next look,
+  // after an event or a reconnect, is what we are granted on. A look whose
+  // reply was lost armed nothing: the retry looks again before it waits.
+  Task<Turn> wait_for_leases() {
+    while (!lower_.empty()) {
+      if (passed(deadline_)) co_return Turn::deadline;
+      if (inbox_->stopped()) co_return Turn::stopped;
+      if (own_node_lost()) co_return Turn::vanished;
+      if (under_lost()) co_return Turn::under_lost;
+      auto looking = look(/*watch=*/true);
+      if (!position_from(co_await await_look(looking))) co_return Turn::vanished;
+      if (lower_.empty()) break;
+      client_.logger().debug("lock {}: {} waits for one of {} leases", lock_.dir_, node_,
+                             lower_.size());
+      std::vector<std::string> watched{lock_.dir_};
+      if (!lock_.leases_->fixed_max) watched.push_back(lock_.leases_->count_path);
+      switch (co_await await_change(watched)) {
+        case Change::deleted:
+        case Change::look_again: break;
+        case Change::deadline: co_return Turn::deadline;
+        case Change::stopped: co_return Turn::stopped;
+        case Change::under_lost: co_return Turn::under_lost;
+      }
+    }
+    if (own_node_lost()) co_return Turn::vanished;
+    co_return under_lost() ? Turn::under_lost : Turn::ours;
   }
 
   // The watch on the node before ours: its event runs this attempt (the
@@ -567,16 +670,59 @@ class Attempt {
     return why == LostReason::node_deleted;
   }
 
-  // Where our node stands in a listing's reply. False: ours is gone.
-  bool position_from(const Result<Children>& listed) {
+  // Where our node stands by a look's replies. False: ours is gone.
+  bool position_from(const Looked& looked) {
+    const auto& listed = looked.queue;
     if (!listed.ok() && listed.error() != Errc::no_node)
       throw KeeperError(listed.error(), lock_.dir_, "listing the lock directory");
+    if (looked.semaphore) refuse_other_protocols(*looked.semaphore);
+    if (looked.count) read_limit(*looked.count);
     return listed.ok() ? position(listed.value()) : position(Children{});
   }
 
-  enum class Change { deleted, look_again, deadline, stopped };
+  // A semaphore's path shared with another lock protocol: neither would
+  // see the other's nodes.
+  void refuse_other_protocols(const Result<Children>& siblings) const {
+    const auto& dir = lock_.leases_->semaphore_dir;
+    if (!siblings.ok() && siblings.error() != Errc::no_node)
+      throw KeeperError(siblings.error(), dir, "listing the semaphore's path");
+    if (!siblings.ok()) return;
+    if (const auto foreign =
+            find_foreign_lock_nodes(siblings.value().names, QueueFamily::semaphore))
+      throw KeeperError(Errc::foreign_lock_protocol, dir,
+                        foreign->description() +
+                            " uses this semaphore's path; neither protocol sees the other's "
+                            "nodes, so both would be granted at once: refusing to queue beside it" +
+                            with_advice(*foreign, QueueFamily::semaphore));
+  }
 
-  Task<Change> await_change(const std::string& watched) {
+  // A SharedCount limit, as this look read it.
+  void read_limit(const Result<NodeData>& node) {
+    const auto& path = lock_.leases_->count_path;
+    if (node.error() == Errc::no_node)
+      throw KeeperError(Errc::bad_arguments, path,
+                        "the semaphore's SharedCount node does not exist");
+    if (!node.ok()) throw KeeperError(node.error(), path, "reading the semaphore's SharedCount");
+    const auto count = decode_shared_count(node.value().data);
+    if (!count)
+      throw KeeperError(Errc::bad_arguments, path,
+                        "a SharedCount holds 4 bytes (a big-endian integer), this node " +
+                            std::to_string(node.value().data.size()));
+    if (*count < 1)
+      throw KeeperError(Errc::bad_arguments, path,
+                        "the semaphore's SharedCount is " + std::to_string(*count) +
+                            "; at least 1 lease is needed");
+    shared_count_ = *count;
+  }
+  std::int32_t lease_limit() const {
+    return lock_.leases_->fixed_max ? *lock_.leases_->fixed_max : shared_count_;
+  }
+
+  enum class Change { deleted, look_again, deadline, stopped, under_lost };
+
+  // The next change to one of the watched paths (an event of a spent watch
+  // on an earlier one is passed over), a reconnect, or the end of the wait.
+  Task<Change> await_change(std::vector<std::string> watched) {
     for (;;) {
       // Without a deadline we still look again once per session timeout: a
       // watch is one message, and a lost one must not mean waiting forever.
@@ -585,6 +731,7 @@ class Attempt {
       if (!co_await inbox_->until(until))
         co_return passed(deadline_) ? Change::deadline : Change::look_again;
       if (inbox_->stopped()) co_return Change::stopped;
+      if (under_lost()) co_return Change::under_lost;
       for (const auto state : inbox_->take_states()) {
         // States reach listeners late: a `lost` may belong to the session
         // before ours. The Client moves to a new epoch before it announces
@@ -596,7 +743,8 @@ class Attempt {
         // suspended, read_only: the watch stays armed; keep waiting.
       }
       for (const auto& event : inbox_->take_events()) {
-        if (event.path != watched) continue;  // a spent watch on an earlier node
+        if (std::find(watched.begin(), watched.end(), event.path) == watched.end())
+          continue;  // a spent watch on an earlier node
         if (event.type == EventType::deleted) co_return Change::deleted;
         if (event.type == EventType::session_ended) throw SessionGone{epoch_};
         co_return Change::look_again;  // changed: perhaps marked; the next get reads it
@@ -659,7 +807,7 @@ class Attempt {
 
   void remove_ghosts(const std::vector<std::string>& children) {
     for (const auto& guid : forgotten_guids_)
-      if (auto ghost = find_protected_node(children, guid, lock_.kind_)) {
+      if (auto ghost = find_ours(children, guid)) {
         client_.logger().warn("lock {}: deleting {}, created late by a create we gave up on",
                               lock_.dir_, *ghost);
         detail::ClientInternals::remove_in_background(client_, join_path(lock_.dir_, *ghost),
@@ -707,6 +855,8 @@ class Attempt {
 
   const std::uint64_t after_epoch_;
   const std::optional<HeldWriteNode> held_write_;
+  const std::shared_ptr<LeaseState> under_;  // granted only while it holds; may be null
+  std::optional<std::stop_callback<std::function<void()>>> on_under_lost_;
   LockInternals& lock_;
   Client& client_;
   const std::shared_ptr<AttemptInbox> inbox_;
@@ -737,6 +887,7 @@ class Attempt {
   std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
   // Granted at once through our thread's write node: that grant's token.
   std::optional<std::int64_t> downgrade_token_;
+  std::int32_t shared_count_ = 0;  // a SharedCount limit, as the last look read it
   // From our first create to the release (the lease takes it) or abandon().
   std::unique_ptr<DirectoryRegistry::Use> use_;
 };
@@ -843,11 +994,13 @@ void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noex
   }
 }
 
-LockInternals::LockInternals(Client& client, std::string dir, LockOptions options, QueueKind kind)
+LockInternals::LockInternals(Client& client, std::string dir, LockOptions options, QueueKind kind,
+                             std::optional<LeaseQueue> leases)
     : client_(client),
       dir_(std::move(dir)),
       options_(std::move(options)),
       kind_(kind),
+      leases_(std::move(leases)),
       holder_(checked_holder_id(options_.holder_id)),
       create_options_{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}},
       directories_(DirectoryRegistry::of(client)) {
@@ -864,7 +1017,8 @@ LockInternals::~LockInternals() {
 }
 
 Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(
-    Deadline deadline, std::optional<HeldWriteNode> held_write, std::stop_token stop) {
+    Deadline deadline, std::optional<HeldWriteNode> held_write, std::stop_token stop,
+    std::shared_ptr<LeaseState> under) {
   RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline);
   // Held only while we acquire: a lock object that outlives its Client must
   // not keep the thread alive.
@@ -880,7 +1034,7 @@ Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(
         });
     std::exception_ptr failure;
     try {
-      Attempt attempt(*this, inbox, deadline, ended_epoch, held_write);
+      Attempt attempt(*this, inbox, deadline, ended_epoch, held_write, under);
       auto lease = co_await attempt.run();
       client_.remove_listener(listener);
       co_return lease;
@@ -912,12 +1066,13 @@ Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(
 
 std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
                                                    const std::optional<HeldWriteNode>& held_write,
-                                                   std::stop_token stop) {
+                                                   std::stop_token stop,
+                                                   std::shared_ptr<LeaseState> under) {
   // Shared with the callback, which may still be returning from set_value
   // when this thread wakes and leaves.
   const auto granted = std::make_shared<std::promise<std::shared_ptr<LeaseState>>>();
   auto outcome = granted->get_future();
-  spawn(acquisition(deadline, held_write, std::move(stop)),
+  spawn(acquisition(deadline, held_write, std::move(stop), std::move(under)),
         [granted](std::exception_ptr error, std::optional<std::shared_ptr<LeaseState>> lease) {
           if (error) granted->set_exception(error);
           else granted->set_value(std::move(*lease));

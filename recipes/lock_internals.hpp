@@ -1,4 +1,4 @@
-// The fair queue both locks stand on (Curator's LockInternals, in our terms).
+// The fair queue every lock and semaphore stands on (Curator's LockInternals, in our terms).
 //
 // A lock key is a directory (a container znode). To acquire, a contender
 // creates an ephemeral sequential node in it, under a protected name, and waits
@@ -39,6 +39,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,11 +71,30 @@ struct HeldWriteNode {
   std::shared_ptr<LeaseState> lease;
 };
 
+// A semaphore's leases directory run as the queue (Curator's
+// InterProcessSemaphoreV2): a lease node is granted once the directory holds
+// at most the limit's number of children (lease_rule.hpp), the limit fixed
+// or read from a SharedCount node. Every listing comes with one of the
+// semaphore's path, refused if another lock protocol is there, and (for a
+// SharedCount) a read of the count; a waiter watches the listing and the
+// count, since any lease going or the count rising may let it in.
+struct LeaseQueue {
+  std::string semaphore_dir;
+  std::optional<std::int32_t> fixed_max;  // else the SharedCount at count_path
+  std::string count_path;
+};
+
+// The lease an acquire was made `under` (a semaphore's internal mutex) was
+// lost before the grant: our node is deleted, and the caller starts over
+// from that lease.
+struct UnderLeaseLost {};
+
 class LockInternals {
  public:
-  // kind: which queue, and which kind of node in it, this lock's contenders join.
+  // kind: which queue, and which kind of node in it, this lock's contenders
+  // join; or, with `leases`, a semaphore's leases directory.
   LockInternals(Client& client, std::string dir, LockOptions options,
-                QueueKind kind = QueueKind::mutex);
+                QueueKind kind = QueueKind::mutex, std::optional<LeaseQueue> leases = {});
   ~LockInternals();
   LockInternals(const LockInternals&) = delete;
   LockInternals& operator=(const LockInternals&) = delete;
@@ -86,16 +106,20 @@ class LockInternals {
   // round trip under way ends. Throws
   // KeeperError for errors the retry policy will not retry (no_auth,
   // invalid_acl, a lost session when requeue is off, ...). A read acquire
-  // may pass the write node its thread holds (a downgrade).
+  // may pass the write node its thread holds (a downgrade). With `under`,
+  // a grant is made only while that lease is held in the same session: lost
+  // first, the attempt deletes our node and throws UnderLeaseLost.
   std::shared_ptr<LeaseState> acquire(Deadline deadline,
                                       const std::optional<HeldWriteNode>& held_write = {},
-                                      std::stop_token stop = {});
+                                      std::stop_token stop = {},
+                                      std::shared_ptr<LeaseState> under = {});
   // The same without a blocked thread: acquire() waits for this. It runs on
   // the caller's thread until its first wait, then on the keeper's event
   // thread or the Client's timer thread, and ends on one of them.
   Task<std::shared_ptr<LeaseState>> acquisition(Deadline deadline,
                                                 std::optional<HeldWriteNode> held_write = {},
-                                                std::stop_token stop = {});
+                                                std::stop_token stop = {},
+                                                std::shared_ptr<LeaseState> under = {});
 
   // Sends the delete of the lease's node and returns without waiting for
   // its reply (see InterProcessMutex::release); never throws.
@@ -113,8 +137,9 @@ class LockInternals {
   const std::string dir_;
   const LockOptions options_;
   const QueueKind kind_;
-  const std::string holder_;            // what our nodes hold: options_.holder_id, checked
-  const CreateOptions create_options_;  // the ACL of everything a lock creates
+  const std::optional<LeaseQueue> leases_;  // set: a semaphore's leases directory
+  const std::string holder_;                // what our nodes hold: options_.holder_id, checked
+  const CreateOptions create_options_;      // the ACL of everything a lock creates
   const std::shared_ptr<DirectoryRegistry> directories_;  // the Client's
 };
 

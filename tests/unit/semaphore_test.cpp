@@ -297,6 +297,46 @@ TEST_F(SemaphoreTest, CuratorSemaphoreMutexReleasesTheOldestGrantFirst) {
   EXPECT_TRUE(other.release());
 }
 
+// A waiter queues its lease node while it holds the internal lock; the lease
+// is granted only while that lock is still held. Its node deleted by someone
+// (a lost hold): the lease node goes at once, and the waiter queues again
+// from the internal lock, still bounded by the limit.
+TEST_F(SemaphoreTest, AWaiterThatLosesTheInternalLockWithdrawsItsLeaseAndQueuesAgain) {
+  auto& a = contender();
+  auto& b = contender();
+  auto sa = semaphore_for(a, SemaphoreLimit::fixed(1));
+  auto sb = semaphore_for(b, SemaphoreLimit::fixed(1));
+  auto held = sa->try_acquire(1, kWait);
+  ASSERT_EQ(held.size(), 1u);
+  auto waiter = std::async(std::launch::async, [&] { return sb->try_acquire(1, 4 * kWait); });
+  ASSERT_TRUE(wait_leases(2));  // B waits behind A's lease, holding the internal lock
+  const auto first_lease = [&] {
+    for (const auto& name : leases())
+      if (kLeases + "/" + name != held[0].lease().node_path()) return kLeases + "/" + name;
+    return std::string();
+  }();
+  const auto locks = ensemble_.children_now(kLocks);
+  ASSERT_EQ(locks.size(), 1u);
+  raw().remove(kLocks + "/" + locks[0]);  // B's hold of the internal lock is lost
+  // B withdraws its lease node and takes the internal lock again.
+  ASSERT_TRUE(test::wait_children(
+      raw(), kLeases,
+      [&](const auto& names) {
+        return names.size() == 2 &&
+               std::find(names.begin(), names.end(), first_lease.substr(kLeases.size() + 1)) ==
+                   names.end();
+      },
+      kWait))
+      << "B's first lease node " << first_lease << " stayed";
+  ASSERT_TRUE(wait_locks_queue(1));
+  EXPECT_EQ(waiter.wait_for(0s), std::future_status::timeout) << "granted beside A";
+  EXPECT_TRUE(held[0].release());
+  const auto granted = waiter.get();
+  ASSERT_EQ(granted.size(), 1u);
+  EXPECT_NE(granted[0].lease().node_path(), first_lease);
+  EXPECT_EQ(leases().size(), 1u);
+}
+
 TEST_F(SemaphoreTest, PathLongEnoughForItsNodes) {
   auto& a = contender();
   const std::string longest = "/" + std::string(kMaxSemaphorePathLength - 1, 's');
