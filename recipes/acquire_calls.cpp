@@ -44,29 +44,6 @@ void check_may_acquire(const ClientLifeline::Visit& visit, Client& client, std::
                            "acquire on another thread");
 }
 
-bool connected_by(Client& client, const Deadline& deadline, const std::string& dir,
-                  const std::stop_token& stop) {
-  if (!deadline) return true;
-  try {
-    // Each wait ends at the deadline or at connection_timeout, whichever is
-    // sooner, so this ends by the deadline (or the stop).
-    while (!client.is_connected()) {
-      try {
-        (void)client.session_when_connected(*deadline, stop);
-      } catch (const KeeperError& e) {
-        if (e.errc() != Errc::connection_loss) throw;
-        if (Clock::now() >= *deadline || stop.stop_requested()) {
-          client.logger().debug("lock {}: {}", dir, e.what());
-          return false;
-        }
-      }
-    }
-  } catch (const KeeperError& e) {
-    rethrow_naming(e, dir);
-  }
-  return true;
-}
-
 namespace {
 
 Task<LockGuard> guard_acquisition(std::shared_ptr<const void> owner, LockInternals& internals,
@@ -119,7 +96,6 @@ std::shared_ptr<LeaseState> acquire_when_connected(LockInternals& internals, Dea
                                                    const std::optional<HeldWriteNode>& held_write,
                                                    std::stop_token stop) {
   if (stop.stop_requested()) return nullptr;
-  if (!connected_by(internals.client(), deadline, internals.dir(), stop)) return nullptr;
   return acquire_naming(internals, deadline, held_write, std::move(stop));
 }
 

@@ -36,20 +36,15 @@ KeeperError client_gone(const std::string& dir);
 void check_may_acquire(const ClientLifeline::Visit& visit, Client& client, std::string_view kind,
                        const std::string& dir);
 
-// A timed acquire waits for a connection no longer than its deadline (the
-// queue would wait a whole connection_timeout). False if the deadline (or a
-// stop) came first; throws for what no wait can mend (auth_failed,
-// closing). acquire() leaves it to the queue and the retry policy.
-bool connected_by(Client& client, const Deadline& deadline, const std::string& dir,
-                  const std::stop_token& stop = {});
-
 // internals.acquire, its errors naming the lock.
 std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,
                                            const std::optional<HeldWriteNode>& held_write = {},
                                            std::stop_token stop = {});
 
-// A lock's grant: connected_by, then acquire_naming. nullptr if the deadline
-// or a stop came first (a token already stopped: nothing sent).
+// A lock's grant: acquire_naming, the async attempt waited for (it waits for
+// a connection itself, within the deadline and the one retry budget).
+// nullptr if the deadline or a stop came first (a token already stopped:
+// nothing sent).
 std::shared_ptr<LeaseState> acquire_when_connected(
     LockInternals& internals, Deadline deadline,
     const std::optional<HeldWriteNode>& held_write = {}, std::stop_token stop = {});

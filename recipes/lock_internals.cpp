@@ -220,6 +220,9 @@ class Attempt {
       const bool replaced = epoch_ != 0 && client_.session_epoch() != epoch_;
       if (e.errc() == Errc::session_expired || (replaced && is_connection_error(e.errc())))
         return {Action::session_gone, {}};
+      // A link error at the deadline (a connection waited for until then,
+      // say): the caller's time ran out, not the retry policy's.
+      if (is_retryable(e.errc()) && passed(deadline_)) return {Action::give_back, {}};
       const auto step = is_retryable(e.errc()) ? budget.next() : RetryBudget::Step{};
       if (step.verdict == RetryBudget::Verdict::give_up) return {Action::fail, step};
       if (step.verdict == RetryBudget::Verdict::past_deadline) return {Action::give_back, step};
