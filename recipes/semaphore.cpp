@@ -164,6 +164,34 @@ struct SemaphoreCore {
   }
 };
 
+namespace {
+
+// core->leases_of() for a caller that does not wait: holds the Client (a
+// Visit, so ~Client waits for it) and the core (so the semaphore object may
+// go first), its errors naming the semaphore.
+Task<std::vector<std::shared_ptr<LeaseState>>> leases_for(std::shared_ptr<SemaphoreCore> core,
+                                                          int n, Deadline deadline,
+                                                          std::stop_token stop) {
+  const ClientLifeline::Visit visit(*core->lifeline);
+  if (!visit) throw client_gone(core->dir);
+  std::vector<std::shared_ptr<LeaseState>> granted;
+  std::exception_ptr failure;
+  try {
+    granted = co_await core->leases_of(n, deadline, std::move(stop));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const KeeperError& e) {
+      rethrow_naming(e, core->dir);
+    }
+  }
+  co_return granted;
+}
+
+}  // namespace
 }  // namespace detail
 
 // ---- SemaphoreLease
@@ -226,13 +254,32 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire(int n,
   return try_acquire_until(n, zkr::deadline_after(timeout), std::move(stop));
 }
 
-std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
-    int n, std::chrono::steady_clock::time_point deadline, std::stop_token stop) {
+void InterProcessSemaphoreV2::check_count(int n) const {
   if (n < 1)
     throw std::invalid_argument("a semaphore acquire needs n >= 1, got " + std::to_string(n));
   if (const auto max = core_->limit.fixed_value(); max && n > *max)
     throw std::invalid_argument("asked for " + std::to_string(n) + " leases of a semaphore of " +
                                 std::to_string(*max));
+}
+
+void InterProcessSemaphoreV2::start_acquire(
+    int n, std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop,
+    detail::LeasesHandler on_done) {
+  check_count(n);
+  spawn(detail::leases_for(core_, n, deadline, std::move(stop)),
+        [core = core_, on_done = std::move(on_done)](
+            std::exception_ptr error,
+            std::optional<std::vector<std::shared_ptr<detail::LeaseState>>> states) {
+          std::vector<SemaphoreLease> leases;
+          if (states)
+            for (auto& state : *states) leases.emplace_back(core, std::move(state));
+          on_done(std::move(error), std::move(leases));
+        });
+}
+
+std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
+    int n, std::chrono::steady_clock::time_point deadline, std::stop_token stop) {
+  check_count(n);
   detail::ClientLifeline::Visit visit(*core_->lifeline);
   detail::check_may_acquire(visit, core_->client, "InterProcessSemaphoreV2", core_->dir);
   const detail::Deadline bound =
@@ -272,6 +319,30 @@ bool CuratorSemaphoreMutex::take(std::optional<std::chrono::steady_clock::time_p
   grants_.push_back(std::move(leases.front()));
   return true;
 }
+LockGuard CuratorSemaphoreMutex::take_guard(
+    std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop) {
+  const auto& core = semaphore_.core_;
+  detail::ClientLifeline::Visit visit(*core->lifeline);
+  detail::check_may_acquire(visit, core->client, "CuratorSemaphoreMutex", core->dir);
+  if (stop.stop_requested()) return {};
+  auto granted = core->acquire(1, deadline, std::move(stop));
+  if (granted.empty()) return {};
+  return LockGuard(std::move(granted.front()), core->lifeline, core->client);
+}
+
+void CuratorSemaphoreMutex::take_guard_async(
+    std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop,
+    detail::GuardHandler on_done) {
+  const auto& core = semaphore_.core_;
+  spawn(detail::leases_for(core, 1, deadline, std::move(stop)),
+        [core, on_done = std::move(on_done)](
+            std::exception_ptr error,
+            std::optional<std::vector<std::shared_ptr<detail::LeaseState>>> states) {
+          if (!states || states->empty()) return on_done(std::move(error), LockGuard{});
+          on_done(nullptr, LockGuard(std::move(states->front()), core->lifeline, core->client));
+        });
+}
+
 bool CuratorSemaphoreMutex::release() noexcept {
   std::optional<SemaphoreLease> oldest;
   {

@@ -6,7 +6,9 @@
 //
 // zkr::asio::async_acquire_guard(lock, [deadline,] token) is the lock's
 // async_acquire_guard() (zkr/lock_guard.hpp) as an Asio operation, for the
-// two mutexes and the read/write lock's sides. It completes with
+// two mutexes, CuratorSemaphoreMutex and the read/write lock's sides;
+// zkr::asio::async_acquire(semaphore, n, deadline, token) is a semaphore's n
+// leases (InterProcessSemaphoreV2::async_acquire) the same way. It completes with
 // (std::exception_ptr, zkr::LockGuard) on the handler's associated executor:
 //   - granted: a guard that owns the grant;
 //   - the deadline, or a cancellation, came first: an empty guard;
@@ -43,18 +45,20 @@
 #include <optional>
 #include <stop_token>
 #include <utility>
+#include <vector>
 
 #include "zkr/lock_guard.hpp"
+#include "zkr/semaphore.hpp"
 
 namespace zkr::asio {
 
 namespace detail {
 
-// Starts the lock's acquire, and hands its outcome to the handler's executor.
-template <class Lock>
-struct InitiateAcquireGuard {
-  Lock& lock;
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+// Starts an acquire (start(stop_token, done)), and hands its outcome,
+// (std::exception_ptr, Result), to the handler's executor.
+template <class Result, class Start>
+struct InitiateWithStop {
+  Start start;
 
   template <class Handler>
   void operator()(Handler&& handler) const {
@@ -69,40 +73,65 @@ struct InitiateAcquireGuard {
       });
     // Keeps the handler's executor running until it is called.
     auto work = net::make_work_guard(net::get_associated_executor(handler));
-    lock.async_acquire_guard(
-        deadline, stop->get_token(),
-        [handler = std::forward<Handler>(handler), work = std::move(work)](
-            std::exception_ptr error, LockGuard guard) mutable {
-          auto executor = work.get_executor();
-          net::post(executor, [handler = std::move(handler), error = std::move(error),
-                               guard = std::move(guard)]() mutable {
-            // On the executor, where the slot is used: done with it.
-            auto used = net::get_associated_cancellation_slot(handler);
-            if (used.is_connected()) used.clear();
-            std::move(handler)(std::move(error), std::move(guard));
-          });
-          work.reset();
-        });
+    start(stop->get_token(), [handler = std::forward<Handler>(handler), work = std::move(work)](
+                                 std::exception_ptr error, Result result) mutable {
+      auto executor = work.get_executor();
+      net::post(executor, [handler = std::move(handler), error = std::move(error),
+                           result = std::move(result)]() mutable {
+        // On the executor, where the slot is used: done with it.
+        auto used = net::get_associated_cancellation_slot(handler);
+        if (used.is_connected()) used.clear();
+        std::move(handler)(std::move(error), std::move(result));
+      });
+      work.reset();
+    });
   }
 };
 
+template <class Result, class Start>
+InitiateWithStop<Result, Start> initiate_with_stop(Start start) {
+  return {std::move(start)};
+}
+
 }  // namespace detail
 
-// The guard of `lock` (InterProcessMutex, InterProcessSemaphoreMutex, or a
-// side of InterProcessReadWriteLock), waiting no later than `deadline`
+// The guard of `lock` (InterProcessMutex, InterProcessSemaphoreMutex,
+// CuratorSemaphoreMutex, or a side of InterProcessReadWriteLock), waiting no later than `deadline`
 // (std::nullopt: as long as it takes). The lock object may be destroyed
 // before the operation completes; its Client may not.
 template <class Lock, class CompletionToken>
 auto async_acquire_guard(Lock& lock, std::optional<std::chrono::steady_clock::time_point> deadline,
                          CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, LockGuard)>(
-      detail::InitiateAcquireGuard<Lock>{lock, deadline}, token);
+      detail::initiate_with_stop<LockGuard>([&lock, deadline](std::stop_token stop, auto done) {
+        lock.async_acquire_guard(deadline, std::move(stop), std::move(done));
+      }),
+      token);
 }
 
 // The same without a deadline: only a grant, an error or a cancellation ends it.
 template <class Lock, class CompletionToken>
 auto async_acquire_guard(Lock& lock, CompletionToken&& token) {
   return async_acquire_guard(lock, std::nullopt, std::forward<CompletionToken>(token));
+}
+
+// n leases of `semaphore` (InterProcessSemaphoreV2::async_acquire), all or
+// none, waiting no later than `deadline` (std::nullopt: as long as it
+// takes). Completes with (std::exception_ptr, std::vector<SemaphoreLease>):
+// all n leases; none if the deadline or a cancellation came first (those
+// granted meanwhile are given back); or the exception. The semaphore object
+// may be destroyed before the operation completes; its Client may not.
+template <class CompletionToken>
+auto async_acquire(InterProcessSemaphoreV2& semaphore, int n,
+                   std::optional<std::chrono::steady_clock::time_point> deadline,
+                   CompletionToken&& token) {
+  using Leases = std::vector<SemaphoreLease>;
+  return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, Leases)>(
+      detail::initiate_with_stop<Leases>(
+          [&semaphore, n, deadline](std::stop_token stop, auto done) {
+            semaphore.async_acquire(n, deadline, std::move(stop), std::move(done));
+          }),
+      token);
 }
 
 }  // namespace zkr::asio

@@ -36,10 +36,10 @@
 // naming them; our mutexes and read/write locks refuse a path with "locks"
 // or "leases" children likewise.
 //
-// What it leaves: "leases" and the path itself are created as container
-// nodes, which the server removes once empty (at its next container check, a
-// minute by default); "locks" is a lock directory, removed as zkr/lock.hpp's
-// are.
+// What it leaves: "locks" and "leases" are lock directories, removed as
+// zkr/lock.hpp's are; the path itself is created as a container node, which
+// the server removes once empty (at its next container check, a minute by
+// default).
 //
 // A lease says lost (LockLease::lost) when its node is deleted by someone
 // else, its session ends, or, under SuspendedPolicy::lost, the link drops.
@@ -49,6 +49,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,6 +59,7 @@
 
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
+#include "zkr/lock_guard.hpp"
 
 namespace zkr {
 
@@ -78,9 +81,13 @@ class SemaphoreLimit {
   std::string count_path_;
 };
 
+class SemaphoreLease;
+
 namespace detail {
 struct SemaphoreCore;
-}
+// What an asynchronous semaphore acquire calls back with: the leases, or the error.
+using LeasesHandler = std::function<void(std::exception_ptr, std::vector<SemaphoreLease>)>;
+}  // namespace detail
 
 // One lease: owns its node, gives it back on release() or destruction, from
 // any thread. Movable, not copyable.
@@ -135,11 +142,37 @@ class InterProcessSemaphoreV2 {
                                                 std::chrono::steady_clock::time_point deadline,
                                                 std::stop_token stop = {});
 
+  // n leases with no thread waiting for them: queues and returns at once
+  // (std::invalid_argument for a bad n, before anything is sent).
+  // on_done(error, leases) is called exactly once:
+  //   - granted: all n leases, error null;
+  //   - the deadline (none if nullopt) or a stop came first: no leases, and
+  //     those granted meanwhile are given back;
+  //   - what acquire() would throw: error holds it, no leases.
+  // It runs on a thread of the Client's, or on this one before the call
+  // returns when the outcome is known at once, and must not block (as
+  // LockGuard's async_acquire_guard; zkr/asio.hpp has the Asio form). The
+  // semaphore object may be destroyed before on_done runs; its Client must not.
+  template <class Handler>
+  void async_acquire(int n, std::optional<std::chrono::steady_clock::time_point> deadline,
+                     std::stop_token stop, Handler&& on_done) {
+    auto held = std::make_shared<std::decay_t<Handler>>(std::forward<Handler>(on_done));
+    start_acquire(n, deadline, std::move(stop),
+                  [held](std::exception_ptr error, std::vector<SemaphoreLease> leases) {
+                    (*held)(std::move(error), std::move(leases));
+                  });
+  }
+
   // The lease nodes, in sequence order.
   std::vector<std::string> participant_nodes() const;
   const std::string& path() const noexcept;
 
  private:
+  friend class CuratorSemaphoreMutex;
+  void start_acquire(int n, std::optional<std::chrono::steady_clock::time_point> deadline,
+                     std::stop_token stop, detail::LeasesHandler on_done);
+  void check_count(int n) const;
+
   std::shared_ptr<detail::SemaphoreCore> core_;
 };
 
@@ -154,7 +187,11 @@ class InterProcessSemaphoreV2 {
 // gives back the oldest first (the lost one, which deletes nothing), so the
 // thread whose hold was lost cannot release the new holder's. lease() is the
 // newest grant's.
-class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMutex> {
+//
+// Its guard forms (zkr/lock_guard.hpp) give a LockGuard owning one grant of
+// its own, outside the shared grants above, as the locks' guards do.
+class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMutex>,
+                              public detail::GuardForms<CuratorSemaphoreMutex> {
  public:
   CuratorSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
   ~CuratorSemaphoreMutex();  // releases a grant still held
@@ -168,7 +205,12 @@ class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMu
 
  private:
   friend class detail::StandardLockable<CuratorSemaphoreMutex>;
+  friend class detail::GuardForms<CuratorSemaphoreMutex>;
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
+  LockGuard take_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
+                       std::stop_token stop);
+  void take_guard_async(std::optional<std::chrono::steady_clock::time_point> deadline,
+                        std::stop_token stop, detail::GuardHandler on_done);
 
   InterProcessSemaphoreV2 semaphore_;
   mutable std::mutex mutex_;
