@@ -21,7 +21,7 @@ MultiLock::MultiLock(Client& client, std::vector<std::string> paths, LockOptions
   std::sort(paths_.begin(), paths_.end());
   paths_.erase(std::unique(paths_.begin(), paths_.end()), paths_.end());
   for (const auto& path : paths_)
-    locks_.push_back(std::make_unique<InterProcessMutex>(client, path, options));
+    locks_.push_back(std::make_shared<InterProcessMutex>(client, path, options));
 }
 
 MultiLock::~MultiLock() = default;  // each InterProcessMutex releases what it holds

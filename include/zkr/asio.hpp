@@ -8,7 +8,9 @@
 // async_acquire_guard() (zkr/lock_guard.hpp) as an Asio operation, for the
 // two mutexes, CuratorSemaphoreMutex and the read/write lock's sides;
 // zkr::asio::async_acquire(semaphore, n, deadline, token) is a semaphore's n
-// leases (InterProcessSemaphoreV2::async_acquire) the same way. It completes with
+// leases (InterProcessSemaphoreV2::async_acquire) the same way, and
+// zkr::asio::async_acquire_guards(multi_lock, deadline, token) a MultiLock's
+// guards (MultiLock::async_acquire_guards). It completes with
 // (std::exception_ptr, zkr::LockGuard) on the handler's associated executor:
 //   - granted: a guard that owns the grant;
 //   - the deadline, or a cancellation, came first: an empty guard;
@@ -48,6 +50,7 @@
 #include <vector>
 
 #include "zkr/lock_guard.hpp"
+#include "zkr/multi_lock.hpp"
 #include "zkr/semaphore.hpp"
 
 namespace zkr::asio {
@@ -131,6 +134,23 @@ auto async_acquire(InterProcessSemaphoreV2& semaphore, int n,
           [&semaphore, n, deadline](std::stop_token stop, auto done) {
             semaphore.async_acquire(n, deadline, std::move(stop), std::move(done));
           }),
+      token);
+}
+
+// Every path's guard of `multi` (MultiLock::async_acquire_guards), all or
+// none, waiting no later than `deadline` (std::nullopt: as long as it
+// takes). Completes with (std::exception_ptr, std::vector<LockGuard>), as
+// async_acquire does with leases. The MultiLock may be destroyed before the
+// operation completes; its Client may not.
+template <class CompletionToken>
+auto async_acquire_guards(MultiLock& multi,
+                          std::optional<std::chrono::steady_clock::time_point> deadline,
+                          CompletionToken&& token) {
+  using Guards = std::vector<LockGuard>;
+  return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, Guards)>(
+      detail::initiate_with_stop<Guards>([&multi, deadline](std::stop_token stop, auto done) {
+        multi.async_acquire_guards(deadline, std::move(stop), std::move(done));
+      }),
       token);
 }
 
