@@ -59,7 +59,9 @@ class SemaphoreAsyncTest : public LockUnitTest<InterProcessMutex> {
                     });
     return outcome;
   }
-  void run_io() { io_thread_ = std::jthread([this] { io_.run(); }); }
+  void run_io() {
+    io_thread_ = std::jthread([this] { io_.run(); });
+  }
   void TearDown() override {
     work_.reset();
     if (io_thread_.joinable()) io_thread_.join();
@@ -176,7 +178,8 @@ TEST_F(SemaphoreAsyncTest, CuratorSemaphoreMutexGuards) {
   std::thread([held = std::move(held)]() mutable { EXPECT_TRUE(held.release()); }).join();
   EXPECT_TRUE(wait_leases(0));
   run_io();
-  auto guard = asio::async_acquire_guard(other, in(kWait), net::bind_executor(io_, net::use_future));
+  auto guard =
+      asio::async_acquire_guard(other, in(kWait), net::bind_executor(io_, net::use_future));
   ASSERT_EQ(guard.wait_for(kWait), std::future_status::ready);
   LockGuard second = guard.get();
   ASSERT_TRUE(second);
