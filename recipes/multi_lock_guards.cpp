@@ -40,10 +40,10 @@ class GuardsAcquire : public std::enable_shared_from_this<GuardsAcquire> {
   void next() {
     if (stop_.stop_requested()) return finish(nullptr);
     auto& lock = *locks_[held_.size()];
-    lock.async_acquire_guard(deadline_, stop_,
-                             [self = shared_from_this()](std::exception_ptr error, LockGuard guard) {
-                               self->on_guard(std::move(error), std::move(guard));
-                             });
+    lock.async_acquire_guard(
+        deadline_, stop_, [self = shared_from_this()](std::exception_ptr error, LockGuard guard) {
+          self->on_guard(std::move(error), std::move(guard));
+        });
   }
 
  private:
@@ -73,11 +73,10 @@ class GuardsAcquire : public std::enable_shared_from_this<GuardsAcquire> {
       return next();
     }
     if (budget_.next().verdict != RetryBudget::Verdict::retry)
-      return finish(std::make_exception_ptr(
-          KeeperError(Errc::session_expired, locks_.front()->path(),
-                      "MultiLock: a lock was lost before the last was granted in " +
-                          std::to_string(budget_.retries()) +
-                          " rounds, and the retry policy gave up")));
+      return finish(std::make_exception_ptr(KeeperError(
+          Errc::session_expired, locks_.front()->path(),
+          "MultiLock: a lock was lost before the last was granted in " +
+              std::to_string(budget_.retries()) + " rounds, and the retry policy gave up")));
     next();
   }
 

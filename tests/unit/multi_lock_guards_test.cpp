@@ -63,7 +63,8 @@ class MultiLockGuardsTest : public ::testing::Test {
 TEST_F(MultiLockGuardsTest, AllOrNoneAndTheGuardsOutliveTheLock) {
   InterProcessMutex b(client(), "/l/b");
   ASSERT_TRUE(b.try_acquire());
-  auto both = std::make_unique<MultiLock>(client(), std::vector<std::string>{"/l/c", "/l/a", "/l/b"});
+  auto both =
+      std::make_unique<MultiLock>(client(), std::vector<std::string>{"/l/c", "/l/a", "/l/b"});
   EXPECT_TRUE(both->try_acquire_guards_for(100ms).empty());
   EXPECT_EQ(nodes_under({"/l/a", "/l/c"}), 0u);  // /l/a was taken, then given back
   EXPECT_TRUE(b.release());
