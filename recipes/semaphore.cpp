@@ -44,6 +44,14 @@ LockOptions without_kazoo(LockOptions options) {
   return options;
 }
 
+// The leases directory is left to the server (a container, removed once
+// empty): the registry's removal pins a directory with a probe child, and
+// in leases/ every child counts as a lease, for Curator's contenders too.
+LockOptions for_leases(LockOptions options) {
+  options.remove_directory_on_release = false;
+  return options;
+}
+
 // Curator's InterProcessSemaphoreV2 on the lock attempt: take the internal
 // mutex at <path>/locks, then queue a lease node in <path>/leases under it
 // (LeaseQueue: granted once the leases number at most the limit), then give
@@ -57,7 +65,7 @@ struct SemaphoreCore {
         leases_dir(join_path(dir, std::string(kCuratorSemaphoreLeases))),
         limit(std::move(l)),
         locks(c, join_path(dir, std::string(kCuratorSemaphoreLocks)), without_kazoo(o)),
-        leases(c, leases_dir, o, QueueKind::mutex,
+        leases(c, leases_dir, for_leases(o), QueueKind::mutex,
                LeaseQueue{.semaphore_dir = dir,
                           .fixed_max = limit.fixed_value(),
                           .count_path = limit.count_path()}),

@@ -36,10 +36,11 @@
 // naming them; our mutexes and read/write locks refuse a path with "locks"
 // or "leases" children likewise.
 //
-// What it leaves: "locks" and "leases" are lock directories, removed as
-// zkr/lock.hpp's are; the path itself is created as a container node, which
+// What it leaves: "locks" is a lock directory, removed as zkr/lock.hpp's
+// are; "leases" and the path itself are created as container nodes, which
 // the server removes once empty (at its next container check, a minute by
-// default).
+// default). (Removing "leases" ourselves would pin it with a probe child,
+// and every child there counts as a lease.)
 //
 // A lease says lost (LockLease::lost) when its node is deleted by someone
 // else, its session ends, or, under SuspendedPolicy::lost, the link drops.
