@@ -1,11 +1,11 @@
 // src/c_keeper.hpp (internal): the Keeper over the ZooKeeper C client
 // (libzookeeper-mt). Everything else in zkrecipes sees only zkr::Keeper; this is
-// the one class that knows the C client, and c_keeper.cpp is the one file that
-// includes <zookeeper/zookeeper.h>.
+// the one class that knows the C client, and its c_keeper*.cpp files (through
+// c_keeper_internals.hpp) are the only ones that include <zookeeper/zookeeper.h>.
 //
 //   auto keeper = zkr::connect_keeper({.hosts = "127.0.0.1:2181"}, on_state);
 //
-// How it maps the C client (details and reasons in c_keeper.cpp):
+// How it maps the C client (details and reasons in c_keeper*.cpp):
 // - Requests: every send_* checks its arguments with keeper_arguments.hpp,
 //   as every Keeper does (std::invalid_argument, nothing sent), then calls
 //   the matching zoo_a* function with a heap completion that owns the reply
@@ -76,7 +76,7 @@ class CKeeper final : public Keeper {
   std::uint64_t nudges_sent() const noexcept;
 
   // State the C client's threads reach through callback data; it outlives the
-  // handle. Defined in c_keeper.cpp.
+  // handle. Defined in c_keeper_internals.hpp.
   struct Shared;
 
  protected:

@@ -1,0 +1,169 @@
+// The lock attempt's driver (attempt.hpp): run() takes it through its stages
+// and decides what a failure means (retry, give back, fail, or start again in
+// a new session), and the attempt binds itself to a session here. Apart from
+// the stages themselves (attempt_queue.cpp, attempt_wait.cpp) because this is
+// the one place that knows the order of stages and the retry rules.
+#include <algorithm>
+#include <exception>
+
+#include <spdlog/spdlog.h>
+
+#include "attempt.hpp"
+#include "client_internals.hpp"
+#include "layout_gate.hpp"
+
+namespace zkr::detail {
+
+Task<std::shared_ptr<LeaseState>> Attempt::run() {
+  RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline_);
+  for (;;) {
+    std::exception_ptr failure;
+    try {
+      co_await bind_session();
+      co_await check_layout();  // before our create: nothing queued on a wrong layout
+      for (;;) {
+        // Checked between stages, the grant's included: a stop that comes
+        // as our turn does gives the lock on rather than take it.
+        if (inbox_->stopped()) {
+          co_await abandon();
+          co_return nullptr;
+        }
+        switch (stage_) {
+          case Stage::queue:
+            co_await enqueue();  // ends in Stage::wait: a listing showed our node
+            break;
+          case Stage::wait:
+            switch (co_await wait_turn()) {
+              case Turn::ours: stage_ = Stage::grant; break;
+              case Turn::deadline:
+              case Turn::stopped: co_await abandon(); co_return nullptr;
+              case Turn::vanished: start_over(); break;  // back to Stage::queue
+              case Turn::under_lost: co_await abandon(); throw UnderLeaseLost{};
+            }
+            break;
+          case Stage::grant:
+            co_await check_layout();  // a flag, unless the record's watch fired meanwhile
+            if (under_lost()) {
+              co_await abandon();
+              throw UnderLeaseLost{};
+            }
+            co_return grant();
+        }
+      }
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    // What to do about it is decided here, and done below: a coroutine
+    // cannot wait inside a handler.
+    const auto next = after_failure(failure, budget);
+    switch (next.action) {
+      case Action::session_gone: co_await abandon_if_session_lives(); throw SessionGone{epoch_};
+      case Action::give_back: co_await abandon(); co_return nullptr;
+      case Action::fail: co_await abandon(); std::rethrow_exception(failure);
+      case Action::retry: co_await pause(budget.timer_delay(next.step)); break;
+    }
+  }
+}
+
+Attempt::Next Attempt::after_failure(const std::exception_ptr& failure, RetryBudget& budget) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const SessionGone&) {
+    return {Action::session_gone, {}};
+  } catch (const KeeperError& e) {
+    if (inbox_->stopped()) return {Action::give_back, {}};  // whatever the error: out
+    // session_expired, or any link error from a session the Client has
+    // already replaced (closing it, so its requests answer `closing`).
+    const bool replaced = epoch_ != 0 && client_.session_epoch() != epoch_;
+    if (e.errc() == Errc::session_expired || (replaced && is_connection_error(e.errc())))
+      return {Action::session_gone, {}};
+    // A link error at the deadline (a connection waited for until then,
+    // say): the caller's time ran out, not the retry policy's.
+    if (is_retryable(e.errc()) && passed(deadline_)) return {Action::give_back, {}};
+    const auto step = is_retryable(e.errc()) ? budget.next() : RetryBudget::Step{};
+    if (step.verdict == RetryBudget::Verdict::give_up) return {Action::fail, step};
+    if (step.verdict == RetryBudget::Verdict::past_deadline) return {Action::give_back, step};
+    client_.logger().debug("lock {}: {}; retrying in {} ms", lock_.dir_, e.what(),
+                           step.delay.count());
+    return {Action::retry, step};
+  } catch (...) {
+    return {Action::fail, {}};
+  }
+}
+
+// A retry's delay, on the timer; a stop ends it early.
+Task<void> Attempt::pause(milliseconds delay) {
+  if (delay <= milliseconds::zero()) co_return;
+  const auto until = Clock::now() + delay;
+  while (co_await inbox_->until(until))
+    if (inbox_->stopped()) co_return;
+}
+
+Task<void> Attempt::bind_session() {
+  co_await await_session_after(after_epoch_);
+  if (inbox_->stopped()) co_return;
+  auto [keeper, epoch] = co_await connected_session();
+  client_.logger().debug("lock {}: attempt on session epoch {} (0x{:x})", lock_.dir_, epoch,
+                         keeper->session_id());
+  if (epoch_ == 0) {
+    epoch_ = epoch;
+    session_id_ = keeper->session_id();
+  } else if (epoch != epoch_) {
+    throw SessionGone{epoch_};
+  }
+  keeper_ = std::move(keeper);
+  if (under_lost()) throw UnderLeaseLost{};  // before our create: nothing to undo
+}
+
+// The lease we acquire under is lost, or of another session than ours.
+bool Attempt::under_lost() const {
+  return under_ && (under_->reason() != LostReason::none || under_->epoch != epoch_);
+}
+
+// A LockFactory's lock: the root's layout record proven ours in this
+// session (layout_gate.hpp). Sends nothing while its watch stands.
+Task<void> Attempt::check_layout() {
+  const auto& gate = lock_.options_.layout_gate;
+  if (!gate || gate->proven(epoch_)) co_return;
+  auto until = Clock::now() + keeper_->default_timeout();
+  if (deadline_) until = std::min(until, *deadline_ + keeper_->default_timeout());
+  co_await gate->verify(keeper_, epoch_, inbox_->timers(), until);
+}
+
+// Client::session_when_connected() without a blocked thread: the Client
+// calls us back at its next change while none serves.
+Task<Client::Session> Attempt::connected_session() {
+  const auto until = bounded(zkr::deadline_after(client_.options().connection_timeout));
+  for (;;) {
+    if (inbox_->stopped())
+      throw KeeperError(Errc::connection_loss, "", "stopped while waiting for a connection");
+    if (auto session = ClientInternals::session_now(client_, on_session_change_))
+      co_return std::move(*session);
+    if (!co_await inbox_->until(until)) break;
+  }
+  if (auto session = ClientInternals::session_now(client_, nullptr)) co_return std::move(*session);
+  throw KeeperError(Errc::connection_loss, "",
+                    "not connected to " + client_.options().connect_string +
+                        " within the connection timeout" + (deadline_ ? " or the deadline" : ""));
+}
+
+// After our session ended, the Client may not have heard of it yet: its
+// keeper is still the dead one. Binding to it would only fail again.
+Task<void> Attempt::await_session_after(std::uint64_t epoch) {
+  if (epoch == 0) co_return;
+  const auto until = bounded(zkr::deadline_after(client_.options().connection_timeout));
+  while (client_.session_epoch() <= epoch) {
+    // The Client announces lost after moving to the next epoch: a state wakes us.
+    if (!co_await inbox_->until(until))
+      throw KeeperError(Errc::connection_loss, lock_.dir_, "no new session after ours ended");
+    if (inbox_->stopped()) co_return;  // run() sees it next
+    (void)inbox_->take_states();
+    (void)inbox_->take_events();
+  }
+}
+
+Clock::time_point Attempt::bounded(Clock::time_point t) const {
+  return deadline_ ? std::min(t, *deadline_) : t;
+}
+
+}  // namespace zkr::detail
