@@ -60,7 +60,10 @@ Task<std::shared_ptr<LeaseState>> Attempt::run() {
       case Action::session_gone: co_await abandon_if_session_lives(); throw SessionGone{epoch_};
       case Action::give_back: co_await abandon(); co_return nullptr;
       case Action::fail: co_await abandon(); std::rethrow_exception(failure);
-      case Action::retry: co_await pause(budget.timer_delay(next.step)); break;
+      case Action::retry:
+        leases_watched_ = false;
+        co_await pause(budget.timer_delay(next.step));
+        break;
     }
   }
 }

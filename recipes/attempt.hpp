@@ -196,6 +196,10 @@ class Attempt {
   // Granted at once through our thread's write node: that grant's token.
   std::optional<std::int64_t> downgrade_token_;
   std::int32_t shared_count_ = 0;  // a SharedCount limit, as the last look read it
+  // The queue's look that placed us set the lease waiter's watches, and its
+  // reply came: the first wait needs no look of its own. Cleared as it is
+  // used, and by a retry (a reply lost with the link set nothing).
+  bool leases_watched_ = false;
   // From our first create to the release (the lease takes it) or abandon().
   std::unique_ptr<DirectoryRegistry::Use> use_;
 };

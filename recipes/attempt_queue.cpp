@@ -83,7 +83,10 @@ Task<void> Attempt::enqueue() {
       keeper_->async_create(prefix_path(), lock_.holder_, CreateMode::ephemeral_sequential,
                             lock_.create_options_, std::move(on_reply));
     });
-    auto looking = look(/*watch=*/false);
+    // A lease waiter needs the listing watched: watch it now, as Curator
+    // does, rather than look again once it knows it waits.
+    const bool watch = lock_.leases_.has_value();
+    auto looking = look(watch);
     std::optional<KeeperError> ancestor_error;
     for (auto& [path, reply] : ancestors) {
       const auto result = co_await await(reply, path);
@@ -100,7 +103,10 @@ Task<void> Attempt::enqueue() {
       czxid_ = create_result.value().stat.czxid;
       // no_node: the directory is gone, so our node is too (deleted by
       // someone, then the directory by a release): as if not listed.
-      if (position_from(looked)) co_return;
+      if (position_from(looked)) {
+        leases_watched_ = watch && looked.queue.ok();
+        co_return;
+      }
       continue;  // our node vanished between create and list: start over
     }
     if (create_result.error() != Errc::no_node || races >= kMaxDirectoryRaces)

@@ -98,9 +98,11 @@ Task<Turn> Attempt::wait_for_leases() {
     if (inbox_->stopped()) co_return Turn::stopped;
     if (own_node_lost()) co_return Turn::vanished;
     if (under_lost()) co_return Turn::under_lost;
-    auto looking = look(/*watch=*/true);
-    if (!position_from(co_await await_look(looking))) co_return Turn::vanished;
-    if (lower_.empty()) break;
+    if (!std::exchange(leases_watched_, false)) {
+      auto looking = look(/*watch=*/true);
+      if (!position_from(co_await await_look(looking))) co_return Turn::vanished;
+      if (lower_.empty()) break;
+    }
     client_.logger().debug("lock {}: {} waits for one of {} leases", lock_.dir_, node_,
                            lower_.size());
     std::vector<std::string> watched{lock_.dir_};
