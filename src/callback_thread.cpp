@@ -4,57 +4,32 @@
 
 namespace zkr::detail {
 
-CallbackThread::CallbackThread(std::shared_ptr<spdlog::logger> log)
-    : log_(std::move(log)), thread_([this] { run(); }) {}
+CallbackThread::CallbackThread(std::shared_ptr<spdlog::logger> log) : log_(std::move(log)) {}
 
 CallbackThread::~CallbackThread() { stop(); }
 
 void CallbackThread::post(std::function<void()> task) noexcept {
-  {
-    std::lock_guard lock(mutex_);
-    if (!stopping_) {
-      tasks_.push_back(std::move(task));
-      ready_.notify_one();
-      return;
-    }
-  }
-  run_one(task);
-}
-
-bool CallbackThread::on_thread() const noexcept {
-  return std::this_thread::get_id() == thread_.get_id();
-}
-
-void CallbackThread::stop() noexcept {
-  {
-    std::lock_guard lock(mutex_);
-    if (stopping_) return;
-    stopping_ = true;
-  }
-  ready_.notify_one();
-  if (thread_.joinable()) thread_.join();
-}
-
-void CallbackThread::run() {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    ready_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-    if (tasks_.empty()) return;  // stopping, and everything posted has run
-    auto task = std::move(tasks_.front());
-    tasks_.pop_front();
-    lock.unlock();
-    run_one(task);
-    lock.lock();
+  try {
+    auto shared = std::make_shared<std::function<void()>>(std::move(task));
+    if (worker_.post([log = log_, shared] { run_one(log, *shared); })) return;
+    run_one(log_, *shared);            // stopped: no thread left to run it
+  } catch (const std::exception& e) {  // out of memory
+    log_->error("a lease callback could not be queued: {}", e.what());
   }
 }
 
-void CallbackThread::run_one(std::function<void()>& task) noexcept {
+bool CallbackThread::on_thread() const noexcept { return worker_.on_thread(); }
+
+void CallbackThread::stop() noexcept { worker_.stop(WorkerThread::Drain::due); }
+
+void CallbackThread::run_one(const std::shared_ptr<spdlog::logger>& log,
+                             const std::function<void()>& task) noexcept {
   try {
     task();
   } catch (const std::exception& e) {
-    log_->error("a lease callback threw: {}; the others still run", e.what());
+    log->error("a lease callback threw: {}; the others still run", e.what());
   } catch (...) {
-    log_->error("a lease callback threw a non-standard exception; the others still run");
+    log->error("a lease callback threw a non-standard exception; the others still run");
   }
 }
 

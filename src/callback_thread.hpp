@@ -9,12 +9,10 @@
 // delays the callbacks queued after it, never the session.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
+
+#include "worker_thread.hpp"
 
 namespace spdlog {
 class logger;
@@ -39,15 +37,11 @@ class CallbackThread {
   void stop() noexcept;
 
  private:
-  void run();
-  void run_one(std::function<void()>& task) noexcept;
+  static void run_one(const std::shared_ptr<spdlog::logger>& log,
+                      const std::function<void()>& task) noexcept;
 
-  std::shared_ptr<spdlog::logger> log_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> tasks_;  // guarded by mutex_
-  bool stopping_ = false;                    // guarded by mutex_
-  std::thread thread_;                       // last: starts once the rest exists
+  const std::shared_ptr<spdlog::logger> log_;
+  WorkerThread worker_;  // last: its thread runs calls that use the rest
 };
 
 }  // namespace zkr::detail

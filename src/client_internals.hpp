@@ -13,6 +13,7 @@
 #include <string>
 
 #include "client_service.hpp"
+#include "timer_thread.hpp"
 #include "zkr/client.hpp"
 
 namespace zkr::detail {

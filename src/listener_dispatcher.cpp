@@ -7,7 +7,7 @@
 namespace zkr::detail {
 
 ListenerDispatcher::ListenerDispatcher(std::shared_ptr<spdlog::logger> log)
-    : log_(std::move(log)), thread_([this] { run(); }) {}
+    : log_(std::move(log)) {}
 
 ListenerDispatcher::~ListenerDispatcher() { stop(); }
 
@@ -21,49 +21,33 @@ Client::ListenerId ListenerDispatcher::add(Client::Listener listener) {
 void ListenerDispatcher::remove(Client::ListenerId id) {
   std::unique_lock lock(mutex_);
   listeners_.erase(id);
-  if (std::this_thread::get_id() == thread_.get_id()) return;
-  cv_.wait(lock, [&] { return running_ != id; });
+  if (worker_.on_thread()) return;
+  idle_.wait(lock, [&] { return running_ != id; });
 }
 
 void ListenerDispatcher::post(ConnectionState s) {
-  {
-    std::lock_guard lock(mutex_);
-    queue_.push_back(s);
-  }
-  cv_.notify_all();
+  // Once stopping, the Client is going: nobody is left to hear it.
+  (void)worker_.post([this, s] { deliver(s); });
 }
 
-void ListenerDispatcher::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void ListenerDispatcher::stop() { worker_.stop(WorkerThread::Drain::due); }
 
-void ListenerDispatcher::run() {
+void ListenerDispatcher::deliver(ConnectionState state) {
   std::unique_lock lock(mutex_);
-  for (;;) {
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, and everything delivered
-    const auto state = queue_.front();
-    queue_.pop_front();
-    // Listeners added while this state is delivered wait for the next one;
-    // removed ones are skipped.
-    std::vector<Client::ListenerId> ids;
-    for (const auto& entry : listeners_) ids.push_back(entry.first);
-    for (const auto id : ids) {
-      const auto it = listeners_.find(id);
-      if (it == listeners_.end()) continue;
-      const auto listener = it->second;
-      running_ = id;
-      lock.unlock();
-      call(*listener, state);
-      lock.lock();
-      running_ = 0;
-      cv_.notify_all();  // a remove() may wait for this one
-    }
+  // Listeners added while this state is delivered wait for the next one;
+  // removed ones are skipped.
+  std::vector<Client::ListenerId> ids;
+  for (const auto& entry : listeners_) ids.push_back(entry.first);
+  for (const auto id : ids) {
+    const auto it = listeners_.find(id);
+    if (it == listeners_.end()) continue;
+    const auto listener = it->second;
+    running_ = id;
+    lock.unlock();
+    call(*listener, state);
+    lock.lock();
+    running_ = 0;
+    idle_.notify_all();  // a remove() may wait for this one
   }
 }
 

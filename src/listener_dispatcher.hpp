@@ -4,12 +4,11 @@
 #pragma once
 
 #include <condition_variable>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
+#include "worker_thread.hpp"
 #include "zkr/client.hpp"
 
 namespace spdlog {
@@ -26,7 +25,7 @@ class ListenerDispatcher {
   ListenerDispatcher& operator=(const ListenerDispatcher&) = delete;
 
   Client::ListenerId add(Client::Listener listener);
-  bool on_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
+  bool on_thread() const noexcept { return worker_.on_thread(); }
   // Returns once the listener is not running (unless called by a listener:
   // waiting for ourselves would never end).
   void remove(Client::ListenerId id);
@@ -35,18 +34,16 @@ class ListenerDispatcher {
   void stop();
 
  private:
-  void run();
+  void deliver(ConnectionState state);
   void call(const Client::Listener& listener, ConnectionState state);
 
   std::shared_ptr<spdlog::logger> log_;
   std::mutex mutex_;
-  std::condition_variable cv_;         // wakes run() and remove()
-  std::deque<ConnectionState> queue_;  // guarded by mutex_
+  std::condition_variable idle_;  // wakes remove(): a listener's call ended
   std::map<Client::ListenerId, std::shared_ptr<Client::Listener>> listeners_;  // guarded
   Client::ListenerId next_id_ = 1;                                             // guarded by mutex_
   Client::ListenerId running_ = 0;  // guarded by mutex_: the listener being called
-  bool stopping_ = false;           // guarded by mutex_
-  std::thread thread_;              // last: starts once the rest exists
+  WorkerThread worker_;             // last: its thread delivers with the rest
 };
 
 }  // namespace zkr::detail

@@ -1,17 +1,20 @@
-#include "timer_thread.hpp"
+#include "worker_thread.hpp"
+
+#include <vector>
 
 namespace zkr::detail {
 
-struct TimerThread::Timer::Queue {
+struct WorkerThread::Timer::Queue {
   std::mutex mutex;
   std::condition_variable changed;
   std::map<std::pair<Clock::time_point, std::uint64_t>, std::function<void()>>
       calls;               // guarded by mutex
   std::uint64_t next = 0;  // guarded by mutex
   bool stopping = false;   // guarded by mutex
+  bool drain = false;      // guarded by mutex: run the calls due before ending
 };
 
-void TimerThread::Timer::cancel() noexcept {
+void WorkerThread::Timer::cancel() noexcept {
   const auto queue = queue_.lock();
   if (!queue) return;
   std::function<void()> dropped;  // destroyed outside the lock: it may own anything
@@ -22,26 +25,14 @@ void TimerThread::Timer::cancel() noexcept {
   queue->calls.erase(it);
 }
 
-TimerThread::TimerThread()
-    : queue_(std::make_shared<Timer::Queue>()), thread_([queue = queue_] { run(*queue); }) {}
+WorkerThread::WorkerThread()
+    : queue_(std::make_shared<Timer::Queue>()),
+      thread_([queue = queue_] { run(*queue); }),
+      thread_id_(thread_.get_id()) {}
 
-TimerThread::~TimerThread() {
-  decltype(Timer::Queue::calls) dropped;
-  {
-    std::lock_guard lock(queue_->mutex);
-    queue_->stopping = true;
-    dropped = std::move(queue_->calls);
-    queue_->calls.clear();
-  }
-  queue_->changed.notify_all();
-  // The last owner may let go inside a call (an acquire ending on this
-  // thread): the thread cannot join itself, so it ends on its own, holding
-  // the queue.
-  if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
-  else thread_.join();
-}
+WorkerThread::~WorkerThread() { stop(Drain::none); }
 
-TimerThread::Timer TimerThread::at(Clock::time_point when, std::function<void()> fn) {
+WorkerThread::Timer WorkerThread::at(Clock::time_point when, std::function<void()> fn) {
   std::pair<Clock::time_point, std::uint64_t> key;
   {
     std::lock_guard lock(queue_->mutex);
@@ -52,10 +43,46 @@ TimerThread::Timer TimerThread::at(Clock::time_point when, std::function<void()>
   return Timer(queue_, key);
 }
 
-void TimerThread::run(Timer::Queue& q) {
+bool WorkerThread::post(std::function<void()> fn) {
+  {
+    std::lock_guard lock(queue_->mutex);
+    if (queue_->stopping) return false;
+    // Due now, after every call already due: the clock is read under the
+    // lock, so posts are due in the order they were made.
+    queue_->calls.emplace(std::make_pair(Clock::now(), queue_->next++), std::move(fn));
+  }
+  queue_->changed.notify_all();
+  return true;
+}
+
+void WorkerThread::stop(Drain drain) noexcept {
+  std::vector<std::function<void()>> dropped;  // destroyed outside the lock
+  {
+    std::lock_guard lock(queue_->mutex);
+    if (queue_->stopping) return;  // the first stop ends the thread
+    queue_->stopping = true;
+    queue_->drain = drain == Drain::due;
+    const auto now = Clock::now();
+    for (auto it = queue_->calls.begin(); it != queue_->calls.end();) {
+      if (queue_->drain && it->first.first <= now) {
+        ++it;
+        continue;
+      }
+      dropped.push_back(std::move(it->second));
+      it = queue_->calls.erase(it);
+    }
+  }
+  queue_->changed.notify_all();
+  // The last owner may let go inside a call: the thread cannot join itself,
+  // so it ends on its own, holding the queue.
+  if (on_thread()) thread_.detach();
+  else thread_.join();
+}
+
+void WorkerThread::run(Timer::Queue& q) {
   std::unique_lock lock(q.mutex);
   for (;;) {
-    if (q.stopping) return;
+    if (q.stopping && (!q.drain || q.calls.empty())) return;
     if (q.calls.empty()) {
       q.changed.wait(lock);
       continue;
@@ -65,6 +92,7 @@ void TimerThread::run(Timer::Queue& q) {
     // cancel() on another thread may have erased the node that held it.
     const auto due = first->first.first;
     if (Clock::now() < due) {
+      if (q.stopping) return;  // draining: only what was due
       q.changed.wait_until(lock, due);
       continue;
     }

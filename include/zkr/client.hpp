@@ -76,7 +76,7 @@ struct ClientOptions {
 namespace detail {
 class CallbackThread;
 class ClientService;
-class TimerThread;
+class WorkerThread;  // the timer thread (src/timer_thread.hpp)
 
 class ClientLifeline;
 struct ClientInternals;
@@ -183,7 +183,7 @@ class Client {
   std::shared_ptr<detail::ClientService> service(
       const void* key, const std::function<std::shared_ptr<detail::ClientService>()>& make) const;
   std::pair<Session, bool> background_session() const;
-  std::shared_ptr<detail::TimerThread> timers() const noexcept;
+  std::shared_ptr<detail::WorkerThread> timers() const noexcept;
   std::uint64_t suspensions() const;
 
   struct Impl;

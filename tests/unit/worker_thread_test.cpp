@@ -1,10 +1,14 @@
-// The timer thread that async acquires wait on: calls run at their time, in
-// order, on the timer thread; a cancelled one never runs and lets go of what
-// it holds at once; destruction drops the rest, and late cancels are harmless.
+// The worker every Client thread is (the timer thread that async acquires
+// wait on among them): calls run at their time, in order, on its thread; a
+// cancelled one never runs and lets go of what it holds at once;
+// destruction drops the rest, and late cancels are harmless; posted calls
+// run in order after those due; a draining stop runs what is due and
+// nothing later.
 #include "timer_thread.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <memory>
 #include <vector>
@@ -112,6 +116,66 @@ TEST(TimerThread, DestructionDropsPendingCallsAndLateCancelsAreHarmless) {
   EXPECT_TRUE(watch.expired());
   EXPECT_FALSE(ran);
   timer.cancel();
+}
+
+// Posted calls run in the order posted, after a timed call already due, and
+// before one due later.
+TEST(WorkerThread, PostedCallsRunInOrderAfterThoseDue) {
+  WorkerThread worker;
+  std::promise<void> gate;
+  auto opened = gate.get_future().share();
+  std::mutex mutex;
+  std::vector<int> order;  // guarded by mutex
+  const auto add = [&](int n) {
+    std::lock_guard lock(mutex);
+    order.push_back(n);
+  };
+  std::promise<void> done;
+  worker.post([opened] { opened.wait(); });  // holds the thread while we queue
+  const auto now = Clock::now();
+  worker.at(now, [&] { add(1); });
+  worker.at(now + 10min, [&] { add(99); });
+  for (int i = 2; i <= 5; ++i) ASSERT_TRUE(worker.post([&, i] { add(i); }));
+  ASSERT_TRUE(worker.post([&] { done.set_value(); }));
+  gate.set_value();
+  ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+// stop(Drain::due) runs every call posted (and timed ones due), drops one
+// due later and refuses posts from then on; stop(Drain::none) runs nothing
+// more. Stopped from a call on the thread itself, so that the queue is
+// known before the stop: the thread then ends on its own.
+TEST(WorkerThread, ADrainingStopRunsWhatIsDueAndNothingLater) {
+  for (const auto drain : {WorkerThread::Drain::due, WorkerThread::Drain::none}) {
+    WorkerThread worker;
+    std::atomic<int> ran{0};
+    std::promise<void> stopped, drained;
+    auto later = std::make_shared<int>(0);
+    const std::weak_ptr<int> later_held = later;
+    std::promise<void> gate;  // holds the thread until everything is queued
+    worker.post([opened = gate.get_future().share()] { opened.wait(); });
+    worker.post([&] {
+      worker.stop(drain);
+      EXPECT_FALSE(worker.post([&] { ran += 10; }));
+      stopped.set_value();
+    });
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(worker.post([&] { ++ran; }));
+    ASSERT_TRUE(worker.post([&] { drained.set_value(); }));
+    worker.at(Clock::now() + 10min, [later = std::move(later), &ran] { ran += 100; });
+    later.reset();
+    gate.set_value();
+    ASSERT_EQ(stopped.get_future().wait_for(5s), std::future_status::ready);
+    EXPECT_TRUE(later_held.expired()) << "the call due later was kept";
+    if (drain == WorkerThread::Drain::due) {
+      ASSERT_EQ(drained.get_future().wait_for(5s), std::future_status::ready);
+      EXPECT_EQ(ran.load(), 3);
+    } else {
+      EXPECT_EQ(ran.load(), 0);  // dropped by the stop, before it returned
+    }
+    EXPECT_FALSE(worker.post([&] { ++ran; }));
+  }
 }
 
 }  // namespace
