@@ -89,14 +89,14 @@ Judgement judge(std::vector<exclusion::HolderInterval> all, std::int64_t counter
   return j;
 }
 
-void add_judgement(JsonObject& extra, const Judgement& j) {
-  extra.add("violations", j.violations())
-      .add("overlaps", static_cast<std::uint64_t>(j.report.overlaps))
-      .add("token_inversions", static_cast<std::uint64_t>(j.report.token_inversions))
-      .add("lost_updates", j.report.lost_updates)
-      .add("counter", j.report.counter)
-      // Not a violation: the longest time nobody held, a sign of a stalled hand-off.
-      .add("longest_idle_ms", static_cast<double>(j.report.longest_idle_ns) / 1e6);
+void add_judgement(nlohmann::ordered_json& extra, const Judgement& j) {
+  extra["violations"] = j.violations();
+  extra["overlaps"] = static_cast<std::uint64_t>(j.report.overlaps);
+  extra["token_inversions"] = static_cast<std::uint64_t>(j.report.token_inversions);
+  extra["lost_updates"] = j.report.lost_updates;
+  extra["counter"] = j.report.counter;
+  // Not a violation: the longest time nobody held, a sign of a stalled hand-off.
+  extra["longest_idle_ms"] = static_cast<double>(j.report.longest_idle_ns) / 1e6;
 }
 
 }  // namespace zkr::bench

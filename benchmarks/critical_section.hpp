@@ -104,6 +104,6 @@ Judgement judge(const std::vector<const HoldLog*>& logs, const GuardedCounter& c
 Judgement judge(std::vector<exclusion::HolderInterval> holds, std::int64_t counter);
 
 // Adds the checker's counts to a record's extra fields.
-void add_judgement(JsonObject& extra, const Judgement& judgement);
+void add_judgement(nlohmann::ordered_json& extra, const Judgement& judgement);
 
 }  // namespace zkr::bench

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include <CLI/CLI.hpp>
+
 namespace zkr::bench {
 namespace {
 
@@ -65,64 +67,59 @@ bool Options::wants(const std::string& workload) const {
 
 Options parse_options(const std::vector<std::string>& args) {
   Options options;
-  options.workloads = kAllWorkloads;
   if (const char* env = std::getenv("ZK_CONNECT")) options.connect = env;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::optional<std::string> inline_value;
-    if (arg.rfind("--", 0) == 0) {
-      if (const auto eq = arg.find('='); eq != std::string::npos) {
-        inline_value = arg.substr(eq + 1);
-        arg.resize(eq);
-      }
-    }
-    const auto value = [&]() -> std::string {
-      if (inline_value) return *inline_value;
-      if (i + 1 >= args.size()) throw UsageError(arg + " needs a value");
-      return args[++i];
-    };
-    const auto no_value = [&] {
-      if (inline_value) throw UsageError(arg + " takes no value");
-    };
-    if (arg == "--connect") {
-      options.connect = value();
-    } else if (arg == "--workloads") {
-      options.workloads = parse_workloads(value());
-    } else if (arg == "--quick") {
-      no_value();
-      options.quick = true;
-    } else if (arg == "--json") {
-      no_value();
-      options.json = true;
-    } else if (arg == "--strict") {
-      no_value();
-      options.strict = true;
-    } else if (arg == "--out") {
-      options.out_dir = value();
-      if (options.out_dir->empty()) throw UsageError("--out needs a directory");
-    } else if (arg == "--root") {
-      options.root = value();
-      if (options.root.size() < 2 || options.root[0] != '/' || options.root.back() == '/')
-        throw UsageError("--root needs an absolute znode path other than / (got '" + options.root +
-                         "')");
-    } else if (arg == "--max-keys") {
-      options.max_keys = parse_count(arg, value());
-    } else if (arg == "--rtt") {
-      options.rtts_ms = parse_rtts(value());
-    } else if (arg == "--peers") {
-      const std::string peers = value();
-      if (peers != "curator")
-        throw UsageError("--peers knows only 'curator' (got '" + peers + "')");
-      options.curator = true;
-    } else if (arg == "--no-lock") {
-      no_value();
-      options.no_lock = true;
-    } else if (arg == "-h" || arg == "--help") {
-      no_value();
-      options.help = true;
-    } else {
-      throw UsageError("unknown option '" + args[i] + "' (see --help)");
-    }
+  CLI::App app;
+  app.set_help_flag();  // usage_text() is the help; -h is a flag below
+  // Unknown options come back in remaining(), refused below in our words.
+  app.allow_extras();
+  // An option given twice: the last one counts, as in most commands.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::string workloads, max_keys, rtts, peers;
+  std::optional<std::string> out_dir, root;
+  app.add_option("--connect", options.connect);
+  app.add_option("--workloads", workloads);
+  app.add_option("--out", out_dir);
+  app.add_option("--root", root);
+  app.add_option("--max-keys", max_keys);
+  app.add_option("--rtt", rtts);
+  app.add_option("--peers", peers);
+  app.add_flag("--quick", options.quick)->disable_flag_override();
+  app.add_flag("--json", options.json)->disable_flag_override();
+  app.add_flag("--strict", options.strict)->disable_flag_override();
+  app.add_flag("--no-lock", options.no_lock)->disable_flag_override();
+  app.add_flag("-h,--help", options.help)->disable_flag_override();
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 names the option first: "--out: 1 required ...", "quick was
+    // given a disallowed flag override".
+    const std::string what = e.what();
+    const auto begin = what.find_first_not_of('-');
+    const std::string name = "--" + what.substr(begin, what.find_first_of(": ", begin) - begin);
+    const auto* option = app.get_option_no_throw(name);
+    if (option == nullptr) throw UsageError(what);
+    throw UsageError(name +
+                     (option->get_disable_flag_override() ? " takes no value" : " needs a value"));
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
+  }
+  if (const auto rest = app.remaining(); !rest.empty())
+    throw UsageError("unknown option '" + rest.front() + "' (see --help)");
+  options.workloads = app.count("--workloads") != 0 ? parse_workloads(workloads) : kAllWorkloads;
+  if (out_dir) {
+    if (out_dir->empty()) throw UsageError("--out needs a directory");
+    options.out_dir = out_dir;
+  }
+  if (root) {
+    if (root->size() < 2 || root->front() != '/' || root->back() == '/')
+      throw UsageError("--root needs an absolute znode path other than / (got '" + *root + "')");
+    options.root = *root;
+  }
+  if (app.count("--max-keys") != 0) options.max_keys = parse_count("--max-keys", max_keys);
+  if (app.count("--rtt") != 0) options.rtts_ms = parse_rtts(rtts);
+  if (app.count("--peers") != 0) {
+    if (peers != "curator") throw UsageError("--peers knows only 'curator' (got '" + peers + "')");
+    options.curator = true;
   }
   if (!options.help && options.connect.empty())
     throw UsageError("no ensemble: give --connect HOSTS or set ZK_CONNECT");

@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -37,15 +39,24 @@ struct Point {
 
 // The N of a record: params carry it as "n" (W4) or "waiters" (W5).
 std::uint64_t n_of(const Record& r, const std::string& key) {
-  for (const auto& [k, v] : r.params.fields())
-    if (k == key) return std::stoull(v);
-  return 0;
+  const auto it = r.params.find(key);
+  return it != r.params.end() && it->is_number_integer() ? it->get<std::uint64_t>() : 0;
 }
 
 std::string layout_of(const Record& r) {
-  for (const auto& [k, v] : r.params.fields())
-    if (k == "layout") return v.substr(1, v.size() - 2);  // unquote
-  return "";
+  const auto it = r.params.find("layout");
+  return it != r.params.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// Finite numbers with up to 6 significant decimals, integral ones as integers
+// (%.6g alone writes 1e+06 for a million); gnuplot reads both.
+std::string format_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buf[64];
+  if (value == std::floor(value) && std::fabs(value) < 9.0e15)
+    std::snprintf(buf, sizeof buf, "%.0f", value);
+  else std::snprintf(buf, sizeof buf, "%.6g", value);
+  return buf;
 }
 
 std::string value(double v) { return v < 0 ? "NaN" : format_number(v); }

@@ -8,6 +8,12 @@
 namespace zkr::bench {
 namespace {
 
+// One line; a string that is not UTF-8 (a server's error text, say) gets
+// U+FFFD rather than ending the run.
+std::string dump(const nlohmann::ordered_json& o) {
+  return o.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
@@ -57,24 +63,32 @@ std::optional<Reporter::FloorFigures> Reporter::floor_for(const Record& r) const
 }
 
 std::string Reporter::json_of(const Record& r) const {
-  JsonObject o;
-  o.add("impl", r.impl).add("workload", r.workload).add("params", r.params);
-  if (r.workload == "W1" || r.workload == "W2") o.add("added_rtt_ms", r.added_rtt_ms);
-  o.add("ops", r.ops).add("seconds", r.seconds).add("ops_per_sec", r.ops_per_sec());
+  nlohmann::ordered_json o;
+  o["impl"] = r.impl;
+  o["workload"] = r.workload;
+  o["params"] = r.params;
+  if (r.workload == "W1" || r.workload == "W2") o["added_rtt_ms"] = r.added_rtt_ms;
+  o["ops"] = r.ops;
+  o["seconds"] = r.seconds;
+  o["ops_per_sec"] = r.ops_per_sec();
   if (r.latency) {
-    o.add("p50_ms", r.latency->p50_ms)
-        .add("p99_ms", r.latency->p99_ms)
-        .add("max_ms", r.latency->max_ms);
+    o["p50_ms"] = r.latency->p50_ms;
+    o["p99_ms"] = r.latency->p99_ms;
+    o["max_ms"] = r.latency->max_ms;
   } else {
-    o.add_null("p50_ms").add_null("p99_ms").add_null("max_ms");
+    o["p50_ms"] = nullptr;
+    o["p99_ms"] = nullptr;
+    o["max_ms"] = nullptr;
   }
   if (const auto floor = floor_for(r)) {
-    if (floor->rate > 0) o.add("x_floor_rate", r.ops_per_sec() / floor->rate);
-    if (floor->p50_ms > 0) o.add("x_floor_p50", r.latency->p50_ms / floor->p50_ms);
+    if (floor->rate > 0) o["x_floor_rate"] = r.ops_per_sec() / floor->rate;
+    if (floor->p50_ms > 0) o["x_floor_p50"] = r.latency->p50_ms / floor->p50_ms;
   }
-  if (r.requests_per_op) o.add("requests_per_op", *r.requests_per_op);
-  if (r.writes_per_op) o.add("writes_per_op", *r.writes_per_op);
-  return o.append(r.extra).str();  // the workload's own fields after the common ones
+  if (r.requests_per_op) o["requests_per_op"] = *r.requests_per_op;
+  if (r.writes_per_op) o["writes_per_op"] = *r.writes_per_op;
+  // The workload's own fields after the common ones.
+  for (const auto& [key, value] : r.extra.items()) o[key] = value;
+  return dump(o);
 }
 
 void Reporter::add(Record record) {
@@ -161,10 +175,13 @@ std::string Reporter::verdicts_json() const {
   std::string out = "[";
   for (std::size_t i = 0; i < verdicts_.size(); ++i) {
     const auto& v = verdicts_[i];
-    JsonObject o;
-    o.add("name", v.name).add("kind", v.check ? "check" : "target").add("met", v.met);
-    o.add("meaningful", v.meaningful).add("detail", v.detail);
-    out += (i ? ",\n " : "") + o.str();
+    nlohmann::ordered_json o;
+    o["name"] = v.name;
+    o["kind"] = v.check ? "check" : "target";
+    o["met"] = v.met;
+    o["meaningful"] = v.meaningful;
+    o["detail"] = v.detail;
+    out += (i ? ",\n " : "") + dump(o);
   }
   return out + "]\n";
 }

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "json.hpp"
+#include <nlohmann/json.hpp>
+
 #include "stats.hpp"
 
 namespace zkr::bench {
@@ -19,15 +20,17 @@ struct Record {
   std::string workload;      // "W1" .. "W5", or "W4-list", "W4-clean"
   std::string label;         // the params, short, for the table: "flat N=1000"
   double added_rtt_ms = 0;   // round-trip latency added by a delay proxy (W1, W2)
-  JsonObject params;
+  // ordered_json: the fields keep the order they were set in, which makes
+  // the JSON lines easy to read and to diff between runs.
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
   std::uint64_t ops = 0;
   double seconds = 0;
   std::optional<Percentiles> latency;  // of each op; none for a single timed step
   // Counted by the servers (server_cost.hpp), where measured: requests and
   // quorum writes per operation.
   std::optional<double> requests_per_op, writes_per_op;
-  JsonObject extra;  // the workload's own fields
-  std::string note;  // a few words for the table
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // the workload's own fields
+  std::string note;                                                 // a few words for the table
 
   double ops_per_sec() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0; }
 };

@@ -58,7 +58,8 @@ struct Tally {
     r.workload = "W1";
     r.label = label;
     r.added_rtt_ms = rtt;
-    r.params.add("sessions", 1).add(key, value);
+    r.params["sessions"] = 1;
+    r.params[key] = value;
     r.ops = cycles;
     r.seconds = seconds;
     r.latency = samples.percentiles();
@@ -136,7 +137,7 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
 
   Record r = zkr_tally.record("zkr", "one session, one key" + at_rtt, rtt, "lock",
                               "InterProcessMutex", "acquire+release");
-  r.extra.add("peak_rss_kib", peak_rss_kib());
+  r.extra["peak_rss_kib"] = peak_rss_kib();
   const double rate = r.ops_per_sec();
   const auto writes = r.writes_per_op;
   ctx.reporter.add(std::move(r));

@@ -91,21 +91,23 @@ Summary report(Context& ctx, const std::string& impl, const std::string& lock_na
   r.added_rtt_ms = ctx.added_rtt_ms;
   r.label = std::to_string(workers) + " sessions, one key" + (kind == "none" ? ", NO LOCK" : "") +
             (ctx.added_rtt_ms > 0 ? strprintf(", +%g ms RTT", ctx.added_rtt_ms) : "");
-  r.params.add("workers", workers).add("sessions", workers).add("lock", lock_name);
+  r.params["workers"] = workers;
+  r.params["sessions"] = workers;
+  r.params["lock"] = lock_name;
   r.ops = total;
   r.seconds = outcome.seconds;
   r.latency = outcome.waits.percentiles();
   r.requests_per_op = cost.requests_per_op();
   r.writes_per_op = cost.writes_per_op();
   const double fairness = least > 0 ? static_cast<double>(most) / static_cast<double>(least) : 0;
-  r.extra.add("acquisitions_per_sec", r.ops_per_sec())
-      .add("fairness_max_over_min", fairness)
-      .add("max_per_worker", most)
-      .add("min_per_worker", least)
-      .add("handoff_p50_ms", handoff.p50_ms)
-      .add("handoff_p99_ms", handoff.p99_ms)
-      .add("timeouts", outcome.errors)
-      .add("peak_rss_kib", peak_rss_kib());
+  r.extra["acquisitions_per_sec"] = r.ops_per_sec();
+  r.extra["fairness_max_over_min"] = fairness;
+  r.extra["max_per_worker"] = most;
+  r.extra["min_per_worker"] = least;
+  r.extra["handoff_p50_ms"] = handoff.p50_ms;
+  r.extra["handoff_p99_ms"] = handoff.p99_ms;
+  r.extra["timeouts"] = outcome.errors;
+  r.extra["peak_rss_kib"] = peak_rss_kib();
   add_judgement(r.extra, judgement);
   r.note = strprintf(
       "latency = wait; hand-off p50 %.2f p99 %.2f ms; fairness %.2f, violations %llu",

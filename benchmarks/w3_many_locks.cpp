@@ -68,9 +68,9 @@ std::string count_text(const std::optional<std::int64_t>& n) {
   return n ? std::to_string(*n) : "?";
 }
 
-void add_count(JsonObject& o, const char* key, const std::optional<std::int64_t>& n) {
-  if (n) o.add(key, *n);
-  else o.add_null(key);
+void add_count(nlohmann::ordered_json& o, const char* key, const std::optional<std::int64_t>& n) {
+  if (n) o[key] = *n;
+  else o[key] = nullptr;
 }
 
 // Curator's InterProcessMutex on the same K keys (under a root of its own),
@@ -95,13 +95,16 @@ void run_curator(Context& ctx, CuratorPeer& peer, std::uint64_t keys, unsigned t
   r.impl = "curator";
   r.workload = "W3";
   r.label = "K=" + std::to_string(keys);
-  r.params.add("keys", keys).add("threads", threads).add("lock", "Curator 5.4 InterProcessMutex");
+  r.params["keys"] = keys;
+  r.params["threads"] = threads;
+  r.params["lock"] = "Curator 5.4 InterProcessMutex";
   r.ops = result.cycles;
   r.seconds = seconds;
   r.latency = samples.percentiles();
   r.requests_per_op = cost.requests_per_op();
   r.writes_per_op = cost.writes_per_op();
-  r.extra.add("cycles_per_sec", r.ops_per_sec()).add("leftover_znodes", leftover);
+  r.extra["cycles_per_sec"] = r.ops_per_sec();
+  r.extra["leftover_znodes"] = leftover;
   r.note = "left " + std::to_string(leftover) + " after " +
            std::to_string(ctx.plan.w3_settle.count() / 1000) + " s (containers the server reaps)";
   ctx.reporter.add(std::move(r));
@@ -169,24 +172,24 @@ void run_w3_many_locks(Context& ctx) {
     Record r;
     r.workload = "W3";
     r.label = "K=" + std::to_string(keys);
-    r.params.add("keys", keys)
-        .add("threads", threads)
-        .add("sessions", ctx.plan.w3_sessions)
-        .add("layout", "flat");
+    r.params["keys"] = keys;
+    r.params["threads"] = threads;
+    r.params["sessions"] = ctx.plan.w3_sessions;
+    r.params["layout"] = "flat";
     r.ops = keys;
     r.seconds = seconds;
     r.latency = all.percentiles();
     r.requests_per_op = cost.requests_per_op();
     r.writes_per_op = cost.writes_per_op();
-    r.extra.add("cycles_per_sec", r.ops_per_sec());
+    r.extra["cycles_per_sec"] = r.ops_per_sec();
     add_count(r.extra, "znodes_before", before);
     add_count(r.extra, "znodes_right_after", right_after);
     add_count(r.extra, "znodes_after_settle", settled);
-    r.extra.add("settle_s", static_cast<double>(ctx.plan.w3_settle.count()) / 1000.0)
-        .add("leftover_znodes", leftover)
-        .add("root_present_after_settle", root_present)
-        .add("peak_rss_kib", peak_after)
-        .add("rss_kib", rss_after);
+    r.extra["settle_s"] = static_cast<double>(ctx.plan.w3_settle.count()) / 1000.0;
+    r.extra["leftover_znodes"] = leftover;
+    r.extra["root_present_after_settle"] = root_present;
+    r.extra["peak_rss_kib"] = peak_after;
+    r.extra["rss_kib"] = rss_after;
     r.note = "znodes " + count_text(before) + " -> " + count_text(right_after) + " -> " +
              count_text(settled) + " after " + std::to_string(ctx.plan.w3_settle.count() / 1000) +
              " s; left " + std::to_string(leftover) + "; peak RSS " +

@@ -58,13 +58,14 @@ void seed(Context& ctx, const std::vector<Client*>& sessions, const LockFactory&
   Record r;
   r.workload = "W4-seed";
   r.label = layout.name + " N=" + std::to_string(n);
-  r.params.add("layout", layout.name)
-      .add("n", n)
-      .add("sessions", static_cast<unsigned>(sessions.size()))
-      .add("window", 1000);
+  r.params["layout"] = layout.name;
+  r.params["n"] = n;
+  r.params["sessions"] = static_cast<unsigned>(sessions.size());
+  r.params["window"] = 1000;
   r.ops = n + buckets;
   r.seconds = seconds_since(start);
-  r.extra.add("creates_per_sec", r.ops_per_sec()).add("buckets_created", buckets);
+  r.extra["creates_per_sec"] = r.ops_per_sec();
+  r.extra["buckets_created"] = buckets;
   r.note = "pipelined async_create (containers)";
   ctx.reporter.add(std::move(r));
 }
@@ -114,17 +115,17 @@ CycleResult cycles(Context& ctx, const LockFactory& factory, const LockFactory& 
   Record r;
   r.workload = "W4";
   r.label = layout.name + " N=" + std::to_string(n);
-  r.params.add("layout", layout.name).add("n", n);
-  if (layout.layout.kind == LockLayout::Kind::hashed)
-    r.params.add("buckets", layout.layout.buckets);
+  r.params["layout"] = layout.name;
+  r.params["n"] = n;
+  if (layout.layout.kind == LockLayout::Kind::hashed) r.params["buckets"] = layout.layout.buckets;
   r.ops = samples.size();
   r.seconds = seconds;
   r.latency = samples.percentiles();
   const CycleResult result{*r.latency, control_samples.percentiles()};
-  r.extra.add("control_p50_ms", result.control.p50_ms)
-      .add("control_p99_ms", result.control.p99_ms)
-      .add("p50_over_control",
-           result.control.p50_ms > 0 ? result.under_n.p50_ms / result.control.p50_ms : 0.0);
+  r.extra["control_p50_ms"] = result.control.p50_ms;
+  r.extra["control_p99_ms"] = result.control.p99_ms;
+  r.extra["p50_over_control"] =
+      result.control.p50_ms > 0 ? result.under_n.p50_ms / result.control.p50_ms : 0.0;
   r.note = strprintf("new key each; empty-root control p50 %.2f ms", result.control.p50_ms);
   ctx.reporter.add(std::move(r));
   return result;
@@ -138,7 +139,9 @@ void list_root(Context& ctx, Client& client, const Layout& layout, const std::st
   Record r;
   r.workload = "W4-list";
   r.label = layout.name + " N=" + std::to_string(n);
-  r.params.add("layout", layout.name).add("n", n).add("limit", kListLimit);
+  r.params["layout"] = layout.name;
+  r.params["n"] = n;
+  r.params["limit"] = kListLimit;
   std::string outcome = "ok";
   std::uint64_t names = 0, listings = 0;
   const auto start = Clock::now();
@@ -161,7 +164,8 @@ void list_root(Context& ctx, Client& client, const Layout& layout, const std::st
   }
   r.ops = names;
   r.seconds = seconds_since(start);
-  r.extra.add("outcome", outcome).add("listings", listings);
+  r.extra["outcome"] = outcome;
+  r.extra["listings"] = listings;
   r.note = outcome == "ok" ? std::to_string(listings) + " listing(s)" : outcome;
 
   // The guard: with the library's default limit a flat root this big is
@@ -175,9 +179,9 @@ void list_root(Context& ctx, Client& client, const Layout& layout, const std::st
       guard = std::string("refused: ") + e.what();
     }
     const double guard_ms = ms_between(t0, Clock::now());
-    r.extra.add("default_limit", kDefaultListingLimit)
-        .add("default_limit_outcome", guard)
-        .add("default_limit_ms", guard_ms);
+    r.extra["default_limit"] = kDefaultListingLimit;
+    r.extra["default_limit_outcome"] = guard;
+    r.extra["default_limit_ms"] = guard_ms;
     r.note += strprintf("; with the default limit (%llu): %s in %.1f ms",
                         static_cast<unsigned long long>(kDefaultListingLimit),
                         guard.rfind("refused", 0) == 0 ? "refused" : "listed", guard_ms);
@@ -190,9 +194,9 @@ void clean_root(Context& ctx, Client& client, const Layout& layout, const std::s
   Record r;
   r.workload = "W4-clean";
   r.label = layout.name + " N=" + std::to_string(n);
-  r.params.add("layout", layout.name)
-      .add("n", n)
-      .add("page_size", static_cast<std::uint64_t>(kCleanPage));
+  r.params["layout"] = layout.name;
+  r.params["n"] = n;
+  r.params["page_size"] = static_cast<std::uint64_t>(kCleanPage);
   CleanOptions options;
   options.remove_root = true;
   options.page_size = kCleanPage;
@@ -203,11 +207,11 @@ void clean_root(Context& ctx, Client& client, const Layout& layout, const std::s
   try {
     const auto report = clean_lock_root(client, root, options);
     r.ops = report.empty_directories;
-    r.extra.add("directories_seen", report.directories_seen)
-        .add("empty_directories", report.empty_directories)
-        .add("not_ours", report.not_ours)
-        .add("live_lock_nodes", report.live_lock_nodes)
-        .add("raced", report.raced);
+    r.extra["directories_seen"] = report.directories_seen;
+    r.extra["empty_directories"] = report.empty_directories;
+    r.extra["not_ours"] = report.not_ours;
+    r.extra["live_lock_nodes"] = report.live_lock_nodes;
+    r.extra["raced"] = report.raced;
     r.note = std::to_string(report.empty_directories) + " empty directories removed";
   } catch (const KeeperError& e) {
     if (e.errc() != Errc::no_node) throw;
@@ -224,9 +228,9 @@ void clean_root(Context& ctx, Client& client, const Layout& layout, const std::s
   std::string first_left;
   for (const auto& path : left_at_once)
     if (!wait_gone(*keeper, path, settle_by) && left++ == 0) first_left = path;
-  r.extra.add("left_at_once", static_cast<std::uint64_t>(left_at_once.size()))
-      .add("left_below_root", left)
-      .add("removes_per_sec", r.ops_per_sec());
+  r.extra["left_at_once"] = static_cast<std::uint64_t>(left_at_once.size());
+  r.extra["left_below_root"] = left;
+  r.extra["removes_per_sec"] = r.ops_per_sec();
   if (left > 0)
     throw RunError(
         "W4: " + std::to_string(left) + " znodes left under " + root + " " +

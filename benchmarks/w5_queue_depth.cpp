@@ -137,18 +137,18 @@ void run_w5_queue_depth(Context& ctx) {
     Record r;
     r.workload = "W5";
     r.label = "N=" + std::to_string(n) + " waiters" + (shared.no_lock ? ", NO LOCK" : "");
-    r.params.add("waiters", n)
-        .add("contenders", contenders)
-        .add("sessions", sessions)
-        .add("lock", shared.no_lock ? "none (--no-lock control)" : "InterProcessMutex");
+    r.params["waiters"] = n;
+    r.params["contenders"] = contenders;
+    r.params["sessions"] = sessions;
+    r.params["lock"] = shared.no_lock ? "none (--no-lock control)" : "InterProcessMutex";
     r.ops = all.size();
     r.seconds = shared.stop ? ms_between(start, shared.stopped_at) / 1000.0 : seconds_since(start);
     r.latency = all.percentiles();
     r.requests_per_op = cost.requests_per_op();
     r.writes_per_op = cost.writes_per_op();
-    r.extra.add("handoffs_per_sec", r.ops_per_sec())
-        .add("timeouts", shared.timeouts.load())
-        .add("peak_rss_kib", peak_rss_kib());
+    r.extra["handoffs_per_sec"] = r.ops_per_sec();
+    r.extra["timeouts"] = shared.timeouts.load();
+    r.extra["peak_rss_kib"] = peak_rss_kib();
     add_judgement(r.extra, judgement);
     r.note = "latency = hand-off";
     violations += judgement.violations() + shared.timeouts.load();
@@ -170,15 +170,15 @@ void run_w5_queue_depth(Context& ctx) {
       cr.impl = "curator";
       cr.workload = "W5";
       cr.label = "N=" + std::to_string(n) + " waiters";
-      cr.params.add("waiters", n)
-          .add("contenders", contenders)
-          .add("lock", "Curator 5.4 InterProcessMutex");
+      cr.params["waiters"] = n;
+      cr.params["contenders"] = contenders;
+      cr.params["lock"] = "Curator 5.4 InterProcessMutex";
       cr.ops = handoffs.size();
       cr.seconds = c.seconds;
       cr.latency = handoffs.percentiles();
       cr.requests_per_op = curator_cost.requests_per_op();
       cr.writes_per_op = curator_cost.writes_per_op();
-      cr.extra.add("handoffs_per_sec", cr.ops_per_sec());
+      cr.extra["handoffs_per_sec"] = cr.ops_per_sec();
       cr.note = "latency = hand-off (Java)";
       ctx.reporter.add(std::move(cr));
     }

@@ -125,22 +125,25 @@ double report(Context& ctx, const std::string& impl, const std::string& lock_nam
   r.workload = "W6";
   r.label = std::to_string(kWorkers) + " sessions, one read/write lock, 1 write in " +
             std::to_string(kWriteEvery);
-  r.params.add("workers", kWorkers).add("write_every", kWriteEvery).add("lock", lock_name);
+  r.params["workers"] = kWorkers;
+  r.params["write_every"] = kWriteEvery;
+  r.params["lock"] = lock_name;
   r.ops = holds;
   r.seconds = tally.seconds;
   r.latency = tally.read_waits.percentiles();
   r.requests_per_op = tally.cost.requests_per_op();
   r.writes_per_op = tally.cost.writes_per_op();
   const double rate = r.ops_per_sec();
-  r.extra.add("acquisitions_per_sec", rate)
-      .add("reads", tally.reads)
-      .add("writes", tally.writes)
-      .add("most_readers_at_once", static_cast<std::uint64_t>(judgement.report.most_shared_at_once))
-      .add("writer_wait_p50_ms", write_wait.p50_ms)
-      .add("writer_wait_p99_ms", write_wait.p99_ms)
-      .add("timeouts", tally.errors)
-      .add("peak_rss_kib", peak_rss_kib());
-  if (curator_rate && *curator_rate > 0) r.extra.add("x_curator_rate", rate / *curator_rate);
+  r.extra["acquisitions_per_sec"] = rate;
+  r.extra["reads"] = tally.reads;
+  r.extra["writes"] = tally.writes;
+  r.extra["most_readers_at_once"] =
+      static_cast<std::uint64_t>(judgement.report.most_shared_at_once);
+  r.extra["writer_wait_p50_ms"] = write_wait.p50_ms;
+  r.extra["writer_wait_p99_ms"] = write_wait.p99_ms;
+  r.extra["timeouts"] = tally.errors;
+  r.extra["peak_rss_kib"] = peak_rss_kib();
+  if (curator_rate && *curator_rate > 0) r.extra["x_curator_rate"] = rate / *curator_rate;
   add_judgement(r.extra, judgement);
   r.note = strprintf(
       "latency = reader wait; writer wait p50 %.2f p99 %.2f ms; up to %zu readers at once",

@@ -133,19 +133,21 @@ Record record(const std::string& impl, const std::string& label, const std::stri
   r.impl = impl;
   r.workload = "W7";
   r.label = label;
-  r.params.add("workers", workers).add("sessions", workers).add("lock", lock);
+  r.params["workers"] = workers;
+  r.params["sessions"] = workers;
+  r.params["lock"] = lock;
   r.ops = run.total();
   r.seconds = run.seconds;
   r.latency = run.waits.percentiles();
   r.requests_per_op = run.cost.requests_per_op();
   r.writes_per_op = run.cost.writes_per_op();
-  r.extra.add("acquisitions_per_sec", r.ops_per_sec())
-      .add("fairness_max_over_min", run.fairness())
-      .add("most_holders_at_once", static_cast<std::uint64_t>(most_at_once(run.holds)))
-      .add("timeouts", run.errors)
-      .add("peak_rss_kib", peak_rss_kib());
+  r.extra["acquisitions_per_sec"] = r.ops_per_sec();
+  r.extra["fairness_max_over_min"] = run.fairness();
+  r.extra["most_holders_at_once"] = static_cast<std::uint64_t>(most_at_once(run.holds));
+  r.extra["timeouts"] = run.errors;
+  r.extra["peak_rss_kib"] = peak_rss_kib();
   if (curator_rate && *curator_rate > 0)
-    r.extra.add("x_curator_rate", r.ops_per_sec() / *curator_rate);
+    r.extra["x_curator_rate"] = r.ops_per_sec() / *curator_rate;
   return r;
 }
 

@@ -300,30 +300,30 @@ Record record_of(const Outcome& o, std::size_t keys) {
   Record r;
   r.workload = "W8";
   r.label = o.label;
-  r.params.add("keys", static_cast<std::uint64_t>(keys))
-      .add("waiters", static_cast<std::uint64_t>(o.waiters))
-      .add("sessions", 1)
-      .add("api", o.api);
+  r.params["keys"] = static_cast<std::uint64_t>(keys);
+  r.params["waiters"] = static_cast<std::uint64_t>(o.waiters);
+  r.params["sessions"] = 1;
+  r.params["api"] = o.api;
   r.ops = o.handoffs.size();
   r.seconds = o.seconds;
   r.latency = o.handoffs.percentiles();
   r.requests_per_op = o.requests_per_op;
   r.writes_per_op = o.writes_per_op;
   const double mib = static_cast<double>(o.rss_added_kib()) / 1024.0;
-  r.extra.add("threads_before", o.before.threads)
-      .add("threads_queued", o.queued.threads)
-      .add("threads_added", o.threads_added())
-      .add("rss_before_kib", o.before.rss_kib)
-      .add("rss_queued_kib", o.queued.rss_kib)
-      .add("rss_added_kib", o.rss_added_kib())
-      .add("rss_added_per_waiter_kib",
-           o.waiters ? static_cast<double>(o.rss_added_kib()) / static_cast<double>(o.waiters) : 0)
-      .add("heap_added_kib", o.heap_added_kib())
-      .add("all_queued", o.all_queued)
-      .add("granted_once", o.granted_once)
-      .add("violations", o.violations)
-      .add("failures", o.failures)
-      .add("peak_rss_kib", peak_rss_kib());
+  r.extra["threads_before"] = o.before.threads;
+  r.extra["threads_queued"] = o.queued.threads;
+  r.extra["threads_added"] = o.threads_added();
+  r.extra["rss_before_kib"] = o.before.rss_kib;
+  r.extra["rss_queued_kib"] = o.queued.rss_kib;
+  r.extra["rss_added_kib"] = o.rss_added_kib();
+  r.extra["rss_added_per_waiter_kib"] =
+      o.waiters ? static_cast<double>(o.rss_added_kib()) / static_cast<double>(o.waiters) : 0;
+  r.extra["heap_added_kib"] = o.heap_added_kib();
+  r.extra["all_queued"] = o.all_queued;
+  r.extra["granted_once"] = o.granted_once;
+  r.extra["violations"] = o.violations;
+  r.extra["failures"] = o.failures;
+  r.extra["peak_rss_kib"] = peak_rss_kib();
   r.note = strprintf("latency = hand-off; %+lld threads, %+.1f MiB RSS (heap %+.1f) while queued",
                      static_cast<long long>(o.threads_added()), mib,
                      static_cast<double>(o.heap_added_kib()) / 1024.0);

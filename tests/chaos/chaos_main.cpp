@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "chaos_options.hpp"
 #include "checker.hpp"
 #include "ensemble_control.hpp"
 #include "event_log.hpp"
@@ -68,6 +69,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 namespace chaos = zkr::chaos;
+using chaos::Options;
 
 std::atomic<bool> interrupted{false};
 extern "C" void on_signal(int) { interrupted.store(true); }
@@ -80,105 +82,6 @@ const std::string kRoot = "/chaos";
 const std::string kRwKey = "rw0";
 const std::string kSemaphoreKey = "sem0";
 constexpr int kSemaphoreLimit = 2;
-
-struct Options {
-  int seconds = 75;
-  std::uint64_t seed = 0;
-  bool seed_given = false;
-  int workers = 4;
-  int threads = 2;
-  int keys = 3;
-  int supervisors = 2;  // `zkr lock` runs on one key of their own
-  milliseconds session_timeout{4000};
-  std::vector<std::string> faults = chaos::kFaultKinds;
-  std::string out;
-  bool keep = false;
-  std::string broken = "none";
-  std::vector<std::string> expect_violations;  // rules a broken run must be caught by
-  std::string check_dir;  // --check: only run the checker on a finished run's records
-};
-
-std::int64_t integer(const std::string& text, const std::string& name) {
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0)
-    throw std::invalid_argument(name + " needs a non-negative integer, got '" + text + "'");
-  return value;
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--keep") {
-      o.keep = true;
-      continue;
-    }
-    if (flag.starts_with("--expect-violations=")) {
-      const auto rules = flag.substr(std::string("--expect-violations=").size());
-      for (std::size_t at = 0; at <= rules.size();) {
-        const auto end = std::min(rules.find(',', at), rules.size());
-        if (end > at) o.expect_violations.push_back(rules.substr(at, end - at));
-        at = end + 1;
-      }
-      if (o.expect_violations.empty())
-        throw std::invalid_argument("--expect-violations= needs rule names");
-      continue;
-    }
-    if (flag == "-h" || flag == "--help")
-      throw std::invalid_argument(
-          "usage: zkr-chaos [--seconds N] [--seed S] [--workers N] "
-          "[--threads N] [--keys N] [--session-timeout-ms N] "
-          "[--faults all|none|classic|adversarial|k1,k2] [--out DIR] [--keep] "
-          "[--supervisors N] "
-          "[--broken nolock|unguarded|escaped] [--expect-violations=RULE,RULE] "
-          "| --check RUN_DIR");
-    if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
-    const std::string value = argv[++i];
-    if (flag == "--seconds") o.seconds = static_cast<int>(integer(value, flag));
-    else if (flag == "--seed") {
-      o.seed = static_cast<std::uint64_t>(integer(value, flag));
-      o.seed_given = true;
-    } else if (flag == "--workers") o.workers = static_cast<int>(integer(value, flag));
-    else if (flag == "--threads") o.threads = static_cast<int>(integer(value, flag));
-    else if (flag == "--keys") o.keys = static_cast<int>(integer(value, flag));
-    else if (flag == "--supervisors") o.supervisors = static_cast<int>(integer(value, flag));
-    else if (flag == "--session-timeout-ms") o.session_timeout = milliseconds(integer(value, flag));
-    else if (flag == "--out") o.out = value;
-    else if (flag == "--check") o.check_dir = value;
-    else if (flag == "--broken") o.broken = value;
-    else if (flag == "--faults") {
-      o.faults.clear();
-      if (value == "all") o.faults = chaos::kFaultKinds;
-      else if (value == "classic") o.faults = chaos::kClassicFaultKinds;
-      else if (value == "adversarial") o.faults = chaos::kAdversarialFaultKinds;
-      else if (value != "none") {
-        for (std::size_t at = 0; at <= value.size();) {
-          const auto end = std::min(value.find(',', at), value.size());
-          const auto kind = value.substr(at, end - at);
-          if (std::find(chaos::kFaultKinds.begin(), chaos::kFaultKinds.end(), kind) ==
-              chaos::kFaultKinds.end())
-            throw std::invalid_argument("unknown fault kind '" + kind + "'");
-          o.faults.push_back(kind);
-          at = end + 1;
-        }
-      }
-    } else {
-      throw std::invalid_argument("unknown option " + flag);
-    }
-  }
-  if (o.workers < 2 || o.threads < 1 || o.keys < 2 || o.session_timeout < 1000ms)
-    throw std::invalid_argument(
-        "need --workers >= 2, --threads >= 1, --keys >= 2, "
-        "--session-timeout-ms >= 1000 (the ensemble's minimum)");
-  if (o.broken != "none" && o.broken != "nolock" && o.broken != "unguarded" &&
-      o.broken != "escaped")
-    throw std::invalid_argument("--broken must be nolock, unguarded or escaped");
-  if (std::string_view(ZKR_CLI).empty()) o.supervisors = 0;
-  if (o.broken == "escaped" && o.supervisors < 2)
-    throw std::invalid_argument("--broken escaped needs --supervisors >= 2 (and the zkr tool)");
-  return o;
-}
 
 void create_if_missing(zkr::Client& client, const std::string& path, const std::string& data) {
   client.with_retry([&](zkr::Keeper& k) {
@@ -561,7 +464,7 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
 int main(int argc, char** argv) {
   Options o;
   try {
-    o = parse(argc, argv);
+    o = chaos::parse_options(argc, argv, !std::string_view(ZKR_CLI).empty());
   } catch (const std::invalid_argument& e) {
     std::cerr << "zkr-chaos: " << e.what() << "\n";
     return 2;

@@ -69,6 +69,8 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "checker.hpp"
 #include "event_log.hpp"
 #include "zkr/client.hpp"
@@ -117,34 +119,46 @@ std::int64_t integer(const std::string& text, const std::string& name) {
 
 Config parse(int argc, char** argv) {
   Config c;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
-    const std::string value = argv[++i];
-    if (flag == "--connect") c.connect = value;
-    else if (flag == "--root") c.root = value;
-    else if (flag == "--keys") {
-      for (std::size_t at = 0; at <= value.size();) {
-        const auto end = std::min(value.find(',', at), value.size());
-        if (end > at) c.keys.push_back(value.substr(at, end - at));
-        at = end + 1;
-      }
-    } else if (flag == "--slot") c.slot = static_cast<int>(integer(value, flag));
-    else if (flag == "--gen") c.gen = static_cast<int>(integer(value, flag));
-    else if (flag == "--threads") c.threads = static_cast<int>(integer(value, flag));
-    else if (flag == "--seed") c.seed = static_cast<std::uint64_t>(integer(value, flag));
-    else if (flag == "--seconds") c.seconds = static_cast<int>(integer(value, flag));
-    else if (flag == "--session-timeout-ms") c.session_timeout = milliseconds(integer(value, flag));
-    else if (flag == "--log") c.log_path = value;
-    else if (flag == "--sessions") c.sessions_path = value;
-    else if (flag == "--broken") c.broken = value;
-    else if (flag == "--stderr") c.stderr_path = value;
-    else if (flag == "--rw-key") c.rw_key = value;
-    else if (flag == "--semaphore-key") c.semaphore_key = value;
-    else if (flag == "--semaphore-limit")
-      c.semaphore_limit = static_cast<int>(integer(value, flag));
-    else throw std::invalid_argument("unknown option " + flag);
+  CLI::App app;
+  app.set_help_flag();  // started by zkr-chaos only
+  std::string keys, slot, gen, threads, seed, seconds, session_timeout, semaphore_limit;
+  app.add_option("--connect", c.connect);
+  app.add_option("--root", c.root);
+  app.add_option("--keys", keys);
+  app.add_option("--slot", slot);
+  app.add_option("--gen", gen);
+  app.add_option("--threads", threads);
+  app.add_option("--seed", seed);
+  app.add_option("--seconds", seconds);
+  app.add_option("--session-timeout-ms", session_timeout);
+  app.add_option("--log", c.log_path);
+  app.add_option("--sessions", c.sessions_path);
+  app.add_option("--broken", c.broken);
+  app.add_option("--stderr", c.stderr_path);
+  app.add_option("--rw-key", c.rw_key);
+  app.add_option("--semaphore-key", c.semaphore_key);
+  app.add_option("--semaphore-limit", semaphore_limit);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    throw std::invalid_argument(e.what());
   }
+  for (std::size_t at = 0; at <= keys.size() && !keys.empty();) {
+    const auto end = std::min(keys.find(',', at), keys.size());
+    if (end > at) c.keys.push_back(keys.substr(at, end - at));
+    at = end + 1;
+  }
+  const auto number = [&](const char* name, const std::string& text, int& into) {
+    if (app.count(name) != 0) into = static_cast<int>(integer(text, name));
+  };
+  number("--slot", slot, c.slot);
+  number("--gen", gen, c.gen);
+  number("--threads", threads, c.threads);
+  number("--seconds", seconds, c.seconds);
+  number("--semaphore-limit", semaphore_limit, c.semaphore_limit);
+  if (app.count("--seed") != 0) c.seed = static_cast<std::uint64_t>(integer(seed, "--seed"));
+  if (app.count("--session-timeout-ms") != 0)
+    c.session_timeout = milliseconds(integer(session_timeout, "--session-timeout-ms"));
   if (c.connect.empty() || c.keys.size() < 2 || c.log_path.empty() || c.sessions_path.empty() ||
       c.threads < 1)
     throw std::invalid_argument("--connect, --keys (two or more), --log, --sessions are required");

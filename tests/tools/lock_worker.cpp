@@ -56,6 +56,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "exclusion_checker.hpp"
 #include "support/waits.hpp"
 #include "zkr/client.hpp"
@@ -109,31 +111,37 @@ int positive(const std::string& text, const char* name) {
 }
 
 Config parse_args(int argc, char** argv) {
-  if (argc < 9)
-    throw std::invalid_argument("expected 8 arguments, got " + std::to_string(argc - 1));
-  Config config{argv[1],
-                argv[2],
-                argv[3],
-                positive(argv[4], "THREADS"),
-                positive(argv[5], "ACQUISITIONS"),
-                positive(argv[6], "SECONDS"),
-                argv[7],
-                argv[8]};
+  Config config;
+  std::string threads, acquisitions, seconds, timeout_ms;
+  CLI::App app;
+  app.set_help_flag();  // the usage line in main() is the help
+  app.add_option("CONNECT", config.connect)->required();
+  app.add_option("LOCK_PATH", config.lock_path)->required();
+  app.add_option("KIND", config.kind)->required();
+  app.add_option("THREADS", threads)->required();
+  app.add_option("ACQUISITIONS", acquisitions)->required();
+  app.add_option("SECONDS", seconds)->required();
+  app.add_option("COUNTER_PATH", config.counter_path)->required();
+  app.add_option("OUTPUT", config.output)->required();
+  app.add_option("--acquire-timeout-ms", timeout_ms);
+  app.add_flag("--faults", config.faults);
+  app.add_option("--reports", config.reports);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  config.threads = positive(threads, "THREADS");
+  config.acquisitions = positive(acquisitions, "ACQUISITIONS");
+  config.seconds = positive(seconds, "SECONDS");
+  if (app.count("--acquire-timeout-ms") != 0)
+    config.acquire_timeout = milliseconds(positive(timeout_ms, "--acquire-timeout-ms"));
+  if (app.count("--reports") != 0 && config.reports.empty())
+    throw std::invalid_argument("--reports needs a FILE");
   if (config.kind != "mutex" && config.kind != "semaphore" && config.kind != "readwrite" &&
       config.kind != "none")
     throw std::invalid_argument("KIND must be mutex, semaphore, readwrite or none, got '" +
                                 config.kind + "'");
-  const std::string timeout_option = "--acquire-timeout-ms=";
-  for (int i = 9; i < argc; ++i) {
-    const std::string option = argv[i];
-    if (option.starts_with(timeout_option))
-      config.acquire_timeout =
-          milliseconds(positive(option.substr(timeout_option.size()), "--acquire-timeout-ms"));
-    else if (option == "--faults") config.faults = true;
-    else if (option.starts_with("--reports=") && option.size() > 10)
-      config.reports = option.substr(10);
-    else throw std::invalid_argument("unknown option '" + option + "'");
-  }
   zkr::validate_path(config.lock_path);
   zkr::validate_path(config.counter_path);
   return config;

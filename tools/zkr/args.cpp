@@ -5,20 +5,13 @@
 #include <cstdio>
 #include <sstream>
 
+#include <CLI/CLI.hpp>
+
 namespace zkr::cli {
 namespace {
 
-const OptionSpec* find_long(const std::vector<OptionSpec>& specs, std::string_view name) {
-  for (const auto& s : specs)
-    if (s.name == name) return &s;
-  return nullptr;
-}
-
-const OptionSpec* find_short(const std::vector<OptionSpec>& specs, char c) {
-  for (const auto& s : specs)
-    if (s.short_name != 0 && s.short_name == c) return &s;
-  return nullptr;
-}
+// "--timeout" or "-t", as the user may have typed it, for messages.
+std::string shown_name(const OptionSpec& spec) { return "--" + spec.name; }
 
 }  // namespace
 
@@ -35,59 +28,79 @@ std::optional<std::string> ParsedArgs::value(std::string_view name) const {
 
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs,
                       std::size_t options_until_operands) {
+  CLI::App app;
+  // The verbs write their own --help from the same table (format_options),
+  // and ask for it as an option of the table.
+  app.set_help_flag();
+  // Unknown options come back in remaining() and are refused below with our
+  // own message; the command after PATH comes back there too.
+  app.allow_extras();
+  std::vector<std::pair<const OptionSpec*, CLI::Option*>> options;
+  for (const auto& spec : specs) {
+    std::string names = "--" + spec.name;
+    if (spec.short_name != 0) names = std::string("-") + spec.short_name + "," + names;
+    CLI::Option* option = nullptr;
+    if (spec.takes_value) {
+      // One value per occurrence, all kept (the last one wins in value()).
+      option = app.add_option(names, spec.help)
+                   ->type_size(1)
+                   ->expected(1)
+                   ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    } else {
+      option = app.add_flag(names, spec.help)->disable_flag_override();
+    }
+    options.emplace_back(&spec, option);
+  }
+  std::vector<std::string> positionals;
+  auto* operands = app.add_option("operands", positionals)->take_all();
+  if (options_until_operands != kAllOptions) {
+    // flock(1)-style: once PATH is read, the next word and all after it are
+    // the command line, its own options included.
+    operands->expected(static_cast<int>(options_until_operands))->allow_extra_args(false);
+    app.prefix_command();
+  }
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ArgumentMismatch& e) {
+    // A missing value or a value given to a flag: CLI11 names the option
+    // first in its message ("--timeout: ...", "dry-run was given ...").
+    const std::string what = e.what();
+    const auto begin = what.find_first_not_of('-');
+    const auto end = what.find_first_of(": ", begin);
+    const std::string named = what.substr(begin, end - begin);
+    for (const auto& spec : specs) {
+      if (named != spec.name && !(named.size() == 1 && named[0] == spec.short_name)) continue;
+      if (spec.takes_value)
+        throw UsageError(shown_name(spec) + " needs a value (" + spec.metavar + ")");
+      throw UsageError(shown_name(spec) + " takes no value");
+    }
+    throw UsageError(what);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
+  }
   ParsedArgs parsed;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    const bool options_over =
-        parsed.operands_.size() >= options_until_operands && options_until_operands != kAllOptions;
-    if (arg == "--") {
-      parsed.operands_.insert(parsed.operands_.end(), args.begin() + static_cast<long>(i) + 1,
-                              args.end());
-      break;
-    }
-    if (arg.size() < 2 || arg[0] != '-') {  // an operand ("-" alone is one too)
-      if (options_over) {
-        parsed.operands_.insert(parsed.operands_.end(), args.begin() + static_cast<long>(i),
-                                args.end());
-        break;
-      }
-      parsed.operands_.push_back(arg);
+  for (const auto& [spec, option] : options) {
+    if (option->count() == 0) continue;
+    auto& values = parsed.values_[spec->name];
+    if (spec->takes_value) values = option->results();
+    else values.assign(option->count(), std::string());
+  }
+  parsed.operands_ = positionals;
+  std::vector<std::string> rest = app.remaining();
+  // "--" ends the options; CLI11 hands it back among the extras.
+  bool options_ended = false;
+  for (auto it = rest.begin(); it != rest.end(); ++it) {
+    if (!options_ended && *it == "--") {
+      options_ended = true;
       continue;
     }
-    if (arg.starts_with("--")) {
-      const auto eq = arg.find('=');
-      const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-      const OptionSpec* spec = find_long(specs, name);
-      if (!spec) throw UsageError("unknown option --" + name);
-      if (!spec->takes_value) {
-        if (eq != std::string::npos) throw UsageError("--" + name + " takes no value");
-        parsed.values_[name].emplace_back();
-      } else if (eq != std::string::npos) {
-        parsed.values_[name].push_back(arg.substr(eq + 1));
-      } else {
-        if (i + 1 >= args.size())
-          throw UsageError("--" + name + " needs a value (" + spec->metavar + ")");
-        parsed.values_[name].push_back(args[++i]);
-      }
-      continue;
-    }
-    // A cluster of short options: -vv, -t5s, -t 5s.
-    for (std::size_t j = 1; j < arg.size(); ++j) {
-      const OptionSpec* spec = find_short(specs, arg[j]);
-      if (!spec) throw UsageError(std::string("unknown option -") + arg[j]);
-      if (!spec->takes_value) {
-        parsed.values_[spec->name].emplace_back();
-        continue;
-      }
-      if (j + 1 < arg.size()) {
-        parsed.values_[spec->name].push_back(arg.substr(j + 1));
-      } else {
-        if (i + 1 >= args.size())
-          throw UsageError(std::string("-") + arg[j] + " needs a value (" + spec->metavar + ")");
-        parsed.values_[spec->name].push_back(args[++i]);
-      }
+    if (!options_ended && it->size() > 1 && (*it)[0] == '-')
+      throw UsageError("unknown option " + *it);
+    if (options_until_operands != kAllOptions) {
+      parsed.operands_.insert(parsed.operands_.end(), it, rest.end());
       break;
     }
+    parsed.operands_.push_back(*it);
   }
   return parsed;
 }

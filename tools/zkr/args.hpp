@@ -1,11 +1,11 @@
 // tools/zkr/args.hpp: command-line options and durations for `zkr`.
 //
-// A small parser of our own rather than Boost.ProgramOptions: `zkr lock PATH
-// CMD ARGS...` must stop reading options at the command's first word (as
-// flock(1) and env(1) do), so that the command's own options reach it intact;
-// ProgramOptions needs its positional machinery bent for that, and brings a
-// compiled library for what is eighty lines here. Each verb declares its
-// options as a table, which also writes the verb's --help.
+// Each verb declares its options as a table, which also writes the verb's
+// --help; parse_args reads the command line from the table with CLI11 and
+// keeps what CLI11 does not give as we need it: `zkr lock PATH CMD ARGS...`
+// stops reading options at the command's first word (as flock(1) and env(1)
+// do), so that the command's own options reach it intact, and the messages
+// of a usage error name the option the way our docs and tests do.
 //
 //   const std::vector<OptionSpec> specs{{"timeout", 't', true, "D", "give up after D"}};
 //   auto parsed = parse_args(args, specs, /*options_until_operands=*/1);
@@ -58,7 +58,8 @@ class ParsedArgs {
 
 inline constexpr std::size_t kAllOptions = std::numeric_limits<std::size_t>::max();
 
-// Parses --name, --name=value, --name value, -x, -xVALUE, -x VALUE, -vvv.
+// Parses --name, --name=value, --name value, -x, -xVALUE, -x VALUE, -vvv
+// (with CLI11).
 // "--" ends the options. Once `options_until_operands` operands have been
 // read, the next operand and everything after it are operands too (for a
 // command line to run). Throws UsageError for an unknown option, a missing

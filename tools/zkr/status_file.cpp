@@ -5,6 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
+
+#include <nlohmann/json.hpp>
 
 #include "args.hpp"
 #include "errors.hpp"
@@ -21,10 +24,16 @@ StatusFile::~StatusFile() { ::close(fd_); }
 void StatusFile::write(const char* outcome, int exit, std::optional<int> command_status) noexcept {
   if (written_) return;
   written_ = true;
-  std::string line =
-      std::string("{\"outcome\":\"") + outcome + "\",\"exit\":" + std::to_string(exit);
-  if (command_status) line += ",\"command_status\":" + std::to_string(*command_status);
-  line += "}\n";
+  std::string line;
+  try {
+    // Ordered: "outcome" first, as --help shows it and scripts may match it.
+    nlohmann::ordered_json status{{"outcome", outcome}, {"exit", exit}};
+    if (command_status) status["command_status"] = *command_status;
+    line = status.dump() + "\n";
+  } catch (const std::exception& e) {  // out of memory: say so, zkr's exit code still tells
+    print_error(std::string("--status-file: ") + e.what());
+    return;
+  }
   if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
     print_error(std::string("--status-file: write failed: ") + std::strerror(errno));
 }
