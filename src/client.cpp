@@ -327,10 +327,15 @@ struct Client::Impl {
       reopen_at = Clock::now() + kReopenDelay;
       return;
     }
+    // The handle replaced is dropped outside the mutex: the last reference
+    // may be this one, and closing a keeper waits for its callbacks, which
+    // may be taking the mutex (a lock attempt asking for the epoch).
+    std::shared_ptr<Keeper> replaced;
     {
       std::lock_guard lock(mutex);
-      keeper = std::move(fresh);
+      replaced = std::exchange(keeper, std::move(fresh));
     }
+    replaced.reset();
     current_ended = false;
     log->info("opening session epoch {} to {}", for_epoch, options.connect_string);
   }

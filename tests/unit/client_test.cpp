@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <initializer_list>
 #include <map>
@@ -77,6 +78,12 @@ class ScriptedKeeper : public Keeper {
         on_state_(std::move(on_state)),
         id_(id),
         nodes_(std::move(nodes)) {}
+  // Runs what a real keeper's end waits for: the C client joins its
+  // completion thread, whose callbacks may be calling the Client.
+  ~ScriptedKeeper() override {
+    if (on_destroy) on_destroy();
+  }
+  std::function<void()> on_destroy;
 
   // What the C client's event thread would do.
   void report(SessionState s) {
@@ -336,6 +343,41 @@ TEST(Client, ExpiryAnnouncesLostAndOpensANewSessionOnTheNextEpoch) {
   EXPECT_TRUE(old.expired());
   EXPECT_FALSE(heard.wait_for(5, 100ms));
   EXPECT_TRUE(client.is_connected());
+}
+
+// Ending a keeper waits for its callbacks (zookeeper_close joins the
+// completion thread), and a callback may be asking the Client for its epoch:
+// a lock attempt does. The Client must not hold its own lock while the
+// replaced handle goes.
+TEST(Client, ReplacedKeeperIsDroppedWhileItsCallbacksCanStillCallTheClient) {
+  std::promise<std::uint64_t> epoch_promise;
+  const auto epoch_read = epoch_promise.get_future().share();
+  std::promise<bool> answered_in_time;  // by the keeper's end, set as it returns
+  auto answered = answered_in_time.get_future();
+  Factory factory;
+  Client client(options_for(factory));
+  auto first = factory.keeper(0);
+  ASSERT_TRUE(first);
+  first->on_destroy = [&] {
+    // A callback on another thread, which the end of the keeper waits for.
+    std::thread callback([&] { epoch_promise.set_value(client.session_epoch()); });
+    const bool in_time = epoch_read.wait_for(kWait) == std::future_status::ready;
+    // Stuck behind the Client's lock, it could not be joined here.
+    if (in_time) callback.join();
+    else callback.detach();
+    answered_in_time.set_value(in_time);
+  };
+  first->report(S::connected);
+  // Only the Client holds the first keeper now: it is dropped where the
+  // Client replaces it.
+  ScriptedKeeper* raw = first.get();
+  first.reset();
+  raw->report(S::expired);
+  ASSERT_TRUE(factory.keeper(1));
+  ASSERT_EQ(answered.wait_for(2 * kWait), std::future_status::ready) << "the keeper never ended";
+  EXPECT_TRUE(answered.get()) << "the epoch could not be read while the old keeper ended";
+  ASSERT_EQ(epoch_read.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(epoch_read.get(), 2u);
 }
 
 // The C client marks its handle expired, then queues the event; meanwhile the
