@@ -1,5 +1,5 @@
 // Session events on their way from a keeper's event thread to the Client's
-// session thread (src/client.cpp).
+// session thread (src/session_thread.hpp).
 #pragma once
 
 #include <chrono>
