@@ -130,7 +130,15 @@ TYPED_TEST(LockCancelTest, AStopEndsTheWaitForAConnection) {
     SCOPED_TRACE(timed ? "try_acquire_for" : "acquire");
     auto& c = this->contender();
     auto lock = this->lock_for(c);
+    // The Client must know the link is down before the acquire starts: else
+    // the acquire may try the dropped link, spend its retries and fail at
+    // once, which is not the wait this test is about.
+    auto suspended = std::make_shared<Latch>();  // the listener may outlive this loop
+    c.client->add_listener([suspended](ConnectionState s) {
+      if (s == ConnectionState::suspended) suspended->open();
+    });
     this->ensemble_.disconnect(this->session_of(c));
+    ASSERT_TRUE(suspended->wait(kWait));
     std::stop_source stop;
     auto granted = std::async(std::launch::async, [&] {
       return timed ? lock->try_acquire_for(kWait, stop.get_token())
