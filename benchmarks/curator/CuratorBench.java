@@ -14,7 +14,7 @@
 //       -> done <acquisitions> <counter> <wait us>...: <workers> threads, each on
 //          its own session, acquire, read-modify-write an in-process counter
 //          (read, yield, write + 1), release, for ms; every hold is written to
-//          the interval file in the format of benchmarks/checker/exclusion_checker.hpp
+//          the interval file in the format of testkit/checker/exclusion_checker.hpp
 //          (pid thread enter_ns exit_ns token kind; CLOCK_MONOTONIC, as
 //          System.nanoTime is on Linux; the token is the node's sequence number)
 //   w3 <root> <keys> <threads> <ms>

@@ -5,7 +5,7 @@
 // default locks do not see ours (zkr/lock.hpp, "No silent mix"). With
 // LockOptions::share_with_kazoo, and kazoo's locks made with the
 // extra_lock_patterns docs/promises.md gives, both queue in one FIFO queue: judged
-// here by the exclusion checker (benchmarks/checker), which sees only the
+// here by the exclusion checker (testkit/checker), which sees only the
 // intervals and tokens every holder, Python or C++, wrote down.
 //
 // Skips only when /usr/bin/python3 cannot import kazoo; scripts/setup

@@ -4,7 +4,7 @@
 // shared by a few threads, take the same lock thousands of times and, while
 // holding it, increment a counter znode by an unprotected read-modify-write.
 // Each records when it held the lock and with what fencing token; the checker
-// (benchmarks/checker/exclusion_checker.hpp), which knows nothing of the lock code,
+// (testkit/checker/exclusion_checker.hpp), which knows nothing of the lock code,
 // then looks for overlapping holds, tokens that do not grow in grant order, and
 // lost increments. The same run with no lock at all must fail the checker, or
 // the checker proves nothing.

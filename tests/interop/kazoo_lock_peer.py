@@ -17,7 +17,7 @@ it answers each command with one line. Written against Debian's python3-kazoo
       ReadLock every READ_EVERY-th hold, none if 0). A write hold adds 1 to
       the decimal number in the znode COUNTER with a get and an unversioned
       set; every hold appends one line to the file INTERVALS for the
-      exclusion checker (benchmarks/checker): "pid thread enter_ns exit_ns
+      exclusion checker (testkit/checker): "pid thread enter_ns exit_ns
       token kind", CLOCK_MONOTONIC, token = the lock node's czxid.
       -> "counted HOLDS" | "error TEXT"
 """

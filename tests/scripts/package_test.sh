@@ -55,11 +55,19 @@ depends_on() { # PACKAGE WHAT
 depends_on libzkrecipes-dev "$runtime (= $version)"
 depends_on zkr "$runtime (= $version)"
 depends_on "$runtime" libzookeeper-mt2
-depends_on zkr libzookeeper-mt2
+# zkr reaches ZooKeeper only through the library: the C client is not among
+# the libraries it loads itself (the benchmarks' floor, which would bring it,
+# is not in the packaged zkr).
+! grep -q 'libzookeeper' <<<"$zkr_dynamic" || fail "/usr/bin/zkr loads the C client itself"
 apt-get install --simulate "${debs[@]}" >"$work/apt.log" 2>&1 ||
   { cat "$work/apt.log" >&2; fail "apt would not install the packages"; }
 
 bash "$src/tests/scripts/build_consumer.sh" "$work/root/usr" "$work"
 libdir=$(dirname "$(find "$work/root" -name "$soname")")
 LD_LIBRARY_PATH=$libdir "$work/root/usr/bin/zkr" --version
+# The packaged zkr carries only what its verbs need: no benchmark harness.
+rc=0
+LD_LIBRARY_PATH=$libdir "$work/root/usr/bin/zkr" bench --quick >"$work/bench.out" 2>&1 || rc=$?
+((rc != 0)) && grep -q 'built without the benchmarks' "$work/bench.out" ||
+  fail "the packaged zkr ran 'bench' (exit $rc): $(cat "$work/bench.out")"
 echo "packages $runtime, libzkrecipes-dev and zkr $version work from an unpacked root"

@@ -33,7 +33,7 @@
 // bound had passed: a test that injects faults stops the workers when done.
 //
 // At the end it writes one line per acquisition to OUTPUT, in the format of
-// benchmarks/checker/exclusion_checker.hpp, prints a one-line summary on stdout, and
+// testkit/checker/exclusion_checker.hpp, prints a one-line summary on stdout, and
 // exits 0, or 1 after errors (printed on stderr), or 64 for bad arguments.
 // The library logs through ZKR_LOG_LEVEL (warn by default).
 #include <signal.h>

@@ -1,4 +1,4 @@
-// The delay proxy the benchmarks add round trips with (benchmarks/proxy): its
+// The delay proxy the benchmarks add round trips with (testkit/proxy): its
 // delay must be latency, not a queue, or it charges a pipelined protocol one
 // round trip per request in flight, which no network does.
 #include "tcp_proxy.hpp"

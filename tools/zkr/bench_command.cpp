@@ -20,7 +20,8 @@ std::string bench_help() {
   return "Usage: zkr bench [ARGS...]\n"
          "\n"
          "Runs the lock benchmarks (see benchmarks/). This zkr was built without\n"
-         "them: build the zkr_bench target (benchmarks/) and rebuild zkr.\n";
+         "them, as the packaged zkr is: run scripts/bench in a source tree, or\n"
+         "build zkr with -DZKR_BENCH_VERB=ON.\n";
 #endif
 }
 
@@ -34,7 +35,9 @@ int bench_main(const std::vector<std::string>& args) {
       return exit_code::ok;
     }
   }
-  print_error("bench: this zkr was built without the benchmarks (no zkr_bench target)");
+  print_error(
+      "bench: this zkr was built without the benchmarks (ZKR_BENCH_VERB=OFF); run scripts/bench "
+      "in a source tree");
   return exit_code::unavailable;
 #endif
 }
