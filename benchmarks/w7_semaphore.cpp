@@ -203,7 +203,7 @@ struct SemaphoreWorkers {
     run_workers(
         kSemaphoreWorkers, duration,
         [&](unsigned i, auto granted, auto leaving) {
-          auto leases = semaphores[i]->try_acquire(1, std::chrono::seconds(30));
+          auto leases = semaphores[i]->try_acquire_for(1, std::chrono::seconds(30));
           if (leases.empty()) return false;
           granted();
           // The holder's work: a few reads of the resource, so that holds last

@@ -256,9 +256,8 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::acquire(int n, std::stop_to
   return leases;
 }
 
-std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire(int n,
-                                                                 std::chrono::milliseconds timeout,
-                                                                 std::stop_token stop) {
+std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_for(
+    int n, std::chrono::milliseconds timeout, std::stop_token stop) {
   return try_acquire_until(n, zkr::deadline_after(timeout), std::move(stop));
 }
 

@@ -2,7 +2,7 @@
 // semaphore mutex, both on Apache Curator's InterProcessSemaphoreV2 layout.
 //
 //   zkr::InterProcessSemaphoreV2 pool(client, "/app/pools/gpu", zkr::SemaphoreLimit::fixed(4));
-//   auto leases = pool.try_acquire(2, 5s);      // two of the four, or none
+//   auto leases = pool.try_acquire_for(2, 5s);      // two of the four, or none
 //   if (!leases.empty()) {
 //     run_on_two_gpus(leases[0].lease().fencing_token());
 //   }                                            // released when they go out of scope
@@ -137,8 +137,8 @@ class InterProcessSemaphoreV2 {
   std::vector<SemaphoreLease> acquire(int n, std::stop_token stop);
   // n leases, or none (an empty vector) if the deadline (or a stop) comes
   // first: the leases granted meanwhile are given back.
-  std::vector<SemaphoreLease> try_acquire(int n, std::chrono::milliseconds timeout,
-                                          std::stop_token stop = {});
+  std::vector<SemaphoreLease> try_acquire_for(int n, std::chrono::milliseconds timeout,
+                                              std::stop_token stop = {});
   std::vector<SemaphoreLease> try_acquire_until(int n,
                                                 std::chrono::steady_clock::time_point deadline,
                                                 std::stop_token stop = {});

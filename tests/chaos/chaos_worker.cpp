@@ -194,7 +194,7 @@ struct Hold {
     if (multi) return multi->try_acquire_for(timeout);
     if (side) return side->try_acquire_for(timeout);
     if (pool) {
-      pool_leases = pool->try_acquire(1, timeout);
+      pool_leases = pool->try_acquire_for(1, timeout);
       return !pool_leases.empty();
     }
     return true;  // nolock: "granted" at once

@@ -98,7 +98,7 @@ TEST_F(CleanupIntegrationTest, ReadWriteLocksAndSemaphoresLeaveNothingBehind) {
     ASSERT_TRUE(rw.write_lock().try_acquire_for(kWait));
     ASSERT_TRUE(rw.write_lock().release());
     InterProcessSemaphoreV2 semaphore(c, root_ + "/sem", SemaphoreLimit::fixed(2));
-    auto leases = semaphore.try_acquire(2, kWait);
+    auto leases = semaphore.try_acquire_for(2, kWait);
     ASSERT_EQ(leases.size(), 2u);
     for (auto& lease : leases) EXPECT_TRUE(lease.release());
     CuratorSemaphoreMutex mutex(c, root_ + "/csm");

@@ -871,7 +871,7 @@ TEST_F(CuratorInteropTest, SemaphoreLeasesNeverExceedTheBoundAcrossLibraries) {
       InterProcessSemaphoreV2 semaphore(c, dir_, SemaphoreLimit::fixed(kMax));
       Keeper& keeper = *c.keeper();
       for (int i = 0; i < kHolds; ++i) {
-        auto leases = semaphore.try_acquire(1, kWait);
+        auto leases = semaphore.try_acquire_for(1, kWait);
         if (leases.empty()) {
           ADD_FAILURE() << "no lease within " << kWait.count() << " s at " << i;
           return;

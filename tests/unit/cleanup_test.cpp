@@ -189,7 +189,7 @@ TEST_F(CleanupTest, SweepsASemaphoresLeftoverContainersAndKeepsOthers) {
   for (const auto& path : {curator, curator + "/locks", curator + "/leases"}) raw_->create(path);
   const std::string live = kRoot + "/live";
   InterProcessSemaphoreV2 semaphore(*client_, live, SemaphoreLimit::fixed(2));
-  auto held = semaphore.try_acquire(1, kWait);
+  auto held = semaphore.try_acquire_for(1, kWait);
   ASSERT_EQ(held.size(), 1u);
 
   CleanReport report;
@@ -205,11 +205,11 @@ TEST_F(CleanupTest, SweepsASemaphoresLeftoverContainersAndKeepsOthers) {
   EXPECT_FALSE(held.front().lease().lost());
 
   // The live semaphore still counts: one lease out, one more to take, then none.
-  auto second = semaphore.try_acquire(1, kWait);
+  auto second = semaphore.try_acquire_for(1, kWait);
   EXPECT_EQ(second.size(), 1u);
-  EXPECT_TRUE(semaphore.try_acquire(1, 50ms).empty());
+  EXPECT_TRUE(semaphore.try_acquire_for(1, 50ms).empty());
   EXPECT_TRUE(held.front().release());
-  EXPECT_EQ(semaphore.try_acquire(1, kWait).size(), 1u);
+  EXPECT_EQ(semaphore.try_acquire_for(1, kWait).size(), 1u);
 }
 
 TEST_F(CleanupTest, DryRunReportsTheSamePathsAndRemovesNothing) {

@@ -169,7 +169,7 @@ class SemaphoreSubject : public Subject {
   SemaphoreSubject(Client& client, const LockOptions& options)
       : semaphore_(client, kDir, SemaphoreLimit::fixed(1), options) {}
   bool acquire() override {
-    held_ = semaphore_.try_acquire(1, kWait);
+    held_ = semaphore_.try_acquire_for(1, kWait);
     return !held_.empty();
   }
   std::vector<LockLease> leases() const override {

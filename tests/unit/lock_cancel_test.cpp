@@ -226,7 +226,7 @@ TEST_F(OtherLocksCancelTest, ReadWriteLock) {
 
 TEST_F(OtherLocksCancelTest, Semaphore) {
   InterProcessSemaphoreV2 held(*contender().client, kDir, SemaphoreLimit::fixed(1));
-  auto lease = held.try_acquire(1, kWait);
+  auto lease = held.try_acquire_for(1, kWait);
   ASSERT_EQ(lease.size(), 1u);
   auto& w = contender();
   InterProcessSemaphoreV2 waiting(*w.client, kDir, SemaphoreLimit::fixed(1));
@@ -236,7 +236,8 @@ TEST_F(OtherLocksCancelTest, Semaphore) {
         raw(), leases, [](const auto& names) { return names.size() == 2; }, kWait);
   };
   EXPECT_TRUE(stopped_while_waiting(
-      [&](std::stop_token t) { return !waiting.try_acquire(1, kWait, t).empty(); }, two_leases));
+      [&](std::stop_token t) { return !waiting.try_acquire_for(1, kWait, t).empty(); },
+      two_leases));
   EXPECT_TRUE(no_ephemerals_of(w));
   EXPECT_EQ(ensemble_.children_now(leases).size(), 1u);
   EXPECT_TRUE(stopped_while_waiting(

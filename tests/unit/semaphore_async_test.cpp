@@ -79,7 +79,7 @@ TEST_F(SemaphoreAsyncTest, AllOrNoneWithACallback) {
   auto& b = contender();
   auto sa = semaphore_for(a, 3);
   auto sb = semaphore_for(b, 3);
-  auto held = sa->try_acquire(2, kWait);
+  auto held = sa->try_acquire_for(2, kWait);
   ASSERT_EQ(held.size(), 2u);
   std::stop_source stop;
   auto two = acquire_async(*sb, 2, std::nullopt, stop.get_token());
@@ -109,7 +109,7 @@ TEST_F(SemaphoreAsyncTest, AStopEndsTheWait) {
   auto& b = contender();
   auto sa = semaphore_for(a, 1);
   auto sb = semaphore_for(b, 1);
-  auto held = sa->try_acquire(1, kWait);
+  auto held = sa->try_acquire_for(1, kWait);
   ASSERT_EQ(held.size(), 1u);
   std::stop_source stop;
   auto waiting = acquire_async(*sb, 1, std::nullopt, stop.get_token());
@@ -146,7 +146,7 @@ TEST_F(SemaphoreAsyncTest, ACancelledAcquireLeavesNothing) {
   auto& w = contender();
   auto sa = semaphore_for(a, 1);
   auto sw = semaphore_for(w, 1);
-  auto held = sa->try_acquire(1, kWait);
+  auto held = sa->try_acquire_for(1, kWait);
   ASSERT_EQ(held.size(), 1u);
   run_io();
   auto done = net::co_spawn(

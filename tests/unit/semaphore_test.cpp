@@ -50,14 +50,15 @@ TEST_F(SemaphoreTest, GrantsUpToTheLimitThenWaitsForARelease) {
   auto& b = contender();
   auto sa = semaphore_for(a, SemaphoreLimit::fixed(3));
   auto sb = semaphore_for(b, SemaphoreLimit::fixed(3));
-  auto two = sa->try_acquire(2, kWait);
+  auto two = sa->try_acquire_for(2, kWait);
   ASSERT_EQ(two.size(), 2u);
-  auto one = sb->try_acquire(1, kWait);
+  auto one = sb->try_acquire_for(1, kWait);
   ASSERT_EQ(one.size(), 1u);
-  EXPECT_TRUE(sb->try_acquire(1, 50ms).empty());
+  EXPECT_TRUE(sb->try_acquire_for(1, 50ms).empty());
   EXPECT_EQ(leases().size(), 3u);  // the refused contender left nothing
   EXPECT_TRUE(ensemble_.children_now(kLocks).empty()) << "the internal mutex is held after a grant";
-  auto waiter = std::async(std::launch::async, [&] { return sb->try_acquire(1, kWait).size(); });
+  auto waiter =
+      std::async(std::launch::async, [&] { return sb->try_acquire_for(1, kWait).size(); });
   ASSERT_TRUE(wait_leases(4));
   EXPECT_EQ(waiter.wait_for(0s), std::future_status::timeout);
   EXPECT_TRUE(two[0].release());
@@ -68,7 +69,7 @@ TEST_F(SemaphoreTest, GrantsUpToTheLimitThenWaitsForARelease) {
 TEST_F(SemaphoreTest, CuratorsLayoutAndTokens) {
   auto& a = contender();
   auto s = semaphore_for(a, SemaphoreLimit::fixed(2));
-  auto held = s->try_acquire(2, kWait);
+  auto held = s->try_acquire_for(2, kWait);
   ASSERT_EQ(held.size(), 2u);
   const std::regex lease(kLeases + "/_c_[0-9a-f]{8}-[0-9a-f-]{27}-lease-[0-9]{10}");
   for (const auto& h : held)
@@ -87,13 +88,13 @@ TEST_F(SemaphoreTest, AllOrNoneGivesBackWhatItGotByTheDeadline) {
   auto& b = contender();
   auto sa = semaphore_for(a, SemaphoreLimit::fixed(4));
   auto sb = semaphore_for(b, SemaphoreLimit::fixed(4));
-  auto three = sa->try_acquire(3, kWait);
+  auto three = sa->try_acquire_for(3, kWait);
   ASSERT_EQ(three.size(), 3u);
-  EXPECT_TRUE(sb->try_acquire(2, 100ms).empty());
+  EXPECT_TRUE(sb->try_acquire_for(2, 100ms).empty());
   ASSERT_TRUE(wait_leases(3)) << "the one lease granted before the deadline was kept";
   EXPECT_TRUE(ensemble_.ephemerals_of(session_of(b)).empty());
-  EXPECT_THROW((void)sb->try_acquire(5, kWait), std::invalid_argument);
-  EXPECT_THROW((void)sb->try_acquire(0, kWait), std::invalid_argument);
+  EXPECT_THROW((void)sb->try_acquire_for(5, kWait), std::invalid_argument);
+  EXPECT_THROW((void)sb->try_acquire_for(0, kWait), std::invalid_argument);
 }
 
 // The internal mutex queues contenders: first come, first served.
@@ -104,16 +105,16 @@ TEST_F(SemaphoreTest, WaitersAreServedInArrivalOrder) {
   auto sa = semaphore_for(a, SemaphoreLimit::fixed(1));
   auto sb = semaphore_for(b, SemaphoreLimit::fixed(1));
   auto sc = semaphore_for(c, SemaphoreLimit::fixed(1));
-  auto held = sa->try_acquire(1, kWait);
+  auto held = sa->try_acquire_for(1, kWait);
   ASSERT_EQ(held.size(), 1u);
   std::atomic<int> order{0};
   auto first = std::async(std::launch::async, [&] {
-    auto l = sb->try_acquire(1, kWait);
+    auto l = sb->try_acquire_for(1, kWait);
     return l.empty() ? -1 : order++;
   });
   ASSERT_TRUE(wait_leases(2));  // b holds the internal mutex and waits for the count
   auto second = std::async(std::launch::async, [&] {
-    auto l = sc->try_acquire(1, kWait);
+    auto l = sc->try_acquire_for(1, kWait);
     return l.empty() ? -1 : order++;
   });
   ASSERT_TRUE(wait_locks_queue(2));  // c waits for the internal mutex
@@ -130,9 +131,10 @@ TEST_F(SemaphoreTest, TheLimitCanComeFromASharedCount) {
   auto& b = contender();
   auto sa = semaphore_for(a, SemaphoreLimit::shared_count(count));
   auto sb = semaphore_for(b, SemaphoreLimit::shared_count(count));
-  auto two = sa->try_acquire(2, kWait);
+  auto two = sa->try_acquire_for(2, kWait);
   ASSERT_EQ(two.size(), 2u);
-  auto waiter = std::async(std::launch::async, [&] { return sb->try_acquire(1, kWait).size(); });
+  auto waiter =
+      std::async(std::launch::async, [&] { return sb->try_acquire_for(1, kWait).size(); });
   ASSERT_TRUE(wait_leases(3));
   EXPECT_EQ(waiter.wait_for(0s), std::future_status::timeout);
   raw().set(count, big_endian(3));  // the watch on the count wakes the waiter
@@ -147,7 +149,7 @@ TEST_F(SemaphoreTest, ABadSharedCountIsANamedError) {
   auto& a = contender();
   auto s = semaphore_for(a, SemaphoreLimit::shared_count(count));
   try {
-    (void)s->try_acquire(1, kWait);
+    (void)s->try_acquire_for(1, kWait);
     ADD_FAILURE() << "a 3-byte count was taken";
   } catch (const KeeperError& e) {
     EXPECT_EQ(e.errc(), Errc::bad_arguments);
@@ -155,7 +157,7 @@ TEST_F(SemaphoreTest, ABadSharedCountIsANamedError) {
     EXPECT_THAT(e.what(), HasSubstr("4 bytes"));
   }
   raw().set(count, big_endian(0));
-  EXPECT_THROW((void)s->try_acquire(1, kWait), KeeperError);
+  EXPECT_THROW((void)s->try_acquire_for(1, kWait), KeeperError);
   EXPECT_TRUE(ensemble_.ephemerals_of(session_of(a)).empty());
   EXPECT_THROW(SemaphoreLimit::fixed(0), std::invalid_argument);
 }
@@ -163,7 +165,7 @@ TEST_F(SemaphoreTest, ABadSharedCountIsANamedError) {
 TEST_F(SemaphoreTest, ALeaseIsReleasedFromAnyThreadAndSaysWhenLost) {
   auto& a = contender();
   auto s = semaphore_for(a, SemaphoreLimit::fixed(2));
-  auto held = s->try_acquire(2, kWait);
+  auto held = s->try_acquire_for(2, kWait);
   ASSERT_EQ(held.size(), 2u);
   std::thread([&] { EXPECT_TRUE(held[0].release()); }).join();
   ASSERT_TRUE(wait_leases(1));
@@ -185,7 +187,7 @@ TEST_F(SemaphoreTest, LockQueueNodesOnThePathRefuseIt) {
   ASSERT_TRUE(mutex.try_acquire());
   auto s = semaphore_for(b, SemaphoreLimit::fixed(2));
   try {
-    (void)s->try_acquire(1, kWait);
+    (void)s->try_acquire_for(1, kWait);
     ADD_FAILURE() << "granted beside a mutex";
   } catch (const KeeperError& e) {
     EXPECT_EQ(e.errc(), Errc::foreign_lock_protocol);
@@ -198,7 +200,7 @@ TEST_F(SemaphoreTest, LockQueueNodesOnThePathRefuseIt) {
   InterProcessReadWriteLock rw(*a.client, other);
   ASSERT_TRUE(rw.read_lock().try_acquire());
   InterProcessSemaphoreV2 beside_rw(*b.client, other, SemaphoreLimit::fixed(2));
-  EXPECT_THROW((void)beside_rw.try_acquire(1, kWait), KeeperError);
+  EXPECT_THROW((void)beside_rw.try_acquire_for(1, kWait), KeeperError);
   EXPECT_TRUE(ensemble_.ephemerals_of(session_of(b)).empty());
   rw.read_lock().release();
 }
@@ -207,7 +209,7 @@ TEST_F(SemaphoreTest, TheLockQueuesRefuseASemaphorePath) {
   auto& a = contender();
   auto& b = contender();
   auto s = semaphore_for(a, SemaphoreLimit::fixed(2));
-  auto held = s->try_acquire(1, kWait);
+  auto held = s->try_acquire_for(1, kWait);
   ASSERT_EQ(held.size(), 1u);
   InterProcessMutex mutex(*b.client, kDir);
   InterProcessReadWriteLock rw(*b.client, kDir);
@@ -245,9 +247,9 @@ TEST_F(SemaphoreTest, AForeignMutexArrivingWhileWeWaitRefusesTheGrant) {
   auto& b = contender();
   auto sa = semaphore_for(a, SemaphoreLimit::fixed(1));
   auto sb = semaphore_for(b, SemaphoreLimit::fixed(1));
-  auto held = sa->try_acquire(1, kWait);
+  auto held = sa->try_acquire_for(1, kWait);
   ASSERT_EQ(held.size(), 1u);
-  auto waiter = std::async(std::launch::async, [&] { return sb->try_acquire(1, kWait); });
+  auto waiter = std::async(std::launch::async, [&] { return sb->try_acquire_for(1, kWait); });
   ASSERT_TRUE(wait_leases(2));  // B waits behind A's lease
   // Curator's InterProcessMutex on the same path, as Java would make it.
   const auto foreign = raw().create(kDir + "/_c_8c3a3b7e-0000-4000-8000-00000000f0f0-lock-", "",
@@ -306,9 +308,9 @@ TEST_F(SemaphoreTest, AWaiterThatLosesTheInternalLockWithdrawsItsLeaseAndQueuesA
   auto& b = contender();
   auto sa = semaphore_for(a, SemaphoreLimit::fixed(1));
   auto sb = semaphore_for(b, SemaphoreLimit::fixed(1));
-  auto held = sa->try_acquire(1, kWait);
+  auto held = sa->try_acquire_for(1, kWait);
   ASSERT_EQ(held.size(), 1u);
-  auto waiter = std::async(std::launch::async, [&] { return sb->try_acquire(1, 4 * kWait); });
+  auto waiter = std::async(std::launch::async, [&] { return sb->try_acquire_for(1, 4 * kWait); });
   ASSERT_TRUE(wait_leases(2));  // B waits behind A's lease, holding the internal lock
   const auto first_lease = [&] {
     for (const auto& name : leases())

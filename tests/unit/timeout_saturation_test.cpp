@@ -196,9 +196,9 @@ TEST_F(TimeoutSaturationTest, SemaphoreTryAcquireWaitsAtMaxAndAtAThousandYears) 
   InterProcessSemaphoreV2 waiter(*b.client, kDir, SemaphoreLimit::fixed(1));
   for (const auto timeout : {milliseconds::max(), kThousandYears}) {
     SCOPED_TRACE(timeout.count());
-    auto held = holder.try_acquire(1, kWait);
+    auto held = holder.try_acquire_for(1, kWait);
     ASSERT_EQ(held.size(), 1u);
-    auto got = std::async(std::launch::async, [&] { return waiter.try_acquire(1, timeout); });
+    auto got = std::async(std::launch::async, [&] { return waiter.try_acquire_for(1, timeout); });
     // The waiter's lease node beside the holder's: it is waiting for a lease.
     ASSERT_TRUE(test::wait_children(
         raw(), leases, [](const auto& names) { return names.size() == 2; }, kWait));

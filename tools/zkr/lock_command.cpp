@@ -179,7 +179,7 @@ class CommandLock {
   bool acquire(std::optional<std::chrono::milliseconds> timeout, std::stop_token stop) {
     if (semaphore_) {
       auto leases =
-          timeout ? semaphore_->try_acquire(1, *timeout, stop) : semaphore_->acquire(1, stop);
+          timeout ? semaphore_->try_acquire_for(1, *timeout, stop) : semaphore_->acquire(1, stop);
       if (leases.empty()) return false;
       lease_.emplace(std::move(leases.front()));
       return true;
