@@ -60,7 +60,8 @@ Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(
         });
     std::exception_ptr failure;
     try {
-      Attempt attempt(*this, inbox, deadline, ended_epoch, held_write, under);
+      Attempt attempt(*this, inbox, deadline, ended_epoch, held_write ? &*held_write : nullptr,
+                      under);
       auto lease = co_await attempt.run();
       client_.remove_listener(listener);
       co_return lease;
