@@ -34,6 +34,19 @@ KeeperError client_gone(const std::string& dir) {
   return KeeperError(Errc::closing, dir, "the lock's Client is closed or being destroyed");
 }
 
+std::exception_ptr naming(std::exception_ptr error, const std::string& dir) noexcept {
+  if (!error) return error;
+  try {
+    try {
+      std::rethrow_exception(error);
+    } catch (const KeeperError& e) {
+      rethrow_naming(e, dir);
+    }
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
 void check_may_acquire(const ClientLifeline::Visit& visit, Client& client, std::string_view kind,
                        const std::string& dir) {
   if (!visit) throw client_gone(dir);
@@ -52,21 +65,13 @@ void acquire_guard_async(std::shared_ptr<const void> owner, LockInternals& inter
                          std::stop_token stop, GuardHandler on_done) {
   auto visit = std::make_unique<ClientLifeline::Visit>(*lifeline);  // ~Client waits for it
   if (!*visit) return on_done(std::make_exception_ptr(client_gone(internals.dir())), LockGuard{});
-  spawn(internals.acquisition(deadline, {}, std::move(stop)),
+  spawn(internals.acquisition(deadline, nullptr, std::move(stop)),
         [owner = std::move(owner), &internals, lifeline = std::move(lifeline),
          visit = std::move(visit), on_done = std::move(on_done)](
             std::exception_ptr error, std::optional<std::shared_ptr<LeaseState>> state) mutable {
           LockGuard guard;
           if (error) {
-            try {
-              try {
-                std::rethrow_exception(error);
-              } catch (const KeeperError& e) {
-                rethrow_naming(e, internals.dir());
-              }
-            } catch (...) {
-              error = std::current_exception();
-            }
+            error = naming(error, internals.dir());
           } else if (*state) {
             guard = LockGuard(std::move(*state), std::move(lifeline), internals.client());
           }

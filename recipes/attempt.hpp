@@ -65,11 +65,7 @@ class Attempt {
         lock_(lock),
         client_(lock.client_),
         inbox_(std::move(inbox)),
-        deadline_(deadline),
-        on_session_change_(
-            std::make_shared<std::function<void()>>([weak = std::weak_ptr<AttemptInbox>(inbox_)] {
-              if (const auto alive = weak.lock()) alive->wake_on_timer_thread();
-            })) {
+        deadline_(deadline) {
     // The lease we acquire under, lost while we wait: wake and look.
     if (under_)
       on_under_lost_ = std::make_unique<std::stop_callback<std::function<void()>>>(
@@ -114,6 +110,7 @@ class Attempt {
   bool under_lost() const;
   Task<void> check_layout();
   Task<Client::Session> connected_session();
+  std::optional<Client::Session> session_now();
   Task<void> await_session_after(std::uint64_t epoch);
   // Waits for one reply, at most a session timeout (past that the link is as
   // good as lost, and the retry loop decides), and never more than a session
@@ -159,7 +156,8 @@ class Attempt {
   Watcher watch_for_hand_off();
   bool own_node_lost();
   bool watched(const std::string& path) const;
-  Task<Change> await_change();
+  Clock::time_point change_deadline() const;
+  std::optional<Change> what_changed(bool woken);
   std::shared_ptr<LeaseState> new_lease() const;
   std::shared_ptr<LeaseState> grant();
   Task<void> abandon_if_session_lives();
@@ -178,8 +176,9 @@ class Attempt {
   Client& client_;
   const std::shared_ptr<AttemptInbox> inbox_;
   const Deadline deadline_;
-  // Kept while we may wait for a connection; the Client holds it weakly.
-  const std::shared_ptr<std::function<void()>> on_session_change_;
+  // Made once we wait for a connection (none is up when we bind), and kept
+  // while we may; the Client holds it weakly.
+  std::shared_ptr<std::function<void()>> on_session_change_;
 
   std::shared_ptr<Keeper> keeper_;
   std::uint64_t epoch_ = 0;

@@ -25,9 +25,8 @@ namespace zkr::detail {
 // Curator's revoker, or anyone allowed to write it) is never read as a sign
 // of anything.
 //
-// A waiter parks in await_change() under walk_down() (or
-// wait_for_leases()), run(), and the acquire's own frames, for as long as it
-// waits: thousands of them may. GCC keeps every local and temporary of a
+// A waiter parks in walk_down() (or wait_for_leases()) under run() and the
+// acquire's own frames, for as long as it waits: thousands of them may. GCC keeps every local and temporary of a
 // coroutine in its frame for the frame's whole life, so these frames hold
 // next to nothing, and each request with its reply (a Result, a path, the
 // awaiter's timeout value) is sent and awaited in a coroutine of its own
@@ -60,7 +59,9 @@ Task<Turn> Attempt::walk_down() {
       bool gone = co_await watch_before();
       if (!gone) {
         client_.logger().debug("lock {}: {} waits for {}", lock_.dir_, node_, waits_for_);
-        switch (co_await await_change()) {
+        std::optional<Change> change;
+        while (!change) change = what_changed(co_await inbox_->until(change_deadline()));
+        switch (*change) {
           case Change::deleted: gone = true; break;
           case Change::look_again: break;
           case Change::deadline: co_return Turn::deadline;
@@ -126,7 +127,9 @@ Task<Turn> Attempt::wait_for_leases() {
       }
       client_.logger().debug("lock {}: {} waits for one of {} leases", lock_.dir_, node_,
                              lower_count_);
-      switch (co_await await_change()) {
+      std::optional<Change> change;
+      while (!change) change = what_changed(co_await inbox_->until(change_deadline()));
+      switch (*change) {
         case Change::deleted:
         case Change::look_again: break;
         case Change::deadline: co_return Turn::deadline;
@@ -166,35 +169,42 @@ bool Attempt::watched(const std::string& path) const {
          path[lock_.dir_.size()] == '/' && path.ends_with(waits_for_);
 }
 
-// The next change to one of the watched paths (an event of a spent watch
-// on an earlier one is passed over), a reconnect, or the end of the wait.
-Task<Attempt::Change> Attempt::await_change() {
-  for (;;) {
-    // Without a deadline we still look again once per session timeout: a
-    // watch is one message, and a lost one must not mean waiting forever.
-    const auto safety = Clock::now() + keeper_->default_timeout();
-    const auto until = deadline_ ? std::min(*deadline_, safety) : safety;
-    if (!co_await inbox_->until(until))
-      co_return passed(deadline_) ? Change::deadline : Change::look_again;
-    if (inbox_->stopped()) co_return Change::stopped;
-    if (under_lost()) co_return Change::under_lost;
-    for (const auto state : inbox_->take_states()) {
-      // States reach listeners late: a `lost` may belong to the session
-      // before ours. The Client moves to a new epoch before it announces
-      // lost, so the epoch says whether it is about ours.
-      if (state == ConnectionState::lost || state == ConnectionState::reconnected) {
-        if (client_.session_epoch() != epoch_) throw SessionGone{epoch_};
-        co_return Change::look_again;  // the watch survives; looking again is cheap and sure
-      }
-      // suspended, read_only: the watch stays armed; keep waiting.
+// Until when the next wait for a change may last. Without a deadline we
+// still look again once per session timeout: a watch is one message, and a
+// lost one must not mean waiting forever.
+Clock::time_point Attempt::change_deadline() const {
+  const auto safety = Clock::now() + keeper_->default_timeout();
+  return deadline_ ? std::min(*deadline_, safety) : safety;
+}
+
+// After a wait for a change (woken: something came before
+// change_deadline()), what changed: one of the watched paths (an event of a
+// spent watch on an earlier one is passed over), a reconnect, or the end of
+// the wait; nothing if the waiter should wait again. Not a coroutine of its
+// own, which would be one more frame per parked waiter: the callers wait
+//   std::optional<Change> change;
+//   while (!change) change = what_changed(co_await inbox_->until(change_deadline()));
+std::optional<Attempt::Change> Attempt::what_changed(bool woken) {
+  if (!woken) return passed(deadline_) ? Change::deadline : Change::look_again;
+  if (inbox_->stopped()) return Change::stopped;
+  if (under_lost()) return Change::under_lost;
+  for (const auto state : inbox_->take_states()) {
+    // States reach listeners late: a `lost` may belong to the session
+    // before ours. The Client moves to a new epoch before it announces
+    // lost, so the epoch says whether it is about ours.
+    if (state == ConnectionState::lost || state == ConnectionState::reconnected) {
+      if (client_.session_epoch() != epoch_) throw SessionGone{epoch_};
+      return Change::look_again;  // the watch survives; looking again is cheap and sure
     }
-    for (const auto& event : inbox_->take_events()) {
-      if (!watched(event.path)) continue;  // a spent watch on an earlier node
-      if (event.type == EventType::deleted) co_return Change::deleted;
-      if (event.type == EventType::session_ended) throw SessionGone{epoch_};
-      co_return Change::look_again;  // changed: perhaps marked; the next get reads it
-    }
+    // suspended, read_only: the watch stays armed; keep waiting.
   }
+  for (const auto& event : inbox_->take_events()) {
+    if (!watched(event.path)) continue;  // a spent watch on an earlier node
+    if (event.type == EventType::deleted) return Change::deleted;
+    if (event.type == EventType::session_ended) throw SessionGone{epoch_};
+    return Change::look_again;  // changed: perhaps marked; the next get reads it
+  }
+  return std::nullopt;
 }
 
 std::shared_ptr<LeaseState> Attempt::new_lease() const {
