@@ -29,9 +29,9 @@ constexpr int kKeys = 50;
 constexpr int kPerKey = 10;
 constexpr int kWaiters = kKeys * kPerKey;
 // The bounds, in bytes per waiter, counting the fake server's node and
-// watches (about 1.2 KiB of it). Measured at about 4.5 KiB for a mutex
-// waiter and 5.4 KiB for a semaphore's (its waiter also holds the
-// semaphore's own frames); 10.0 and 11.1 KiB before the attempt's frames
+// watches (about 1.2 KiB of it). Measured at about 4.4 KiB for a mutex
+// waiter and 5.3 KiB for a semaphore's (its waiter also holds the
+// semaphore's own frames); 9.8 and 10.9 KiB before the attempt's frames
 // were slimmed. The margin covers allocator and library versions, not a
 // frame that keeps a listing, a deque or a nested coroutine across its wait
 // again.
@@ -138,20 +138,19 @@ TEST_F(WaiterMemoryTest, AQueuedSemaphoreWaiterHoldsLittleHeap) {
   std::vector<std::unique_ptr<InterProcessSemaphoreV2>> held, semaphores;
   std::vector<SemaphoreLease> held_leases;
   for (int k = 0; k < kKeys; ++k) {
-    held.push_back(std::make_unique<InterProcessSemaphoreV2>(holder, path(k),
-                                                             SemaphoreLimit::fixed(1)));
+    held.push_back(
+        std::make_unique<InterProcessSemaphoreV2>(holder, path(k), SemaphoreLimit::fixed(1)));
     auto got = held.back()->try_acquire_until(1, std::chrono::steady_clock::now() + kWait);
     ASSERT_EQ(got.size(), 1u);
     held_leases.push_back(std::move(got.front()));
-    semaphores.push_back(std::make_unique<InterProcessSemaphoreV2>(waiters, path(k),
-                                                                   SemaphoreLimit::fixed(1)));
+    semaphores.push_back(
+        std::make_unique<InterProcessSemaphoreV2>(waiters, path(k), SemaphoreLimit::fixed(1)));
   }
   release_holders = [&] { held_leases.clear(); };
   const double bytes = bytes_per_waiter(
       [&](int k, auto done) {
         semaphores[k]->async_acquire(
-            1, std::nullopt, {},
-            [done](std::exception_ptr error, std::vector<SemaphoreLease> got) {
+            1, std::nullopt, {}, [done](std::exception_ptr error, std::vector<SemaphoreLease> got) {
               EXPECT_FALSE(error);
               EXPECT_EQ(got.size(), 1u);
               done();  // the leases go: the next is granted
