@@ -31,7 +31,7 @@ constexpr int kWaiters = kKeys * kPerKey;
 // The bounds, in bytes per waiter, counting the fake server's node and
 // watches (about 1.2 KiB of it). Measured at about 4.4 KiB for a mutex
 // waiter and 5.3 KiB for a semaphore's (its waiter also holds the
-// semaphore's own frames); 9.8 and 10.9 KiB before the attempt's frames
+// semaphore's own frames); 9.3 and 10.2 KiB before the attempt's frames
 // were slimmed. The margin covers allocator and library versions, not a
 // frame that keeps a listing, a deque or a nested coroutine across its wait
 // again.
