@@ -174,13 +174,12 @@ struct SemaphoreCore {
 
 namespace {
 
-// core->leases_of() for a caller that does not wait: holds the Client (a
-// Visit, so ~Client waits for it) and the core (so the semaphore object may
-// go first), its errors naming the semaphore.
-// Starts core->leases_of(n, ...) and calls on_done(error, optional leases)
-// when it ends, its errors named as the acquire's (naming()). A callback
-// rather than a coroutine around leases_of(): a coroutine's frame would stay
-// allocated for as long as the acquire waits, one more per waiter.
+// core->leases_of() for a caller that does not wait: on_done(error,
+// optional leases) when it ends, its errors naming the semaphore (naming()).
+// Until then it holds the Client (a Visit, so ~Client waits for it) and the
+// core (so the semaphore object may go first). A callback rather than a
+// coroutine around leases_of(): a coroutine's frame would stay allocated for
+// as long as the acquire waits, one more per waiter.
 template <class OnDone>
 void start_leases(const std::shared_ptr<SemaphoreCore>& core, int n, Deadline deadline,
                   std::stop_token stop, OnDone on_done) {
