@@ -1,9 +1,13 @@
 // W8: what a waiter costs. 1,000 keys, 10 waiters queued on each,
-// all granted in turn, twice in the same process:
-//   async:    the 10,000 waiters are coroutines on ONE Asio thread
-//             (zkr::asio::async_acquire_guard with use_awaitable);
-//   blocking: one thread per waiter in InterProcessMutex::try_acquire_until,
-//             as many threads as that needs.
+// all granted in turn, three times in the same process:
+//   async:     the 10,000 waiters are coroutines on ONE Asio thread
+//              (zkr::asio::async_acquire_guard with use_awaitable);
+//   semaphore: the same with InterProcessSemaphoreV2 (one lease per key,
+//              zkr::asio::async_acquire of 1 lease): a key's first waiter
+//              holds the semaphore's internal lock and waits in leases/,
+//              the others wait for the internal lock;
+//   blocking:  one thread per waiter in InterProcessMutex::try_acquire_until,
+//              as many threads as that needs.
 // Each side has a Client (one session) of its own and keys of its own. A first
 // holder takes every key, then the waiters queue behind it, and only once
 // every waiter is queued do the holders release; each waiter, when granted,
@@ -13,6 +17,11 @@
 // holder's release to the grant; the time from the first release to the last
 // grant. Checked: every waiter granted exactly once, never two holders of a
 // key at once, fencing tokens rising on each key (KeyLedger).
+//
+// Where a waiter's heap goes: with ZKR_MARK_PEAK=<side> (async, semaphore or
+// blocking) in the environment, that side takes and gives back one 1 GiB
+// block when every waiter is queued, so that a heap profiler's peak
+// (heaptrack's, say) is that moment (docs/benchmarks.md, W8).
 #include <malloc.h>
 
 #include <algorithm>
@@ -22,6 +31,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -37,6 +49,7 @@
 #include "workloads.hpp"
 #include "zkr/asio.hpp"
 #include "zkr/lock.hpp"
+#include "zkr/semaphore.hpp"
 
 namespace zkr::bench {
 namespace {
@@ -60,16 +73,62 @@ struct Waiter {
   std::uint32_t grants = 0;  // must end at 1
 };
 
+// A key's lock, and how a side takes it, by the kind of lock: a mutex, or a
+// semaphore of one lease. holder(k) is what a first holder keeps.
+struct MutexKeys {
+  using Lock = InterProcessMutex;
+  using Held = LockGuard;
+  static std::unique_ptr<Lock> make(Client& client, const std::string& path) {
+    return std::make_unique<Lock>(client, path);
+  }
+  template <class Token>
+  static auto acquire(Lock& lock, Clock::time_point deadline, Token&& token) {
+    return zkr::asio::async_acquire_guard(lock, deadline, std::forward<Token>(token));
+  }
+  static bool held(const Held& held) { return static_cast<bool>(held); }
+  static std::int64_t token(const Held& held) { return held.lease().fencing_token(); }
+  static void release(Held& held) { (void)held.release(); }
+  // Whether the key's directories show its holder and `waiters` queued.
+  static bool queued(Keeper& keeper, const Lock& lock, std::size_t waiters,
+                     Clock::time_point deadline) {
+    return wait_for_children(keeper, lock.path(), waiters + 1, deadline);
+  }
+};
+
+struct SemaphoreKeys {
+  using Lock = InterProcessSemaphoreV2;
+  using Held = std::vector<SemaphoreLease>;
+  static std::unique_ptr<Lock> make(Client& client, const std::string& path) {
+    return std::make_unique<Lock>(client, path, SemaphoreLimit::fixed(1));
+  }
+  template <class Token>
+  static auto acquire(Lock& lock, Clock::time_point deadline, Token&& token) {
+    return zkr::asio::async_acquire(lock, 1, deadline, std::forward<Token>(token));
+  }
+  static bool held(const Held& held) { return held.size() == 1; }
+  static std::int64_t token(const Held& held) { return held.front().lease().fencing_token(); }
+  static void release(Held& held) { (void)held.front().release(); }
+  // The key's first waiter holds the internal lock and waits in leases/
+  // beside the holder's lease; the others wait in locks/ (the holder gave
+  // the internal lock back once granted).
+  static bool queued(Keeper& keeper, const Lock& lock, std::size_t waiters,
+                     Clock::time_point deadline) {
+    if (waiters == 0) return true;
+    return wait_for_children(keeper, lock.path() + "/locks", waiters, deadline) &&
+           wait_for_children(keeper, lock.path() + "/leases", 2, deadline);
+  }
+};
+
 // One side's keys and waiters; waiter w waits on key w % keys.
+template <class Keys>
 struct Side {
   Side(Client& client, const std::string& dir, std::size_t keys, std::size_t waiter_count)
       : ledgers(keys), waiters(waiter_count) {
     for (std::size_t k = 0; k < keys; ++k)
-      mutexes.push_back(
-          std::make_unique<InterProcessMutex>(client, dir + "/key-" + std::to_string(k)));
+      locks.push_back(Keys::make(client, dir + "/key-" + std::to_string(k)));
   }
 
-  std::size_t key_of(std::size_t waiter) const { return waiter % mutexes.size(); }
+  std::size_t key_of(std::size_t waiter) const { return waiter % locks.size(); }
 
   // A waiter holding its key's lock: checks and times the grant, then
   // gives the lock back at once through `release`.
@@ -84,52 +143,53 @@ struct Side {
     release();
   }
 
-  std::vector<std::unique_ptr<InterProcessMutex>> mutexes;  // one per key, shared by its waiters
+  std::vector<std::unique_ptr<typename Keys::Lock>> locks;  // one per key, shared by its waiters
   std::vector<KeyLedger> ledgers;                           // one per key
   std::vector<Waiter> waiters;
   RoundShared failures;  // acquire timeouts and errors
 };
 
-// Every key taken by a first holder, a guard each, all at once as callbacks
-// on an io_context of its own run on this thread (it is gone before the
-// side's measures begin). Throws if a key cannot be had.
-std::vector<LockGuard> hold_every_key(Side& side, Clock::time_point deadline) {
+// Every key taken by a first holder, all at once as callbacks on an
+// io_context of its own run on this thread (it is gone before the side's
+// measures begin). Throws if a key cannot be had.
+template <class Keys>
+std::vector<typename Keys::Held> hold_every_key(Side<Keys>& side, Clock::time_point deadline) {
   net::io_context io;
-  std::vector<LockGuard> guards(side.mutexes.size());
+  std::vector<typename Keys::Held> held(side.locks.size());
   std::exception_ptr error;
-  for (std::size_t k = 0; k < side.mutexes.size(); ++k)
-    zkr::asio::async_acquire_guard(
-        *side.mutexes[k], deadline,
-        net::bind_executor(io, [&, k](std::exception_ptr e, LockGuard guard) {
-          if (e && !error) error = e;
-          guards[k] = std::move(guard);
-        }));
+  for (std::size_t k = 0; k < side.locks.size(); ++k)
+    Keys::acquire(*side.locks[k], deadline,
+                  net::bind_executor(io, [&, k](std::exception_ptr e, typename Keys::Held got) {
+                    if (e && !error) error = e;
+                    held[k] = std::move(got);
+                  }));
   io.run();  // until every acquire has completed
   if (error) std::rethrow_exception(error);
-  for (std::size_t k = 0; k < guards.size(); ++k) {
-    if (!guards[k])
-      throw RunError("W8: " + side.mutexes[k]->path() + " not acquired in time: held elsewhere?");
-    (void)side.ledgers[k].granted(guards[k].lease().fencing_token(), monotonic_ns());
+  for (std::size_t k = 0; k < held.size(); ++k) {
+    if (!Keys::held(held[k]))
+      throw RunError("W8: " + side.locks[k]->path() + " not acquired in time: held elsewhere?");
+    (void)side.ledgers[k].granted(Keys::token(held[k]), monotonic_ns());
   }
-  return guards;
+  return held;
 }
 
 // The hand-offs begin: each key's first holder releases.
-void release_first_holders(Side& side, std::vector<LockGuard>& guards) {
-  for (std::size_t k = 0; k < guards.size(); ++k) {
+template <class Keys>
+void release_first_holders(Side<Keys>& side, std::vector<typename Keys::Held>& held) {
+  for (std::size_t k = 0; k < held.size(); ++k) {
     side.ledgers[k].releasing(monotonic_ns());
-    (void)guards[k].release();
+    Keys::release(held[k]);
   }
 }
 
-// Whether each key's lock directory holds its first holder's node and its
-// waiters' (per_key[k] of them) by the deadline.
-bool wait_until_queued(Client& client, const Side& side, const std::vector<std::size_t>& per_key,
-                       Clock::time_point deadline) {
+// Whether each key's directories show its first holder and its waiters
+// (per_key[k] of them) by the deadline.
+template <class Keys>
+bool wait_until_queued(Client& client, const Side<Keys>& side,
+                       const std::vector<std::size_t>& per_key, Clock::time_point deadline) {
   auto keeper = client.keeper();
-  for (std::size_t k = 0; k < side.mutexes.size(); ++k)
-    if (!wait_for_children(*keeper, side.mutexes[k]->path(), per_key[k] + 1, deadline))
-      return false;
+  for (std::size_t k = 0; k < side.locks.size(); ++k)
+    if (!Keys::queued(*keeper, *side.locks[k], per_key[k], deadline)) return false;
   return true;
 }
 
@@ -182,9 +242,21 @@ struct Outcome {
   bool clean() const { return violations == 0 && failures == 0 && granted_once == waiters; }
 };
 
+// With ZKR_MARK_PEAK=<side>, that side marks the moment its waiters are all
+// queued as a heap profiler's peak (see the top of this file).
+void mark_peak(const char* side) {
+  const char* wanted = std::getenv("ZKR_MARK_PEAK");
+  if (!wanted || std::strcmp(wanted, side) != 0) return;
+  auto block = std::make_unique<char[]>(std::size_t{1} << 30);
+  block[0] = 1;
+  std::fprintf(stderr, "bench:   W8 %s: heap peak marked at %p\n", side,
+               static_cast<void*>(block.get()));
+}
+
 // Waiters per key among the first `started`.
-std::vector<std::size_t> waiters_per_key(const Side& side, std::size_t started) {
-  std::vector<std::size_t> per_key(side.mutexes.size(), 0);
+template <class Keys>
+std::vector<std::size_t> waiters_per_key(const Side<Keys>& side, std::size_t started) {
+  std::vector<std::size_t> per_key(side.locks.size(), 0);
   for (std::size_t w = 0; w < started; ++w) ++per_key[side.key_of(w)];
   return per_key;
 }
@@ -192,9 +264,10 @@ std::vector<std::size_t> waiters_per_key(const Side& side, std::size_t started) 
 // The side's waiters are queued and their key's first holders about to
 // release: measures, releases, waits for every grant (`join` returns when all
 // waiters have ended), and sums up.
-template <class Join>
-Outcome hand_off(const Context& ctx, Client& client, Side& side, std::vector<LockGuard>& holders,
-                 std::size_t started, Clock::time_point deadline, Join&& join) {
+template <class Keys, class Join>
+Outcome hand_off(const Context& ctx, Client& client, Side<Keys>& side,
+                 std::vector<typename Keys::Held>& holders, std::size_t started,
+                 Clock::time_point deadline, const char* name, Join&& join) {
   Outcome o;
   o.waiters = started;
   o.all_queued = wait_until_queued(client, side, waiters_per_key(side, started), deadline);
@@ -202,6 +275,7 @@ Outcome hand_off(const Context& ctx, Client& client, Side& side, std::vector<Loc
     std::fprintf(stderr, "bench:   W8: not every waiter queued within %lld s; releasing anyway\n",
                  static_cast<long long>(kSideTimeLimit.count()));
   o.queued = footprint_now(false);
+  mark_peak(name);
   CostMeter cost(ctx.options.connect);
   cost.begin();
   const std::int64_t start_ns = monotonic_ns();
@@ -226,23 +300,24 @@ Outcome hand_off(const Context& ctx, Client& client, Side& side, std::vector<Loc
   return o;
 }
 
-net::awaitable<void> async_waiter(Side& side, std::size_t w, Clock::time_point deadline) {
+template <class Keys>
+net::awaitable<void> async_waiter(Side<Keys>& side, std::size_t w, Clock::time_point deadline) {
   try {
-    LockGuard held = co_await zkr::asio::async_acquire_guard(*side.mutexes[side.key_of(w)],
-                                                             deadline, net::use_awaitable);
-    if (!held) {
+    auto held = co_await Keys::acquire(*side.locks[side.key_of(w)], deadline, net::use_awaitable);
+    if (!Keys::held(held)) {
       side.failures.timed_out();
       co_return;
     }
-    side.granted(w, held.lease().fencing_token(), [&] { (void)held.release(); });
+    side.granted(w, Keys::token(held), [&] { Keys::release(held); });
   } catch (const std::exception& e) {
     side.failures.failed(e);
   }
 }
 
-Outcome run_async(const Context& ctx, std::size_t keys, std::size_t waiters) {
+template <class Keys>
+Outcome run_async(const Context& ctx, const char* name, std::size_t keys, std::size_t waiters) {
   auto client = ctx.connect();
-  Side side(*client, ctx.path("w8/async"), keys, waiters);
+  Side<Keys> side(*client, ctx.path(std::string("w8/") + name), keys, waiters);
   const auto deadline = Clock::now() + kSideTimeLimit;
   auto holders = hold_every_key(side, deadline);
   const Footprint before = footprint_now(true);
@@ -252,16 +327,15 @@ Outcome run_async(const Context& ctx, std::size_t keys, std::size_t waiters) {
   // The one Asio thread; run() returns once every waiter's coroutine has ended.
   // A jthread: should hand_off() throw, it still joins (each waiter ends by the deadline).
   std::jthread io_thread([&io] { io.run(); });
-  Outcome o = hand_off(ctx, *client, side, holders, waiters, deadline, [&] { io_thread.join(); });
+  Outcome o =
+      hand_off(ctx, *client, side, holders, waiters, deadline, name, [&] { io_thread.join(); });
   o.before = before;
-  o.label = "async, 1 Asio thread";
-  o.api = "zkr::asio::async_acquire_guard, use_awaitable";
   return o;
 }
 
-void blocking_waiter(Side& side, std::size_t w, Clock::time_point deadline) {
+void blocking_waiter(Side<MutexKeys>& side, std::size_t w, Clock::time_point deadline) {
   try {
-    InterProcessMutex& mutex = *side.mutexes[side.key_of(w)];
+    InterProcessMutex& mutex = *side.locks[side.key_of(w)];
     if (!mutex.try_acquire_until(deadline)) {
       side.failures.timed_out();
       return;
@@ -274,7 +348,7 @@ void blocking_waiter(Side& side, std::size_t w, Clock::time_point deadline) {
 
 Outcome run_blocking(const Context& ctx, std::size_t keys, std::size_t waiters) {
   auto client = ctx.connect();
-  Side side(*client, ctx.path("w8/blocking"), keys, waiters);
+  Side<MutexKeys> side(*client, ctx.path("w8/blocking"), keys, waiters);
   const auto deadline = Clock::now() + kSideTimeLimit;
   auto holders = hold_every_key(side, deadline);
   const Footprint before = footprint_now(true);
@@ -289,7 +363,8 @@ Outcome run_blocking(const Context& ctx, std::size_t keys, std::size_t waiters) 
     }
   }
   const std::size_t started = threads.started();
-  Outcome o = hand_off(ctx, *client, side, holders, started, deadline, [&] { threads.join_all(); });
+  Outcome o = hand_off(ctx, *client, side, holders, started, deadline, "blocking",
+                       [&] { threads.join_all(); });
   o.before = before;
   o.label = "blocking, " + std::to_string(started) + " threads";
   o.api = "InterProcessMutex::try_acquire_until";
@@ -316,37 +391,57 @@ Record record_of(const Outcome& o, std::size_t keys) {
   r.extra["rss_before_kib"] = o.before.rss_kib;
   r.extra["rss_queued_kib"] = o.queued.rss_kib;
   r.extra["rss_added_kib"] = o.rss_added_kib();
-  r.extra["rss_added_per_waiter_kib"] =
-      o.waiters ? static_cast<double>(o.rss_added_kib()) / static_cast<double>(o.waiters) : 0;
+  const double waiters = o.waiters ? static_cast<double>(o.waiters) : 1;
+  const double rss_per_waiter = static_cast<double>(o.rss_added_kib()) / waiters;
+  const double heap_per_waiter = static_cast<double>(o.heap_added_kib()) / waiters;
+  r.extra["rss_added_per_waiter_kib"] = rss_per_waiter;
   r.extra["heap_added_kib"] = o.heap_added_kib();
+  r.extra["heap_added_per_waiter_kib"] = heap_per_waiter;
   r.extra["all_queued"] = o.all_queued;
   r.extra["granted_once"] = o.granted_once;
   r.extra["violations"] = o.violations;
   r.extra["failures"] = o.failures;
   r.extra["peak_rss_kib"] = peak_rss_kib();
-  r.note = strprintf("latency = hand-off; %+lld threads, %+.1f MiB RSS (heap %+.1f) while queued",
-                     static_cast<long long>(o.threads_added()), mib,
-                     static_cast<double>(o.heap_added_kib()) / 1024.0);
+  r.note = strprintf(
+      "latency = hand-off; %+lld threads, %+.1f MiB RSS (heap %+.1f) while queued: %.2f KiB RSS "
+      "(heap %.2f) per waiter",
+      static_cast<long long>(o.threads_added()), mib,
+      static_cast<double>(o.heap_added_kib()) / 1024.0, rss_per_waiter, heap_per_waiter);
   return r;
 }
 
 }  // namespace
 
+// What an async waiter may hold while it waits: heap per waiter (malloc's
+// bytes in use, every arena), which counts the waiters' own state and
+// nothing else. RSS is reported beside it but not judged: its growth also
+// holds what the allocator kept of memory freed during the queueing
+// (replies, listings) and depends on what the sides before left in the
+// arenas (a side has shown less RSS than heap growth, reusing pages).
+constexpr double kAsyncWaiterBoundKib = 4.0;
+
 void run_w8_many_waiters(Context& ctx) {
   const std::size_t keys = ctx.plan.w8_keys;
   const std::size_t waiters = keys * ctx.plan.w8_waiters_per_key;
   std::cerr << "bench: W8 " << waiters << " waiters on " << keys
-            << " keys: async on one Asio thread, then blocking with a thread each\n";
+            << " keys: async on one Asio thread (a mutex, then a semaphore of one lease), then "
+               "blocking with a thread each\n";
   // Async first: if anything, the blocking side then finds the allocator's
-  // arenas warm; footprint_now() trims what the async side freed.
-  const Outcome async = run_async(ctx, keys, waiters);
+  // arenas warm; footprint_now() trims what the sides before freed.
+  Outcome async = run_async<MutexKeys>(ctx, "async", keys, waiters);
+  async.label = "async, 1 Asio thread";
+  async.api = "zkr::asio::async_acquire_guard, use_awaitable";
+  Outcome semaphore = run_async<SemaphoreKeys>(ctx, "semaphore", keys, waiters);
+  semaphore.label = "semaphore async, 1 Asio thread";
+  semaphore.api = "InterProcessSemaphoreV2 (1 lease), zkr::asio::async_acquire, use_awaitable";
   const Outcome blocking = run_blocking(ctx, keys, waiters);
-  for (const Outcome* o : {&async, &blocking}) {
+  const std::initializer_list<const Outcome*> sides = {&async, &semaphore, &blocking};
+  for (const Outcome* o : sides) {
     if (!o->first_error.empty())
       std::cerr << "bench:   W8 " << o->label << ": first error: " << o->first_error << "\n";
     ctx.reporter.add(record_of(*o, keys));
   }
-  for (const Outcome* o : {&async, &blocking})
+  for (const Outcome* o : sides)
     ctx.reporter.verdict(
         {"W8 " + o->label + ": every waiter granted once, one holder per key at a time", true,
          o->clean(), true,
@@ -354,11 +449,14 @@ void run_w8_many_waiters(Context& ctx) {
                    static_cast<unsigned long long>(o->granted_once), o->waiters,
                    static_cast<unsigned long long>(o->violations),
                    static_cast<unsigned long long>(o->failures))});
-  // The Asio thread is the one the async side may add.
+  // The Asio thread is the one an async side may add.
   ctx.reporter.verdict(
-      {"W8 async waiters take no thread each", false, async.threads_added() <= 1, true,
-       strprintf("%+lld threads for %zu async waiters, %+lld for %zu blocking ones",
+      {"W8 async waiters take no thread each", false,
+       async.threads_added() <= 1 && semaphore.threads_added() <= 1, true,
+       strprintf("%+lld threads for %zu async waiters (%+lld for the semaphore's), %+lld for %zu "
+                 "blocking ones",
                  static_cast<long long>(async.threads_added()), async.waiters,
+                 static_cast<long long>(semaphore.threads_added()),
                  static_cast<long long>(blocking.threads_added()), blocking.waiters)});
   const auto per_waiter = [](const Outcome& o, std::int64_t kib) {
     return o.waiters ? static_cast<double>(kib) / static_cast<double>(o.waiters) : 0;
@@ -372,13 +470,23 @@ void run_w8_many_waiters(Context& ctx) {
                  "%.1f KiB; the rest is the allocator's slack, and the threads' stacks)",
                  async_rss, blocking_rss, per_waiter(async, async.heap_added_kib()),
                  per_waiter(blocking, blocking.heap_added_kib()))});
+  for (const Outcome* o : {&async, &semaphore}) {
+    const double heap = per_waiter(*o, o->heap_added_kib());
+    ctx.reporter.verdict({strprintf("W8 %s: at most %.0f KiB heap per waiter", o->label.c_str(),
+                                    kAsyncWaiterBoundKib),
+                          false, heap <= kAsyncWaiterBoundKib, !ctx.options.quick,
+                          strprintf("%.2f KiB heap per waiter (RSS: %.2f KiB)", heap,
+                                    per_waiter(*o, o->rss_added_kib()))});
+  }
   const auto async_p = async.handoffs.percentiles();
+  const auto semaphore_p = semaphore.handoffs.percentiles();
   const auto blocking_p = blocking.handoffs.percentiles();
   std::cerr << strprintf(
-                   "bench:   W8 hand-off p50/p99: async %.2f/%.2f ms, blocking %.2f/%.2f ms; "
-                   "all granted in %.2f s and %.2f s",
-                   async_p.p50_ms, async_p.p99_ms, blocking_p.p50_ms, blocking_p.p99_ms,
-                   async.seconds, blocking.seconds)
+                   "bench:   W8 hand-off p50/p99: async %.2f/%.2f ms, semaphore %.2f/%.2f ms, "
+                   "blocking %.2f/%.2f ms; all granted in %.2f s, %.2f s and %.2f s",
+                   async_p.p50_ms, async_p.p99_ms, semaphore_p.p50_ms, semaphore_p.p99_ms,
+                   blocking_p.p50_ms, blocking_p.p99_ms, async.seconds, semaphore.seconds,
+                   blocking.seconds)
             << "\n";
 }
 

@@ -34,6 +34,19 @@ KeeperError client_gone(const std::string& dir) {
   return KeeperError(Errc::closing, dir, "the lock's Client is closed or being destroyed");
 }
 
+std::exception_ptr naming(std::exception_ptr error, const std::string& dir) noexcept {
+  if (!error) return error;
+  try {
+    try {
+      std::rethrow_exception(error);
+    } catch (const KeeperError& e) {
+      rethrow_naming(e, dir);
+    }
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
 void check_may_acquire(const ClientLifeline::Visit& visit, Client& client, std::string_view kind,
                        const std::string& dir) {
   if (!visit) throw client_gone(dir);
@@ -44,41 +57,27 @@ void check_may_acquire(const ClientLifeline::Visit& visit, Client& client, std::
                            "acquire on another thread");
 }
 
-namespace {
-
-Task<LockGuard> guard_acquisition(std::shared_ptr<const void> owner, LockInternals& internals,
-                                  std::shared_ptr<ClientLifeline> lifeline, Deadline deadline,
-                                  std::stop_token stop) {
-  const ClientLifeline::Visit visit(*lifeline);  // ~Client waits for it
-  if (!visit) throw client_gone(internals.dir());
-  std::shared_ptr<LeaseState> state;
-  std::exception_ptr failure;
-  try {
-    state = co_await internals.acquisition(deadline, {}, std::move(stop));
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  if (failure) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const KeeperError& e) {
-      rethrow_naming(e, internals.dir());
-    }
-  }
-  if (!state) co_return LockGuard{};
-  (void)owner;  // held to here: internals belongs to it
-  co_return LockGuard(std::move(state), std::move(lifeline), internals.client());
-}
-
-}  // namespace
-
+// The acquisition's outcome, handed on as a guard by a callback rather than
+// by a coroutine around it: a coroutine's frame would stay allocated for as
+// long as the acquire waits, one more per waiter.
 void acquire_guard_async(std::shared_ptr<const void> owner, LockInternals& internals,
                          std::shared_ptr<ClientLifeline> lifeline, Deadline deadline,
                          std::stop_token stop, GuardHandler on_done) {
-  spawn(guard_acquisition(std::move(owner), internals, std::move(lifeline), deadline,
-                          std::move(stop)),
-        [on_done = std::move(on_done)](std::exception_ptr error, std::optional<LockGuard> guard) {
-          on_done(error, guard ? std::move(*guard) : LockGuard{});
+  auto visit = std::make_unique<ClientLifeline::Visit>(*lifeline);  // ~Client waits for it
+  if (!*visit) return on_done(std::make_exception_ptr(client_gone(internals.dir())), LockGuard{});
+  spawn(internals.acquisition(deadline, nullptr, std::move(stop)),
+        [owner = std::move(owner), &internals, lifeline = std::move(lifeline),
+         visit = std::move(visit), on_done = std::move(on_done)](
+            std::exception_ptr error, std::optional<std::shared_ptr<LeaseState>> state) mutable {
+          LockGuard guard;
+          if (error) {
+            error = naming(error, internals.dir());
+          } else if (*state) {
+            guard = LockGuard(std::move(*state), std::move(lifeline), internals.client());
+          }
+          visit.reset();
+          owner.reset();  // held to here: internals belongs to it
+          on_done(error, std::move(guard));
         });
 }
 

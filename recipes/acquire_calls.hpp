@@ -30,6 +30,9 @@ std::string checked_lock_path(std::string path, std::size_t max_length = kMaxLoc
 [[noreturn]] void rethrow_naming(const KeeperError& e, const std::string& dir);
 
 KeeperError client_gone(const std::string& dir);
+// An acquire's failure as it reaches the caller: a KeeperError without a
+// path names `dir` (rethrow_naming); anything else as it is.
+std::exception_ptr naming(std::exception_ptr error, const std::string& dir) noexcept;
 
 // The checks every acquire form makes before it may send anything; `visit`
 // must last as long as the acquire, so that the Client does too.

@@ -14,20 +14,21 @@
 
 namespace zkr::detail {
 
+// Each co_await is a slot in the frame that stays allocated while the
+// attempt waits, so the ways out share one abandon(): an UnderLeaseLost
+// thrown in the stages is abandoned as a failure below.
 Task<std::shared_ptr<LeaseState>> Attempt::run() {
   RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline_);
   for (;;) {
     std::exception_ptr failure;
+    bool given_up = false;  // the deadline, or a stop
     try {
       co_await bind_session();
       co_await check_layout();  // before our create: nothing queued on a wrong layout
-      for (;;) {
+      while (!given_up) {
         // Checked between stages, the grant's included: a stop that comes
         // as our turn does gives the lock on rather than take it.
-        if (inbox_->stopped()) {
-          co_await abandon();
-          co_return nullptr;
-        }
+        if (inbox_->stopped()) break;
         switch (stage_) {
           case Stage::queue:
             co_await enqueue();  // ends in Stage::wait: a listing showed our node
@@ -36,35 +37,35 @@ Task<std::shared_ptr<LeaseState>> Attempt::run() {
             switch (co_await wait_turn()) {
               case Turn::ours: stage_ = Stage::grant; break;
               case Turn::deadline:
-              case Turn::stopped: co_await abandon(); co_return nullptr;
+              case Turn::stopped: given_up = true; break;
               case Turn::vanished: start_over(); break;  // back to Stage::queue
-              case Turn::under_lost: co_await abandon(); throw UnderLeaseLost{};
+              case Turn::under_lost: throw UnderLeaseLost{};
             }
             break;
           case Stage::grant:
             co_await check_layout();  // a flag, unless the record's watch fired meanwhile
-            if (under_lost()) {
-              co_await abandon();
-              throw UnderLeaseLost{};
-            }
+            if (under_lost()) throw UnderLeaseLost{};
             co_return grant();
         }
       }
+      given_up = true;
     } catch (...) {
       failure = std::current_exception();
     }
     // What to do about it is decided here, and done below: a coroutine
     // cannot wait inside a handler.
-    const auto next = after_failure(failure, budget);
-    switch (next.action) {
-      case Action::session_gone: co_await abandon_if_session_lives(); throw SessionGone{epoch_};
-      case Action::give_back: co_await abandon(); co_return nullptr;
-      case Action::fail: co_await abandon(); std::rethrow_exception(failure);
-      case Action::retry:
-        leases_watched_ = false;
-        co_await pause(budget.timer_delay(next.step));
-        break;
+    Next next{.action = Action::give_back, .step = {}};
+    if (!given_up) next = after_failure(failure, budget);
+    if (next.action == Action::retry) {
+      leases_watched_ = false;
+      co_await pause(budget.timer_delay(next.step));
+      continue;
     }
+    if (next.action == Action::session_gone) co_await abandon_if_session_lives();
+    else co_await abandon();
+    if (next.action == Action::session_gone) throw SessionGone{epoch_};
+    if (next.action == Action::fail) std::rethrow_exception(failure);
+    co_return nullptr;  // given back
   }
 }
 
@@ -140,8 +141,7 @@ Task<Client::Session> Attempt::connected_session() {
   for (;;) {
     if (inbox_->stopped())
       throw KeeperError(Errc::connection_loss, "", "stopped while waiting for a connection");
-    if (auto session = ClientInternals::session_now(client_, on_session_change_))
-      co_return std::move(*session);
+    if (auto session = session_now()) co_return std::move(*session);
     if (!co_await inbox_->until(until)) break;
   }
   if (auto session = ClientInternals::session_now(client_, nullptr)) co_return std::move(*session);
@@ -163,6 +163,19 @@ Task<void> Attempt::await_session_after(std::uint64_t epoch) {
     (void)inbox_->take_states();
     (void)inbox_->take_events();
   }
+}
+
+// The Client's session, if one serves; else none, and the Client calls us
+// back at its next change.
+std::optional<Client::Session> Attempt::session_now() {
+  if (!on_session_change_) {
+    if (auto session = ClientInternals::session_now(client_, nullptr)) return session;
+    on_session_change_ =
+        std::make_shared<std::function<void()>>([weak = std::weak_ptr<AttemptInbox>(inbox_)] {
+          if (const auto alive = weak.lock()) alive->wake_on_timer_thread();
+        });
+  }
+  return ClientInternals::session_now(client_, on_session_change_);
 }
 
 Clock::time_point Attempt::bounded(Clock::time_point t) const {

@@ -55,25 +55,23 @@ PendingReply<Result<T>> sent(Send send) {
 class Attempt {
  public:
   // after_epoch: a session this acquire already lost; wait for a later one.
+  // held_write, if not null, outlives the attempt.
   Attempt(LockInternals& lock, std::shared_ptr<AttemptInbox> inbox, Deadline deadline,
-          std::uint64_t after_epoch, std::optional<HeldWriteNode> held_write,
+          std::uint64_t after_epoch, const HeldWriteNode* held_write,
           std::shared_ptr<LeaseState> under)
       : after_epoch_(after_epoch),
-        held_write_(std::move(held_write)),
+        held_write_(held_write),
         under_(std::move(under)),
         lock_(lock),
         client_(lock.client_),
         inbox_(std::move(inbox)),
-        deadline_(deadline),
-        on_session_change_(
-            std::make_shared<std::function<void()>>([weak = std::weak_ptr<AttemptInbox>(inbox_)] {
-              if (const auto alive = weak.lock()) alive->wake_on_timer_thread();
-            })) {
+        deadline_(deadline) {
     // The lease we acquire under, lost while we wait: wake and look.
     if (under_)
-      on_under_lost_.emplace(under_->token(), [weak = std::weak_ptr<AttemptInbox>(inbox_)] {
-        if (const auto alive = weak.lock()) alive->wake_on_timer_thread();
-      });
+      on_under_lost_ = std::make_unique<std::stop_callback<std::function<void()>>>(
+          under_->token(), [weak = std::weak_ptr<AttemptInbox>(inbox_)] {
+            if (const auto alive = weak.lock()) alive->wake_on_timer_thread();
+          });
   }
   ~Attempt() { drop_waiting_lease(); }
   Attempt(const Attempt&) = delete;
@@ -112,6 +110,7 @@ class Attempt {
   bool under_lost() const;
   Task<void> check_layout();
   Task<Client::Session> connected_session();
+  std::optional<Client::Session> session_now();
   Task<void> await_session_after(std::uint64_t epoch);
   // Waits for one reply, at most a session timeout (past that the link is as
   // good as lost, and the retry loop decides), and never more than a session
@@ -150,9 +149,15 @@ class Attempt {
   Task<Turn> wait_turn();
   Task<Turn> walk_down();
   Task<Turn> wait_for_leases();
+  bool own_watch_lost();
+  std::optional<Turn> interrupted();
+  Task<bool> watch_before();
+  Task<bool> look_again(bool watch);
   Watcher watch_for_hand_off();
   bool own_node_lost();
-  Task<Change> await_change(std::vector<std::string> watched);
+  bool watched(const std::string& path) const;
+  Clock::time_point change_deadline() const;
+  std::optional<Change> what_changed(bool woken);
   std::shared_ptr<LeaseState> new_lease() const;
   std::shared_ptr<LeaseState> grant();
   Task<void> abandon_if_session_lives();
@@ -162,15 +167,18 @@ class Attempt {
   Task<bool> remove_now(const std::string& path);
 
   const std::uint64_t after_epoch_;
-  const std::optional<HeldWriteNode> held_write_;
+  // The attempt lives in a coroutine frame for as long as it waits, so
+  // what only some locks use is held by pointer (8 bytes where unused).
+  const HeldWriteNode* const held_write_;    // may be null
   const std::shared_ptr<LeaseState> under_;  // granted only while it holds; may be null
-  std::optional<std::stop_callback<std::function<void()>>> on_under_lost_;
+  std::unique_ptr<std::stop_callback<std::function<void()>>> on_under_lost_;
   LockInternals& lock_;
   Client& client_;
   const std::shared_ptr<AttemptInbox> inbox_;
   const Deadline deadline_;
-  // Kept while we may wait for a connection; the Client holds it weakly.
-  const std::shared_ptr<std::function<void()>> on_session_change_;
+  // Made once we wait for a connection (none is up when we bind), and kept
+  // while we may; the Client holds it weakly.
+  std::shared_ptr<std::function<void()>> on_session_change_;
 
   std::shared_ptr<Keeper> keeper_;
   std::uint64_t epoch_ = 0;
@@ -183,14 +191,18 @@ class Attempt {
   // Where the attempt stands; each stage ends on a reply (or a watch event
   // and the reply that follows it), never on a flag set elsewhere:
   //   queue  our create and the listing (enqueue), until a listing shows
-  //          our node: then lower_ holds the nodes before it;
+  //          our node: then waits_for_ names the last node before it;
   //   wait   until a reply after the last of those went shows none left
   //          (grant), our node gone (queue again), or the deadline;
   //   grant  the lease is made and handed out.
   // A retry after a link error resumes the stage it was in.
   enum class Stage { queue, wait, grant };
   Stage stage_ = Stage::queue;
-  std::vector<std::string> lower_;     // nodes before ours that keep us waiting, may still exist
+  // Of the nodes before ours that keep us waiting (and may still exist), how
+  // many, and the last: the one a queue waiter watches. Only that one is
+  // kept: a waiter parks with this state, and the rest are only counted.
+  std::size_t lower_count_ = 0;
+  std::string waits_for_;
   bool ahead_of_writers_ = false;      // see QueuePosition
   std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
   // Granted at once through our thread's write node: that grant's token.

@@ -4,10 +4,10 @@
 // mutex, while the attempt itself runs on one thread at a time.
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "lock_internals.hpp"
 #include "timer_thread.hpp"
@@ -63,11 +63,14 @@ class AttemptInbox {
   }
   // co_await until(t): false if t came with nothing new.
   auto until(Deadline deadline) { return wakeup_->until(deadline); }
-  std::deque<WatchEvent> take_events() {
+  // Vectors, not deques: an empty vector holds no heap, and a parked
+  // waiter's queues are empty (a deque allocates on construction, about
+  // 1 KiB for the two, for every waiter).
+  std::vector<WatchEvent> take_events() {
     std::lock_guard lock(mutex_);
     return std::exchange(events_, {});
   }
-  std::deque<ConnectionState> take_states() {
+  std::vector<ConnectionState> take_states() {
     std::lock_guard lock(mutex_);
     return std::exchange(states_, {});
   }
@@ -77,9 +80,9 @@ class AttemptInbox {
   const std::shared_ptr<TimerThread> timers_;
   const std::shared_ptr<Wakeup> wakeup_;
   std::mutex mutex_;
-  std::deque<WatchEvent> events_;       // guarded by mutex_
-  std::deque<ConnectionState> states_;  // guarded by mutex_
-  bool stopped_ = false;                // guarded by mutex_
+  std::vector<WatchEvent> events_;       // guarded by mutex_
+  std::vector<ConnectionState> states_;  // guarded by mutex_
+  bool stopped_ = false;                 // guarded by mutex_
 };
 
 }  // namespace zkr::detail

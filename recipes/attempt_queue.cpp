@@ -234,7 +234,8 @@ bool Attempt::place(QueuePosition where, const std::vector<std::string>& childre
     guid_ = new_guid();
     return false;
   }
-  lower_ = std::move(where.lower);
+  lower_count_ = where.lower.size();
+  waits_for_ = where.lower.empty() ? std::string() : std::move(where.lower.back());
   ahead_of_writers_ = where.ahead_of_writers;
   // A read granted while its thread's write node is listed (a downgrade)
   // carries that write grant's fencing token, not its own node's: a writer
@@ -248,12 +249,12 @@ bool Attempt::place(QueuePosition where, const std::vector<std::string>& childre
   // of it while we wait is known before any later event or reply (a
   // session's come in order): a node of its name made again by someone else
   // is never taken for ours by the listing that grants us the lock.
-  if (!lower_.empty() && !lease_) {
+  if (lower_count_ != 0 && !lease_) {
     lease_ = new_lease();
     watch_own_node(client_, lease_, keeper_);
   }
   client_.logger().debug("lock {}: queued as {} (session epoch {}), {} before us", lock_.dir_,
-                         node_, epoch_, lower_.size());
+                         node_, epoch_, lower_count_);
   return true;
 }
 

@@ -18,74 +18,99 @@
 
 namespace zkr::detail {
 
-// Walks down the nodes before ours until none is left. Only the server's
-// word says who is before us: a node's existence, or a listing. What is
-// written in a node (by its owner, Curator's revoker, or anyone allowed to
-// write it) is never read as a sign of anything.
-Task<Turn> Attempt::wait_turn() {
-  for (;;) {
-    const auto turn = co_await walk_down();
-    if (turn != Turn::ours) co_return turn;
-    // No node before ours. The grant needs our node's watch armed: a read
-    // whose reply the link lost armed nothing (LeaseState::read_needed),
-    // and a delete after the grant would go unheard. So read it again and
-    // list again: the read's reply comes first, and the listing says where
-    // we stand after it. Once per lost read.
-    if (!lease_ || !lease_->read_if_needed(keeper_)) co_return Turn::ours;
-    auto looking = look(/*watch=*/false);
-    if (!position_from(co_await await_look(looking))) co_return Turn::vanished;
-  }
+// Waits for our turn: walks down the nodes before ours until none is left
+// (walk_down), or for a semaphore's lease waits for a lease to go
+// (wait_for_leases). Only the server's word says who is before us: a
+// node's existence, or a listing. What is written in a node (by its owner,
+// Curator's revoker, or anyone allowed to write it) is never read as a sign
+// of anything.
+//
+// A waiter parks in walk_down() (or wait_for_leases()) under run() and the
+// acquire's own frames, for as long as it waits: thousands of them may. GCC keeps every local and temporary of a
+// coroutine in its frame for the frame's whole life, so these frames hold
+// next to nothing, and each request with its reply (a Result, a path, the
+// awaiter's timeout value) is sent and awaited in a coroutine of its own
+// (watch_before(), look_again()), whose frame is gone before the wait.
+Task<Turn> Attempt::wait_turn() { return lock_.leases_ ? wait_for_leases() : walk_down(); }
+
+// No node before ours. The grant needs our node's watch armed: a read whose
+// reply the link lost armed nothing (LeaseState::read_needed), and a delete
+// after the grant would go unheard. True: so it is, and the caller must read
+// it again and list again (the read's reply comes first, and the listing
+// says where we stand after it). Once per lost read.
+bool Attempt::own_watch_lost() { return lease_ && lease_->read_if_needed(keeper_); }
+
+// Why the wait must end now, if it must: the deadline, a stop, our node
+// gone, or the lease we acquire under lost.
+std::optional<Turn> Attempt::interrupted() {
+  if (passed(deadline_)) return Turn::deadline;
+  if (inbox_->stopped()) return Turn::stopped;
+  if (own_node_lost()) return Turn::vanished;
+  if (under_lost()) return Turn::under_lost;
+  return std::nullopt;
 }
 
 // Down the nodes before ours, until none is left (ours), the deadline, a
 // stop, or our node gone (vanished).
 Task<Turn> Attempt::walk_down() {
-  if (lock_.leases_) co_return co_await wait_for_leases();
-  while (!lower_.empty()) {
-    if (passed(deadline_)) co_return Turn::deadline;
-    if (inbox_->stopped()) co_return Turn::stopped;
-    if (own_node_lost()) co_return Turn::vanished;
-    if (under_lost()) co_return Turn::under_lost;
-    const std::string before = join_path(lock_.dir_, lower_.back());
-    // A get, not an exists: it arms no watch when the node is already gone,
-    // and lock node names are never used twice, so such a watch would stay
-    // in the session for ever.
-    auto watching = sent<NodeData>([&](auto on_reply) {
-      keeper_->async_get(before, watch_for_hand_off(), std::move(on_reply));
-    });
-    const auto watched = co_await await(watching, before);
-    bool gone = watched.error() == Errc::no_node;
-    if (!gone && !watched.ok())
-      throw KeeperError(watched.error(), before, "watching the node before ours");
-    if (!gone) {
-      client_.logger().debug("lock {}: {} waits for {}", lock_.dir_, node_, lower_.back());
-      std::vector<std::string> paths{before};  // (a named vector: GCC 12 coroutines)
-      switch (co_await await_change(std::move(paths))) {
-        case Change::deleted: gone = true; break;
-        case Change::look_again: break;
-        case Change::deadline: co_return Turn::deadline;
-        case Change::stopped: co_return Turn::stopped;
-        case Change::under_lost: co_return Turn::under_lost;
+  for (;;) {
+    while (lower_count_ != 0) {
+      if (const auto turn = interrupted()) co_return *turn;
+      bool gone = co_await watch_before();
+      if (!gone) {
+        client_.logger().debug("lock {}: {} waits for {}", lock_.dir_, node_, waits_for_);
+        std::optional<Change> change;
+        while (!change) change = what_changed(co_await inbox_->until(change_deadline()));
+        switch (*change) {
+          case Change::deleted: gone = true; break;
+          case Change::look_again: break;
+          case Change::deadline: co_return Turn::deadline;
+          case Change::stopped: co_return Turn::stopped;
+          case Change::under_lost: co_return Turn::under_lost;
+        }
       }
+      if (!gone) continue;
+      // The nodes below the one that went may be gone too (typically: it held
+      // the lock, so they were), or not: one listing says which, however many,
+      // and it is the reply a grant is decided on. The event that brought us
+      // here may be old: a process stopped (SIGSTOP, a long GC, a swapped-out
+      // VM) wakes to events read before its session expired, and a grant
+      // decided on them alone would hold a lock that another process was
+      // granted meanwhile. A reply that comes after the decision says the
+      // session still lives and our node is still there; a listing also shows
+      // what arrived while we waited (another protocol's nodes: position()).
+      // waits_for_ is replaced only by that reply: a retry after a lost one
+      // watches (and lists) again rather than granting on the event alone.
+      // The deletion event ran us on the event thread, so the listing leaves
+      // from there, with no thread switch.
+      if (!co_await look_again(/*watch=*/false)) co_return Turn::vanished;
     }
-    if (!gone) continue;
-    // The nodes below the one that went may be gone too (typically: it held
-    // the lock, so they were), or not: one listing says which, however many,
-    // and it is the reply a grant is decided on. The event that brought us
-    // here may be old: a process stopped (SIGSTOP, a long GC, a swapped-out
-    // VM) wakes to events read before its session expired, and a grant
-    // decided on them alone would hold a lock that another process was
-    // granted meanwhile. A reply that comes after the decision says the
-    // session still lives and our node is still there; a listing also shows
-    // what arrived while we waited (another protocol's nodes: position()).
-    // lower_ is replaced only by that reply: a retry after a lost one
-    // watches (and lists) again rather than granting on the event alone.
-    // The deletion event ran us on the event thread, so the listing leaves
-    // from there, with no thread switch.
-    auto looking = look(/*watch=*/false);
-    if (!position_from(co_await await_look(looking))) co_return Turn::vanished;
+    if (own_node_lost()) co_return Turn::vanished;
+    if (!own_watch_lost()) co_return Turn::ours;
+    if (!co_await look_again(/*watch=*/false)) co_return Turn::vanished;
   }
-  co_return own_node_lost() ? Turn::vanished : Turn::ours;
+}
+
+// Watches the node before ours (waits_for_). True: it is gone already.
+Task<bool> Attempt::watch_before() {
+  const std::string before = join_path(lock_.dir_, waits_for_);
+  // A get, not an exists: it arms no watch when the node is already gone,
+  // and lock node names are never used twice, so such a watch would stay
+  // in the session for ever.
+  auto watching = sent<NodeData>([&](auto on_reply) {
+    keeper_->async_get(before, watch_for_hand_off(), std::move(on_reply));
+  });
+  const auto watched = co_await await(watching, before);
+  if (watched.error() == Errc::no_node) co_return true;
+  if (!watched.ok()) throw KeeperError(watched.error(), before, "watching the node before ours");
+  co_return false;
+}
+
+// Lists the queue again (watched: for a lease waiter), and places us by
+// what it shows. False: our node is gone.
+Task<bool> Attempt::look_again(bool watch) {
+  auto looking = look(watch);
+  co_return position_from(co_await await_look(looking));
 }
 
 // The lease queue's wait: any lease going (or the count rising) may let us
@@ -93,30 +118,30 @@ Task<Turn> Attempt::walk_down() {
 // after an event or a reconnect, is what we are granted on. A look whose
 // reply was lost armed nothing: the retry looks again before it waits.
 Task<Turn> Attempt::wait_for_leases() {
-  while (!lower_.empty()) {
-    if (passed(deadline_)) co_return Turn::deadline;
-    if (inbox_->stopped()) co_return Turn::stopped;
+  for (;;) {
+    while (lower_count_ != 0) {
+      if (const auto turn = interrupted()) co_return *turn;
+      if (!std::exchange(leases_watched_, false)) {
+        if (!co_await look_again(/*watch=*/true)) co_return Turn::vanished;
+        if (lower_count_ == 0) break;
+      }
+      client_.logger().debug("lock {}: {} waits for one of {} leases", lock_.dir_, node_,
+                             lower_count_);
+      std::optional<Change> change;
+      while (!change) change = what_changed(co_await inbox_->until(change_deadline()));
+      switch (*change) {
+        case Change::deleted:
+        case Change::look_again: break;
+        case Change::deadline: co_return Turn::deadline;
+        case Change::stopped: co_return Turn::stopped;
+        case Change::under_lost: co_return Turn::under_lost;
+      }
+    }
     if (own_node_lost()) co_return Turn::vanished;
     if (under_lost()) co_return Turn::under_lost;
-    if (!std::exchange(leases_watched_, false)) {
-      auto looking = look(/*watch=*/true);
-      if (!position_from(co_await await_look(looking))) co_return Turn::vanished;
-      if (lower_.empty()) break;
-    }
-    client_.logger().debug("lock {}: {} waits for one of {} leases", lock_.dir_, node_,
-                           lower_.size());
-    std::vector<std::string> watched{lock_.dir_};
-    if (!lock_.leases_->fixed_max) watched.push_back(lock_.leases_->count_path);
-    switch (co_await await_change(watched)) {
-      case Change::deleted:
-      case Change::look_again: break;
-      case Change::deadline: co_return Turn::deadline;
-      case Change::stopped: co_return Turn::stopped;
-      case Change::under_lost: co_return Turn::under_lost;
-    }
+    if (!own_watch_lost()) co_return Turn::ours;
+    if (!co_await look_again(/*watch=*/false)) co_return Turn::vanished;
   }
-  if (own_node_lost()) co_return Turn::vanished;
-  co_return under_lost() ? Turn::under_lost : Turn::ours;
 }
 
 // The watch on the node before ours: its event runs this attempt (the
@@ -135,36 +160,51 @@ bool Attempt::own_node_lost() {
   return why == LostReason::node_deleted;
 }
 
-// The next change to one of the watched paths (an event of a spent watch
-// on an earlier one is passed over), a reconnect, or the end of the wait.
-Task<Attempt::Change> Attempt::await_change(std::vector<std::string> watched) {
-  for (;;) {
-    // Without a deadline we still look again once per session timeout: a
-    // watch is one message, and a lost one must not mean waiting forever.
-    const auto safety = Clock::now() + keeper_->default_timeout();
-    const auto until = deadline_ ? std::min(*deadline_, safety) : safety;
-    if (!co_await inbox_->until(until))
-      co_return passed(deadline_) ? Change::deadline : Change::look_again;
-    if (inbox_->stopped()) co_return Change::stopped;
-    if (under_lost()) co_return Change::under_lost;
-    for (const auto state : inbox_->take_states()) {
-      // States reach listeners late: a `lost` may belong to the session
-      // before ours. The Client moves to a new epoch before it announces
-      // lost, so the epoch says whether it is about ours.
-      if (state == ConnectionState::lost || state == ConnectionState::reconnected) {
-        if (client_.session_epoch() != epoch_) throw SessionGone{epoch_};
-        co_return Change::look_again;  // the watch survives; looking again is cheap and sure
-      }
-      // suspended, read_only: the watch stays armed; keep waiting.
+// Whether a watch event on `path` is about what we wait for now: the node
+// before ours, or for a lease waiter the lease queue and the count.
+bool Attempt::watched(const std::string& path) const {
+  if (lock_.leases_)
+    return path == lock_.dir_ || (!lock_.leases_->fixed_max && path == lock_.leases_->count_path);
+  return path.size() == lock_.dir_.size() + 1 + waits_for_.size() && path.starts_with(lock_.dir_) &&
+         path[lock_.dir_.size()] == '/' && path.ends_with(waits_for_);
+}
+
+// Until when the next wait for a change may last. Without a deadline we
+// still look again once per session timeout: a watch is one message, and a
+// lost one must not mean waiting forever.
+Clock::time_point Attempt::change_deadline() const {
+  const auto safety = Clock::now() + keeper_->default_timeout();
+  return deadline_ ? std::min(*deadline_, safety) : safety;
+}
+
+// After a wait for a change (woken: something came before
+// change_deadline()), what changed: one of the watched paths (an event of a
+// spent watch on an earlier one is passed over), a reconnect, or the end of
+// the wait; nothing if the waiter should wait again. Not a coroutine of its
+// own, which would be one more frame per parked waiter: the callers wait
+//   std::optional<Change> change;
+//   while (!change) change = what_changed(co_await inbox_->until(change_deadline()));
+std::optional<Attempt::Change> Attempt::what_changed(bool woken) {
+  if (!woken) return passed(deadline_) ? Change::deadline : Change::look_again;
+  if (inbox_->stopped()) return Change::stopped;
+  if (under_lost()) return Change::under_lost;
+  for (const auto state : inbox_->take_states()) {
+    // States reach listeners late: a `lost` may belong to the session
+    // before ours. The Client moves to a new epoch before it announces
+    // lost, so the epoch says whether it is about ours.
+    if (state == ConnectionState::lost || state == ConnectionState::reconnected) {
+      if (client_.session_epoch() != epoch_) throw SessionGone{epoch_};
+      return Change::look_again;  // the watch survives; looking again is cheap and sure
     }
-    for (const auto& event : inbox_->take_events()) {
-      if (std::find(watched.begin(), watched.end(), event.path) == watched.end())
-        continue;  // a spent watch on an earlier node
-      if (event.type == EventType::deleted) co_return Change::deleted;
-      if (event.type == EventType::session_ended) throw SessionGone{epoch_};
-      co_return Change::look_again;  // changed: perhaps marked; the next get reads it
-    }
+    // suspended, read_only: the watch stays armed; keep waiting.
   }
+  for (const auto& event : inbox_->take_events()) {
+    if (!watched(event.path)) continue;  // a spent watch on an earlier node
+    if (event.type == EventType::deleted) return Change::deleted;
+    if (event.type == EventType::session_ended) throw SessionGone{epoch_};
+    return Change::look_again;  // changed: perhaps marked; the next get reads it
+  }
+  return std::nullopt;
 }
 
 std::shared_ptr<LeaseState> Attempt::new_lease() const {
@@ -204,7 +244,8 @@ void Attempt::start_over() {
   node_.clear();
   create_sent_ = false;
   stage_ = Stage::queue;
-  lower_.clear();
+  lower_count_ = 0;
+  waits_for_.clear();
   drop_waiting_lease();
   guid_ = new_guid();
 }

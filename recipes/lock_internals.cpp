@@ -42,9 +42,12 @@ LockInternals::~LockInternals() {
   directories_->detach(dir_, options_.remove_directory_on_release);
 }
 
-Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(
-    Deadline deadline, std::optional<HeldWriteNode> held_write, std::stop_token stop,
-    std::shared_ptr<LeaseState> under) {
+// Its frame stays allocated while the attempt waits, for every waiter: the
+// pause after a session's loss is a coroutine of its own.
+Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(Deadline deadline,
+                                                             const HeldWriteNode* held_write,
+                                                             std::stop_token stop,
+                                                             std::shared_ptr<LeaseState> under) {
   RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline);
   // Held only while we acquire: a lock object that outlives its Client must
   // not keep the thread alive.
@@ -74,20 +77,27 @@ Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(
     // Our session ended while we queued: never trust that view; queue again.
     if (!options_.requeue_after_session_loss)
       throw KeeperError(Errc::session_expired, dir_, "the session ended while acquiring the lock");
-    const auto step = budget.next();
-    if (step.verdict == RetryBudget::Verdict::give_up)
-      throw KeeperError(Errc::session_expired, dir_,
-                        "the session ended while acquiring the lock, and the retry policy gave up");
-    if (step.verdict == RetryBudget::Verdict::past_deadline) co_return nullptr;
-    client_.logger().info("lock {}: session ended while queued; queueing again", dir_);
-    // The delay on the timer; a stop ends it early.
-    const auto delay = budget.timer_delay(step);
-    if (delay > milliseconds::zero()) {
-      const auto until = Clock::now() + delay;
-      while (co_await inbox->until(until))
-        if (inbox->stopped()) break;
-    }
+    if (!co_await pause_after_session_loss(budget, *inbox)) co_return nullptr;
   }
+}
+
+// The retry policy's pause before queueing again in a new session, on the
+// timer (a stop ends it early). False: past the deadline. Throws once the
+// policy gives up.
+Task<bool> LockInternals::pause_after_session_loss(RetryBudget& budget, AttemptInbox& inbox) {
+  const auto step = budget.next();
+  if (step.verdict == RetryBudget::Verdict::give_up)
+    throw KeeperError(Errc::session_expired, dir_,
+                      "the session ended while acquiring the lock, and the retry policy gave up");
+  if (step.verdict == RetryBudget::Verdict::past_deadline) co_return false;
+  client_.logger().info("lock {}: session ended while queued; queueing again", dir_);
+  const auto delay = budget.timer_delay(step);
+  if (delay > milliseconds::zero()) {
+    const auto until = Clock::now() + delay;
+    while (co_await inbox.until(until))
+      if (inbox.stopped()) break;
+  }
+  co_return true;
 }
 
 std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
@@ -98,11 +108,12 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
   // when this thread wakes and leaves.
   const auto granted = std::make_shared<std::promise<std::shared_ptr<LeaseState>>>();
   auto outcome = granted->get_future();
-  spawn(acquisition(deadline, held_write, std::move(stop), std::move(under)),
-        [granted](std::exception_ptr error, std::optional<std::shared_ptr<LeaseState>> lease) {
-          if (error) granted->set_exception(error);
-          else granted->set_value(std::move(*lease));
-        });
+  spawn(
+      acquisition(deadline, held_write ? &*held_write : nullptr, std::move(stop), std::move(under)),
+      [granted](std::exception_ptr error, std::optional<std::shared_ptr<LeaseState>> lease) {
+        if (error) granted->set_exception(error);
+        else granted->set_value(std::move(*lease));
+      });
   return outcome.get();
 }
 

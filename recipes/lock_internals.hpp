@@ -89,6 +89,8 @@ struct LeaseQueue {
 // from that lease.
 struct UnderLeaseLost {};
 
+class AttemptInbox;
+
 class LockInternals {
  public:
   // kind: which queue, and which kind of node in it, this lock's contenders
@@ -116,8 +118,9 @@ class LockInternals {
   // The same without a blocked thread: acquire() waits for this. It runs on
   // the caller's thread until its first wait, then on the keeper's event
   // thread or the Client's timer thread, and ends on one of them.
+  // held_write, if not null, must outlive it.
   Task<std::shared_ptr<LeaseState>> acquisition(Deadline deadline,
-                                                std::optional<HeldWriteNode> held_write = {},
+                                                const HeldWriteNode* held_write = nullptr,
                                                 std::stop_token stop = {},
                                                 std::shared_ptr<LeaseState> under = {});
 
@@ -133,6 +136,8 @@ class LockInternals {
 
  private:
   friend class Attempt;
+  Task<bool> pause_after_session_loss(RetryBudget& budget, AttemptInbox& inbox);
+
   Client& client_;
   const std::string dir_;
   const LockOptions options_;

@@ -75,13 +75,13 @@ struct SemaphoreCore {
   // One lease, or nullptr if the deadline or a stop came first.
   Task<std::shared_ptr<LeaseState>> one_lease(Deadline deadline, std::stop_token stop) {
     for (;;) {
-      auto mutex = co_await locks.acquisition(deadline, {}, stop);
+      auto mutex = co_await locks.acquisition(deadline, nullptr, stop);
       if (!mutex) co_return nullptr;
       std::shared_ptr<LeaseState> lease;
       bool mutex_lost = false;
       std::exception_ptr failure;
       try {
-        lease = co_await leases.acquisition(deadline, {}, stop, mutex);
+        lease = co_await leases.acquisition(deadline, nullptr, stop, mutex);
       } catch (const UnderLeaseLost&) {
         mutex_lost = true;
       } catch (...) {
@@ -174,29 +174,25 @@ struct SemaphoreCore {
 
 namespace {
 
-// core->leases_of() for a caller that does not wait: holds the Client (a
-// Visit, so ~Client waits for it) and the core (so the semaphore object may
-// go first), its errors naming the semaphore.
-Task<std::vector<std::shared_ptr<LeaseState>>> leases_for(std::shared_ptr<SemaphoreCore> core,
-                                                          int n, Deadline deadline,
-                                                          std::stop_token stop) {
-  const ClientLifeline::Visit visit(*core->lifeline);
-  if (!visit) throw client_gone(core->dir);
-  std::vector<std::shared_ptr<LeaseState>> granted;
-  std::exception_ptr failure;
-  try {
-    granted = co_await core->leases_of(n, deadline, std::move(stop));
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  if (failure) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const KeeperError& e) {
-      rethrow_naming(e, core->dir);
-    }
-  }
-  co_return granted;
+// core->leases_of() for a caller that does not wait: on_done(error,
+// optional leases) when it ends, its errors naming the semaphore (naming()).
+// Until then it holds the Client (a Visit, so ~Client waits for it) and the
+// core (so the semaphore object may go first). A callback rather than a
+// coroutine around leases_of(): a coroutine's frame would stay allocated for
+// as long as the acquire waits, one more per waiter.
+template <class OnDone>
+void start_leases(const std::shared_ptr<SemaphoreCore>& core, int n, Deadline deadline,
+                  std::stop_token stop, OnDone on_done) {
+  auto visit = std::make_unique<ClientLifeline::Visit>(*core->lifeline);  // ~Client waits for it
+  if (!*visit) return on_done(std::make_exception_ptr(client_gone(core->dir)), std::nullopt);
+  spawn(core->leases_of(n, deadline, std::move(stop)),
+        [core, visit = std::move(visit), on_done = std::move(on_done)](
+            std::exception_ptr error,
+            std::optional<std::vector<std::shared_ptr<LeaseState>>> granted) mutable {
+          error = naming(error, core->dir);
+          visit.reset();
+          on_done(error, std::move(granted));
+        });
 }
 
 }  // namespace
@@ -273,15 +269,15 @@ void InterProcessSemaphoreV2::start_acquire(
     int n, std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop,
     detail::LeasesHandler on_done) {
   check_count(n);
-  spawn(detail::leases_for(core_, n, deadline, std::move(stop)),
-        [core = core_, on_done = std::move(on_done)](
-            std::exception_ptr error,
-            std::optional<std::vector<std::shared_ptr<detail::LeaseState>>> states) {
-          std::vector<SemaphoreLease> leases;
-          if (states)
-            for (auto& state : *states) leases.emplace_back(core, std::move(state));
-          on_done(std::move(error), std::move(leases));
-        });
+  detail::start_leases(core_, n, deadline, std::move(stop),
+                       [core = core_, on_done = std::move(on_done)](
+                           std::exception_ptr error,
+                           std::optional<std::vector<std::shared_ptr<detail::LeaseState>>> states) {
+                         std::vector<SemaphoreLease> leases;
+                         if (states)
+                           for (auto& state : *states) leases.emplace_back(core, std::move(state));
+                         on_done(std::move(error), std::move(leases));
+                       });
 }
 
 std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
@@ -341,13 +337,14 @@ void CuratorSemaphoreMutex::take_guard_async(
     std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop,
     detail::GuardHandler on_done) {
   const auto& core = semaphore_.core_;
-  spawn(detail::leases_for(core, 1, deadline, std::move(stop)),
-        [core, on_done = std::move(on_done)](
-            std::exception_ptr error,
-            std::optional<std::vector<std::shared_ptr<detail::LeaseState>>> states) {
-          if (!states || states->empty()) return on_done(std::move(error), LockGuard{});
-          on_done(nullptr, LockGuard(std::move(states->front()), core->lifeline, core->client));
-        });
+  detail::start_leases(
+      core, 1, deadline, std::move(stop),
+      [core, on_done = std::move(on_done)](
+          std::exception_ptr error,
+          std::optional<std::vector<std::shared_ptr<detail::LeaseState>>> states) {
+        if (!states || states->empty()) return on_done(std::move(error), LockGuard{});
+        on_done(nullptr, LockGuard(std::move(states->front()), core->lifeline, core->client));
+      });
 }
 
 bool CuratorSemaphoreMutex::release() noexcept {

@@ -66,18 +66,22 @@ struct InitiateWithStop {
   template <class Handler>
   void operator()(Handler&& handler) const {
     namespace net = boost::asio;
-    auto stop = std::make_shared<std::stop_source>();
+    // Made only when the handler can be cancelled: a stop_source allocates
+    // its state, and each waiting operation holds it. Copies share it.
+    std::stop_source stop(std::nostopstate);
     // Asio calls the slot's handler on the operation's executor; a stop
     // may come from any thread, so that is all it has to do.
     auto slot = net::get_associated_cancellation_slot(handler);
-    if (slot.is_connected())
-      slot.assign([stop](net::cancellation_type type) {
-        if (type != net::cancellation_type::none) stop->request_stop();
+    if (slot.is_connected()) {
+      stop = std::stop_source();
+      slot.assign([stop](net::cancellation_type type) mutable {
+        if (type != net::cancellation_type::none) stop.request_stop();
       });
+    }
     // Keeps the handler's executor running until it is called.
     auto work = net::make_work_guard(net::get_associated_executor(handler));
-    start(stop->get_token(), [handler = std::forward<Handler>(handler), work = std::move(work)](
-                                 std::exception_ptr error, Result result) mutable {
+    start(stop.get_token(), [handler = std::forward<Handler>(handler), work = std::move(work)](
+                                std::exception_ptr error, Result result) mutable {
       auto executor = work.get_executor();
       net::post(executor, [handler = std::move(handler), error = std::move(error),
                            result = std::move(result)]() mutable {
