@@ -87,8 +87,8 @@ Attempt::Next Attempt::after_failure(const std::exception_ptr& failure, RetryBud
     const auto step = is_retryable(e.errc()) ? budget.next() : RetryBudget::Step{};
     if (step.verdict == RetryBudget::Verdict::give_up) return {Action::fail, step};
     if (step.verdict == RetryBudget::Verdict::past_deadline) return {Action::give_back, step};
-    client_.logger().debug("lock {}: {}; retrying in {} ms", lock_.dir_, e.what(),
-                           step.delay.count());
+    detail::ClientInternals::log(client_)->debug("lock {}: {}; retrying in {} ms", lock_.dir_,
+                                                 e.what(), step.delay.count());
     return {Action::retry, step};
   } catch (...) {
     return {Action::fail, {}};
@@ -107,8 +107,8 @@ Task<void> Attempt::bind_session() {
   co_await await_session_after(after_epoch_);
   if (inbox_->stopped()) co_return;
   auto [keeper, epoch] = co_await connected_session();
-  client_.logger().debug("lock {}: attempt on session epoch {} (0x{:x})", lock_.dir_, epoch,
-                         keeper->session_id());
+  detail::ClientInternals::log(client_)->debug("lock {}: attempt on session epoch {} (0x{:x})",
+                                               lock_.dir_, epoch, keeper->session_id());
   if (epoch_ == 0) {
     epoch_ = epoch;
     session_id_ = keeper->session_id();

@@ -154,7 +154,8 @@ Task<bool> Attempt::recover_node() {
   }
   node_ = *found;
   czxid_ = stat.value().czxid;
-  client_.logger().debug("lock {}: adopted {} after a lost reply", lock_.dir_, node_);
+  detail::ClientInternals::log(client_)->debug("lock {}: adopted {} after a lost reply", lock_.dir_,
+                                               node_);
   co_return position_from(looked);
 }
 
@@ -228,7 +229,8 @@ bool Attempt::write_held() const {
 // Our node's standing by the queue's rule, taken as ours. False: not listed.
 bool Attempt::place(QueuePosition where, const std::vector<std::string>& children) {
   if (!where.found) {
-    client_.logger().warn("lock {}: our node {} vanished; queueing again", lock_.dir_, node_);
+    detail::ClientInternals::log(client_)->warn("lock {}: our node {} vanished; queueing again",
+                                                lock_.dir_, node_);
     node_.clear();
     create_sent_ = false;
     guid_ = new_guid();
@@ -253,8 +255,9 @@ bool Attempt::place(QueuePosition where, const std::vector<std::string>& childre
     lease_ = new_lease();
     watch_own_node(client_, lease_, keeper_);
   }
-  client_.logger().debug("lock {}: queued as {} (session epoch {}), {} before us", lock_.dir_,
-                         node_, epoch_, lower_count_);
+  detail::ClientInternals::log(client_)->debug(
+      "lock {}: queued as {} (session epoch {}), {} before us", lock_.dir_, node_, epoch_,
+      lower_count_);
   return true;
 }
 
@@ -314,8 +317,8 @@ void Attempt::forget_guid() { forgotten_guids_.push_back(std::exchange(guid_, ne
 void Attempt::remove_ghosts(const std::vector<std::string>& children) {
   for (const auto& guid : forgotten_guids_)
     if (auto ghost = find_ours(children, guid)) {
-      client_.logger().warn("lock {}: deleting {}, created late by a create we gave up on",
-                            lock_.dir_, *ghost);
+      detail::ClientInternals::log(client_)->warn(
+          "lock {}: deleting {}, created late by a create we gave up on", lock_.dir_, *ghost);
       detail::ClientInternals::remove_in_background(client_, join_path(lock_.dir_, *ghost), epoch_);
     }
 }

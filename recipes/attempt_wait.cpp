@@ -58,7 +58,8 @@ Task<Turn> Attempt::walk_down() {
       if (const auto turn = interrupted()) co_return *turn;
       bool gone = co_await watch_before();
       if (!gone) {
-        client_.logger().debug("lock {}: {} waits for {}", lock_.dir_, node_, waits_for_);
+        detail::ClientInternals::log(client_)->debug("lock {}: {} waits for {}", lock_.dir_, node_,
+                                                     waits_for_);
         std::optional<Change> change;
         while (!change) change = what_changed(co_await inbox_->until(change_deadline()));
         switch (*change) {
@@ -125,8 +126,8 @@ Task<Turn> Attempt::wait_for_leases() {
         if (!co_await look_again(/*watch=*/true)) co_return Turn::vanished;
         if (lower_count_ == 0) break;
       }
-      client_.logger().debug("lock {}: {} waits for one of {} leases", lock_.dir_, node_,
-                             lower_count_);
+      detail::ClientInternals::log(client_)->debug("lock {}: {} waits for one of {} leases",
+                                                   lock_.dir_, node_, lower_count_);
       std::optional<Change> change;
       while (!change) change = what_changed(co_await inbox_->until(change_deadline()));
       switch (*change) {
@@ -239,8 +240,8 @@ Task<void> Attempt::abandon_if_session_lives() {
 }
 
 void Attempt::start_over() {
-  client_.logger().warn("lock {}: our node {} was deleted while we waited; queueing again",
-                        lock_.dir_, node_);
+  detail::ClientInternals::log(client_)->warn(
+      "lock {}: our node {} was deleted while we waited; queueing again", lock_.dir_, node_);
   node_.clear();
   create_sent_ = false;
   stage_ = Stage::queue;
@@ -270,7 +271,8 @@ Task<void> Attempt::abandon() {
                                                     /*by_name_prefix=*/true);
     }
   } catch (const std::exception& e) {
-    client_.logger().error("lock {}: abandoning our node failed: {}", lock_.dir_, e.what());
+    detail::ClientInternals::log(client_)->error("lock {}: abandoning our node failed: {}",
+                                                 lock_.dir_, e.what());
   }
   node_.clear();
   create_sent_ = false;
@@ -288,7 +290,7 @@ Task<bool> Attempt::remove_now(const std::string& path) {
   // made by someone else is theirs.
   PendingReply<Result<Removal>> removing;
   remove_if_ours(keeper_, path, {.session_id = session_id_, .czxid = czxid_},
-                 client_.options().logger, removing.handler());
+                 detail::ClientInternals::log(client_), removing.handler());
   const auto removed = co_await await(removing, path);
   co_return removed.ok();  // deleted, gone, or not ours (logged)
 }

@@ -81,7 +81,7 @@ std::shared_ptr<DirectoryRegistry> DirectoryRegistry::of(Client& client) {
           ClientInternals::remove_in_background(client, std::move(path), of_epoch,
                                                 /*by_name_prefix=*/false, czxid);
         },
-        client.options().logger);
+        detail::ClientInternals::log(client));
   });
 }
 

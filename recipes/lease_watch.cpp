@@ -58,7 +58,8 @@ void stop_watching(Client& client, const std::shared_ptr<LeaseState>& lease) noe
   try {
     client.remove_listener(lease->listener);
   } catch (const std::exception& e) {
-    client.logger().error("lock node {}: removing its listener: {}", lease->node_path, e.what());
+    detail::ClientInternals::log(client)->error("lock node {}: removing its listener: {}",
+                                                lease->node_path, e.what());
   }
 }
 
@@ -102,7 +103,7 @@ void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noex
       registry->watch_release(lease->node_path, lease->epoch, lease->czxid, removed->get_future());
       // The directory's use ends once the delete is sent, or found not due.
       auto until_sent = std::make_shared<std::unique_ptr<DirectoryRegistry::Use>>(std::move(use));
-      remove_if_ours(keeper, lease->node_path, ours, client.options().logger,
+      remove_if_ours(keeper, lease->node_path, ours, detail::ClientInternals::log(client),
                      [removed, until_sent, path = lease->node_path](Result<Removal> removal) {
                        until_sent->reset();
                        removed->set_value(as_delete_reply(removal, path));
@@ -112,7 +113,8 @@ void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noex
     detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch, false,
                                                   lease->czxid);
   } catch (const std::exception& e) {
-    client.logger().error("release of {} failed: {}", lease->node_path, e.what());
+    detail::ClientInternals::log(client)->error("release of {} failed: {}", lease->node_path,
+                                                e.what());
     detail::ClientInternals::remove_in_background(client, lease->node_path, lease->epoch, false,
                                                   lease->czxid);
   }

@@ -224,7 +224,8 @@ void LockFactory::check_layout_if_unchecked() const {
     throw;
   } catch (const std::exception& e) {
     // no_auth, a lost link...: the lock's own acquire meets it and says so.
-    client_.logger().debug("could not check the lock layout of {} yet: {}", root_, e.what());
+    detail::ClientInternals::log(client_)->debug("could not check the lock layout of {} yet: {}",
+                                                 root_, e.what());
   }
 }
 

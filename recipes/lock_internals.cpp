@@ -90,7 +90,8 @@ Task<bool> LockInternals::pause_after_session_loss(RetryBudget& budget, AttemptI
     throw KeeperError(Errc::session_expired, dir_,
                       "the session ended while acquiring the lock, and the retry policy gave up");
   if (step.verdict == RetryBudget::Verdict::past_deadline) co_return false;
-  client_.logger().info("lock {}: session ended while queued; queueing again", dir_);
+  detail::ClientInternals::log(client_)->info("lock {}: session ended while queued; queueing again",
+                                              dir_);
   const auto delay = budget.timer_delay(step);
   if (delay > milliseconds::zero()) {
     const auto until = Clock::now() + delay;

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "client_internals.hpp"
 #include "lock_driver.hpp"
 #include "zkr/path.hpp"
 
@@ -74,7 +75,8 @@ MultiLock::Outcome MultiLock::take_once(std::optional<Clock::time_point> deadlin
       // session on its own, so a set spanning two sessions is no set at all
       // (another process may hold an earlier lock by now).
       if (!all_current(taken + 1)) {
-        client_.logger().info("MultiLock: a lock was lost while taking the next; starting over");
+        detail::ClientInternals::log(client_)->info(
+            "MultiLock: a lock was lost while taking the next; starting over");
         ++taken;
         give_back();
         return Outcome::lease_lost;

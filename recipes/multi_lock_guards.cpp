@@ -66,7 +66,8 @@ class GuardsAcquire : public std::enable_shared_from_this<GuardsAcquire> {
   }
 
   void round_lost() {
-    client_.logger().info("MultiLock: a lock was lost while taking the next; starting over");
+    detail::ClientInternals::log(client_)->info(
+        "MultiLock: a lock was lost while taking the next; starting over");
     give_back();
     if (deadline_) {
       if (Clock::now() >= *deadline_) return finish(nullptr);

@@ -24,7 +24,7 @@ struct QueueLock {
   QueueLock(Client& client, std::string path, LockOptions options)
       : internals(client, std::move(path), std::move(options)),
         lifeline(ClientInternals::lifeline(client)),
-        log(client.options().logger) {}
+        log(detail::ClientInternals::log(client)) {}
 
   LockInternals internals;
   const std::shared_ptr<ClientLifeline> lifeline;

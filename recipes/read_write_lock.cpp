@@ -39,7 +39,7 @@ struct InterProcessReadWriteLock::Side::Impl {
       : readers(client, path, options, detail::QueueKind::read),
         writers(client, path, options, detail::QueueKind::write),
         lifeline(detail::ClientInternals::lifeline(client)),
-        log(client.options().logger) {}
+        log(detail::ClientInternals::log(client)) {}
 
   const std::string& dir() const { return readers.dir(); }
   detail::LockInternals& side(bool write) { return write ? writers : readers; }

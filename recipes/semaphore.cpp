@@ -70,7 +70,7 @@ struct SemaphoreCore {
                           .fixed_max = limit.fixed_value(),
                           .count_path = limit.count_path()}),
         lifeline(detail::ClientInternals::lifeline(c)),
-        log(c.options().logger) {}
+        log(detail::ClientInternals::log(c)) {}
 
   // One lease, or nullptr if the deadline or a stop came first.
   Task<std::shared_ptr<LeaseState>> one_lease(Deadline deadline, std::stop_token stop) {

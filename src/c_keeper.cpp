@@ -119,9 +119,8 @@ CKeeper::CKeeper(const KeeperConfig& config, SessionCallback on_state) {
     std::memcpy(client.passwd, config.session_password.data(), sizeof client.passwd);
   }
 
-  shared_ =
-      std::make_shared<Shared>(config.logger ? config.logger : detail::default_logger(),
-                               std::move(on_state), config.default_acl, config.session_timeout);
+  shared_ = std::make_shared<Shared>(detail::make_logger(config.logging), std::move(on_state),
+                                     config.default_acl, config.session_timeout);
   // Process-wide in the C client: the last keeper to connect sets it.
   zoo_set_debug_level(detail::c_log_level(detail::default_logger()->level()));
   handle_ = zookeeper_init2(connect.c_str(), &on_session_event, static_cast<int>(timeout),

@@ -41,6 +41,7 @@
 #include "client_service.hpp"
 #include "current_session.hpp"
 #include "listener_dispatcher.hpp"
+#include "log.hpp"
 #include "namespace_keeper.hpp"
 #include "session_inbox.hpp"
 #include "session_thread.hpp"
@@ -72,7 +73,7 @@ KeeperConfig session_config(const ClientOptions& o) {
   c.session_timeout = o.session_timeout;
   c.auth = o.auth;
   c.default_acl = *o.default_acl;
-  c.logger = o.logger;
+  c.logging = o.logging;
   return c;
 }
 
@@ -81,7 +82,7 @@ KeeperConfig session_config(const ClientOptions& o) {
 struct Client::Impl {
   explicit Impl(ClientOptions o)
       : options(detail::validated_options(std::move(o))),
-        log(options.logger),
+        log(detail::make_logger(options.logging)),
         config(session_config(options)),
         ns(options, config, inbox, log, [this] { current.changed(); }),
         current(options.connect_string, options.connection_timeout, ns),
@@ -183,8 +184,6 @@ const RetryPolicy& Client::retry_policy() const { return *impl_->options.retry_p
 
 Sleeper& Client::sleeper() const { return *impl_->options.sleeper; }
 
-spdlog::logger& Client::logger() const { return *impl_->log; }
-
 const ClientOptions& Client::options() const { return impl_->options; }
 
 void Client::remove_in_background(std::string path, std::uint64_t epoch, bool by_name_prefix,
@@ -233,5 +232,9 @@ std::pair<Client::Session, bool> Client::background_session() const {
 std::shared_ptr<detail::TimerThread> Client::timers() const noexcept { return impl_->timers; }
 
 std::uint64_t Client::suspensions() const { return impl_->current.suspensions(); }
+
+const std::shared_ptr<spdlog::logger>& detail::ClientInternals::log(const Client& client) noexcept {
+  return client.impl_->log;
+}
 
 }  // namespace zkr

@@ -16,6 +16,10 @@
 #include "timer_thread.hpp"
 #include "zkr/client.hpp"
 
+namespace spdlog {
+class logger;
+}
+
 namespace zkr::detail {
 
 // Whether a Client still exists, for objects that keep a reference to it and
@@ -123,6 +127,8 @@ struct ClientInternals {
   // at its grant decision: a suspension its listener hears late, announced
   // before the decision, is not one of its hold.
   static std::uint64_t suspensions(const Client& client) { return client.suspensions(); }
+  // The Client's logger (ClientOptions::logging); it outlives the Client.
+  static const std::shared_ptr<spdlog::logger>& log(const Client& client) noexcept;
 };
 
 }  // namespace zkr::detail

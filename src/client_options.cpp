@@ -44,7 +44,6 @@ ClientOptions validated_options(ClientOptions o) {
     o.retry_policy =
         std::make_shared<ExponentialBackoffRetry>(milliseconds(100), 5, milliseconds(2000));
   if (!o.sleeper) o.sleeper = std::make_shared<RealSleeper>();
-  if (!o.logger) o.logger = default_logger();
   if (!o.keeper_factory) {
     o.keeper_factory = [](const KeeperConfig& config, SessionCallback on_state) {
       return connect_keeper(config, std::move(on_state));

@@ -2,11 +2,65 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#include <utility>
 
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 namespace zkr::detail {
+
+namespace {
+
+// Hands each line to the application's handler. spdlog serialises a sink's
+// calls (the mutex), so the handler sees one line at a time from us.
+class HandlerSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit HandlerSink(LogHandler handler) : handler_(std::move(handler)) {}
+
+ private:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    handler_(ours(message.level), std::string_view(message.payload.data(), message.payload.size()));
+  }
+  void flush_() override {}
+
+  static LogLevel ours(spdlog::level::level_enum level) {
+    using spdlog::level::level_enum;
+    switch (level) {
+      case level_enum::trace: return LogLevel::trace;
+      case level_enum::debug: return LogLevel::debug;
+      case level_enum::info: return LogLevel::info;
+      case level_enum::warn: return LogLevel::warn;
+      case level_enum::err: return LogLevel::error;
+      case level_enum::critical: return LogLevel::critical;
+      default: return LogLevel::off;
+    }
+  }
+
+  const LogHandler handler_;
+};
+
+spdlog::level::level_enum spdlog_level(LogLevel level) {
+  using spdlog::level::level_enum;
+  switch (level) {
+    case LogLevel::trace: return level_enum::trace;
+    case LogLevel::debug: return level_enum::debug;
+    case LogLevel::info: return level_enum::info;
+    case LogLevel::warn: return level_enum::warn;
+    case LogLevel::error: return level_enum::err;
+    case LogLevel::critical: return level_enum::critical;
+    case LogLevel::off: return level_enum::off;
+  }
+  return level_enum::off;
+}
+
+spdlog::level::level_enum level_from_env() {
+  const char* env = std::getenv("ZKR_LOG_LEVEL");
+  return (env ? parse_log_level(env) : std::nullopt).value_or(spdlog::level::warn);
+}
+
+}  // namespace
 
 std::optional<spdlog::level::level_enum> parse_log_level(std::string_view text) {
   // Not spdlog::level::from_str: it turns a typo into "off", silencing the very
@@ -46,6 +100,21 @@ std::shared_ptr<spdlog::logger> default_logger() {
         "using warn",
         env);
   }
+  return logger;
+}
+
+std::shared_ptr<spdlog::logger> make_logger(const Logging& logging) {
+  if (!logging.handler && !logging.level) return default_logger();
+  std::shared_ptr<spdlog::logger> logger;
+  if (logging.handler) {
+    logger =
+        std::make_shared<spdlog::logger>("zkr", std::make_shared<HandlerSink>(logging.handler));
+  } else {
+    const auto shared = default_logger();
+    logger =
+        std::make_shared<spdlog::logger>("zkr", shared->sinks().begin(), shared->sinks().end());
+  }
+  logger->set_level(logging.level ? spdlog_level(*logging.level) : level_from_env());
   return logger;
 }
 

@@ -25,6 +25,7 @@
 
 #include "zkr/connection_state.hpp"
 #include "zkr/keeper.hpp"
+#include "zkr/log.hpp"
 #include "zkr/retry.hpp"
 
 namespace zkr {
@@ -65,8 +66,8 @@ struct ClientOptions {
   std::shared_ptr<const RetryPolicy> retry_policy;
   // Unset: RealSleeper.
   std::shared_ptr<Sleeper> sleeper;
-  // Unset: the "zkr" logger (spdlog, level warn).
-  std::shared_ptr<spdlog::logger> logger;
+  // Where the library's log lines go, and from what level (zkr/log.hpp).
+  Logging logging;
   // Raise lost when suspended has lasted a whole session timeout: by then the
   // ensemble has expired the session, though we cannot hear it yet.
   bool lost_when_suspended_too_long = true;
@@ -147,7 +148,6 @@ class Client {
 
   const RetryPolicy& retry_policy() const;
   Sleeper& sleeper() const;
-  spdlog::logger& logger() const;
   const ClientOptions& options() const;
 
   // The Keeper, once connected within connection_timeout; else throws

@@ -30,11 +30,8 @@
 #include <vector>
 
 #include "zkr/deadline.hpp"
+#include "zkr/log.hpp"
 #include "zkr/types.hpp"
-
-namespace spdlog {
-class logger;
-}
 
 namespace zkr {
 
@@ -201,7 +198,7 @@ struct KeeperConfig {
   AclList default_acl = open_acl_unsafe();
   std::int64_t session_id = 0;  // with password: join an existing session
   std::string session_password;
-  std::shared_ptr<spdlog::logger> logger;  // unset: the "zkr" logger
+  Logging logging;  // zkr/log.hpp
 };
 
 // Opens a session (connecting goes on in the background; requests queue until

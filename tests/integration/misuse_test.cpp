@@ -24,8 +24,6 @@
 #include <thread>
 #include <vector>
 
-#include <spdlog/logger.h>
-
 #include "support/ensemble.hpp"
 #include "support/process_state.hpp"
 #include "support/waits.hpp"
@@ -66,7 +64,7 @@ ClientOptions options_for(std::string hosts) {
   o.session_timeout = 6s;
   o.connection_timeout = 10s;
   o.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 5, 500ms);
-  o.logger = test::quiet_logger("zkr-misuse-integration");
+  o.logging.level = LogLevel::off;
   return o;
 }
 

@@ -33,7 +33,7 @@ ClientOptions options_for(std::optional<DigestAuth> auth, std::string namespace_
   o.session_timeout = 6s;
   o.connection_timeout = 10s;
   o.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 5, 500ms);
-  o.logger = test::quiet_logger("zkr-shared-roots-integration");
+  o.logging.level = LogLevel::off;
   o.auth = std::move(auth);
   o.namespace_path = std::move(namespace_path);
   return o;

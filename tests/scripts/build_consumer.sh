@@ -25,6 +25,12 @@ if bad=$(grep -hE '^[[:space:]]*#[[:space:]]*include' "$prefix/include/zkr/asio.
   exit 1
 fi
 
+# spdlog is private too: no public declaration names one of its types.
+if bad=$(grep -rnE 'spdlog::|namespace spdlog' "$prefix/include/zkr"); then
+  printf 'an installed header names spdlog, a private dependency:\n%s\n' "$bad" >&2
+  exit 1
+fi
+
 libdir=$(dirname "$(find "$prefix" -name 'libzkrecipes.so' | head -n 1)")
 [[ $libdir != . ]] || { echo "no libzkrecipes.so under $prefix" >&2; exit 1; }
 # Runs a consumer with PREFIX's libdir first, and checks it loaded ours.

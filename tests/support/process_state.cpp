@@ -4,8 +4,6 @@
 
 #include <thread>
 
-#include <spdlog/logger.h>
-
 namespace zkr::test {
 
 std::size_t thread_count() {
@@ -25,12 +23,6 @@ bool threads_back_to(std::size_t n, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return true;
-}
-
-std::shared_ptr<spdlog::logger> quiet_logger(const std::string& name) {
-  auto logger = std::make_shared<spdlog::logger>(name);
-  logger->set_level(spdlog::level::off);
-  return logger;
 }
 
 }  // namespace zkr::test

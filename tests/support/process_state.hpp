@@ -1,15 +1,8 @@
-// What misuse tests check of the process itself: no thread left running, and
-// no noise from errors the library is right to log.
+// What misuse tests check of the process itself: no thread left running.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
-#include <memory>
-#include <string>
-
-namespace spdlog {
-class logger;
-}
 
 namespace zkr::test {
 
@@ -20,9 +13,5 @@ std::size_t thread_count();
 // /proc offers nothing to wait on, so it looks every few milliseconds (joined
 // threads leave at once; a detached one may take a moment).
 [[nodiscard]] bool threads_back_to(std::size_t n, std::chrono::milliseconds timeout);
-
-// A logger that says nothing: misuse is logged as an error, and the test
-// output should show only what the test says.
-std::shared_ptr<spdlog::logger> quiet_logger(const std::string& name);
 
 }  // namespace zkr::test

@@ -1,6 +1,7 @@
 // The Client over scripted keepers: the test plays the ZooKeeper C client and
 // reports each session's events itself, then checks what listeners hear, which
 // sessions the Client opens and closes, and what its calls return.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -14,7 +15,9 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -964,12 +967,72 @@ TEST(Client, EffectiveOptionsHaveDefaults) {
   Client client(options);
   EXPECT_TRUE(client.options().retry_policy);
   EXPECT_TRUE(client.options().sleeper);
-  EXPECT_TRUE(client.options().logger);
   EXPECT_EQ(client.options().default_acl, open_acl_unsafe());
   EXPECT_EQ(client.options().namespace_acl, open_acl_unsafe());
   EXPECT_EQ(&client.retry_policy(), client.options().retry_policy.get());
   (void)client.sleeper();
-  (void)client.logger();
+}
+
+// ---- Logging
+
+// A handler's lines, in order, from any thread.
+class Lines {
+ public:
+  LogHandler handler() {
+    return [this](LogLevel level, std::string_view line) {
+      std::lock_guard lock(mutex_);
+      lines_.emplace_back(level, std::string(line));
+    };
+  }
+  std::vector<std::pair<LogLevel, std::string>> lines() const {
+    std::lock_guard lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::pair<LogLevel, std::string>> lines_;
+};
+
+TEST(Client, LogLinesGoToTheHandlerFromItsLevelUp) {
+  Factory factory;
+  Lines lines;
+  auto options = options_for(factory);
+  options.logging.handler = lines.handler();
+  options.logging.level = LogLevel::info;
+  {
+    Client client(options);
+    // Each Keeper is told the same, for its own lines.
+    EXPECT_EQ(factory.keeper(0)->config.logging.level, LogLevel::info);
+    EXPECT_TRUE(factory.keeper(0)->config.logging.handler);
+    factory.keeper(0)->report(S::expired);
+    ASSERT_TRUE(factory.keeper(1)) << "no new session after the expiry";
+  }
+  const auto seen = lines.lines();
+  const auto opening = std::find_if(seen.begin(), seen.end(), [](const auto& l) {
+    return l.second.starts_with("opening session epoch ");
+  });
+  ASSERT_NE(opening, seen.end()) << "the Client's info line did not reach the handler";
+  EXPECT_EQ(opening->first, LogLevel::info);
+  for (const auto& [level, line] : seen) EXPECT_GE(level, LogLevel::info) << line;
+}
+
+TEST(Client, LogLinesBelowTheLevelAreNotPassedOn) {
+  Factory factory;
+  Lines lines;
+  auto options = options_for(factory);
+  options.logging.handler = lines.handler();
+  options.logging.level = LogLevel::warn;
+  {
+    Client client(options);
+    factory.keeper(0)->report(S::expired);  // "opening session epoch ..." at info
+    ASSERT_TRUE(factory.keeper(1));
+  }
+  const auto at_warn = lines.lines();
+  for (const auto& [level, line] : at_warn) EXPECT_GE(level, LogLevel::warn) << line;
+  options.logging.level = LogLevel::off;
+  { Client client(options); }
+  EXPECT_EQ(lines.lines().size(), at_warn.size()) << "a line passed a level of off";
 }
 
 // ---- Option validation

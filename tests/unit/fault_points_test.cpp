@@ -67,8 +67,6 @@
 #include <thread>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "lock_driver.hpp"
 #include "support/fake_keeper.hpp"
 #include "support/fault_keeper.hpp"
@@ -408,8 +406,8 @@ class ScriptRun {
     options.session_timeout = 4s;
     options.keeper_factory = test::with_faults(ensemble_.factory(), c->faults);
     options.retry_policy = std::make_shared<RetryNTimes>(10, 10ms);
-    options.sleeper = std::make_shared<RecordingSleeper>();             // retries take no time
-    options.logger = std::make_shared<spdlog::logger>("fault-points");  // no sinks: quiet
+    options.sleeper = std::make_shared<RecordingSleeper>();  // retries take no time
+    options.logging.level = LogLevel::off;
     c->client = std::make_unique<Client>(options);
     c->client->add_listener([states = c->states](ConnectionState s) { states->on(s); });
     if (!c->client->block_until_connected(kWait)) fail("a client did not connect");

@@ -28,7 +28,7 @@ class LockRetryTest : public ::testing::Test {
     // 30 ms between tries within 100 ms: three retries, counted in sleeps.
     options.retry_policy = std::make_shared<RetryUntilElapsed>(100ms, 30ms);
     options.sleeper = sleeper_;
-    options.logger = test::quiet_logger("zkr-lock-retry-test");
+    options.logging.level = LogLevel::off;
     client_ = std::make_unique<Client>(options);
     EXPECT_TRUE(client_->block_until_connected(kWait));
   }

@@ -20,8 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include <spdlog/logger.h>
-
 #include "lock_driver.hpp"
 #include "support/fake_keeper.hpp"
 #include "support/fault_keeper.hpp"
@@ -126,7 +124,7 @@ class MisuseTest : public ::testing::Test {
     options.keeper_factory = test::with_faults(ensemble_.factory(), c.faults);
     options.retry_policy = std::make_shared<RetryNTimes>(3, 10ms);
     options.sleeper = c.sleeper;
-    options.logger = test::quiet_logger("zkr-misuse-test");
+    options.logging.level = LogLevel::off;
     return options;
   }
 
@@ -248,7 +246,7 @@ TEST_F(MisuseTest, BadNamespacesNameTheOptionAndOpenNothing) {
     ClientOptions options;
     options.connect_string = "127.0.0.1:2181";
     options.namespace_path = ns;
-    options.logger = test::quiet_logger("zkr-misuse-test");
+    options.logging.level = LogLevel::off;
     options.keeper_factory = [&](const KeeperConfig& config, SessionCallback on_state) {
       ++sessions;
       return factory(config, std::move(on_state));

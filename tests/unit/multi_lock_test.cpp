@@ -1,9 +1,10 @@
 #include <gtest/gtest.h>
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <atomic>
+#include <mutex>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "support/fake_keeper.hpp"
@@ -237,10 +238,13 @@ TEST_F(MultiLockTest, RoundsLostToSessionEndsGoOnUntilTheDeadline) {
   options.connect_string = "127.0.0.1:2181";
   options.keeper_factory = test::with_faults(ensemble_.factory(), faults);
   options.retry_policy = std::make_shared<RetryNTimes>(100, 1ms);  // past the old cap of 16
-  std::ostringstream log;                                          // counts the rounds the set lost
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  options.logger = std::make_shared<spdlog::logger>("rounds", sink);
-  options.logger->set_level(spdlog::level::info);
+  std::mutex log_mutex;  // the log counts the rounds the set lost
+  std::string log;
+  options.logging.level = LogLevel::info;
+  options.logging.handler = [&](LogLevel, std::string_view line) {
+    const std::lock_guard lock(log_mutex);
+    log.append(line).append("\n");
+  };
   Client mine(options);
   ASSERT_TRUE(mine.block_until_connected(5s));
   constexpr int kSessionsLost = 20;
@@ -259,8 +263,10 @@ TEST_F(MultiLockTest, RoundsLostToSessionEndsGoOnUntilTheDeadline) {
   MultiLock both(mine, {"/l/a", "/l/b"});
   ASSERT_TRUE(both.try_acquire_for(10s));
   for (auto* end : ends) EXPECT_EQ(end->fired(), 1);
-  sink->flush();
-  const std::string text = log.str();
+  const std::string text = [&] {
+    const std::lock_guard lock(log_mutex);
+    return log;
+  }();
   int lost_rounds = 0;
   for (auto at = text.find("starting over"); at != std::string::npos;
        at = text.find("starting over", at + 1))

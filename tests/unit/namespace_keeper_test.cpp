@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <spdlog/logger.h>
 
+#include "log.hpp"
+
 #include "client_options.hpp"
 #include "namespace_keeper.hpp"
 #include "session_inbox.hpp"
@@ -41,8 +43,8 @@ struct Gate {
     config.session_timeout = options.session_timeout;
     config.default_acl = *options.default_acl;
     session = Client::Session{ensemble.connect(config, {}), 1};
-    ns = std::make_unique<detail::NamespaceKeeper>(options, config, inbox, options.logger,
-                                                   [this] { ++changes; });
+    ns = std::make_unique<detail::NamespaceKeeper>(
+        options, config, inbox, detail::make_logger(options.logging), [this] { ++changes; });
   }
 
   test::FakeEnsemble ensemble;
@@ -58,8 +60,8 @@ struct Gate {
 TEST(NamespaceKeeper, WithoutANamespaceEveryConnectionIsAdmittedUntouched) {
   Gate gate;
   gate.config.chroot.clear();
-  detail::NamespaceKeeper ns(gate.options, gate.config, gate.inbox, gate.options.logger,
-                             [&] { ++gate.changes; });
+  detail::NamespaceKeeper ns(gate.options, gate.config, gate.inbox,
+                             detail::make_logger(gate.options.logging), [&] { ++gate.changes; });
   EXPECT_TRUE(ns.admit(SessionState::connected, gate.session));
   EXPECT_FALSE(ns.retry_at());
   EXPECT_FALSE(ns.error());

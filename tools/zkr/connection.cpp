@@ -94,7 +94,8 @@ std::unique_ptr<Client> open_client(const ConnectionSettings& settings) {
   // An operation waits this long for a connection before failing: the same
   // bound as the first connection, so no verb outlives it on a dead ensemble.
   options.connection_timeout = settings.connect_timeout;
-  options.logger = cli_logger(settings.verbosity);
+  // Registered under "zkr", so that the library logs through it too.
+  cli_logger(settings.verbosity);
   return std::make_unique<Client>(std::move(options));
 }
 
