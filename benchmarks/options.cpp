@@ -208,7 +208,7 @@ Workloads:
       five writes; throughput, readers at once, writer wait p99 (judged like
       W2, readers sharing)
   W7  a semaphore of 4 leases with 16 sessions (throughput, holders at once,
-      fairness); then InterProcessSemaphoreMutex and CuratorSemaphoreMutex,
+      fairness); then NonReentrantMutex and InterProcessSemaphoreMutex,
       with 1 and 8 sessions each: requests and writes per acquisition
   W8  many waiters: 10 queued on each of 1,000 keys, all granted in turn,
       first as 10,000 coroutines on one Asio thread (async_acquire_guard),
@@ -237,7 +237,7 @@ Options:
                       compiled with javac at the start) run beside the floor
                       and ours: InterProcessMutex in W1, W2, W3 and W5,
                       InterProcessReadWriteLock in W6, InterProcessSemaphoreV2
-                      and InterProcessSemaphoreMutex in W7 (W1 in interleaved
+                      and NonReentrantMutex in W7 (W1 in interleaved
                       slices; W2, W6 and W7 in interleaved rounds; the others
                       one after the other)
   --no-lock           W2 and W5 run their critical sections without the lock:

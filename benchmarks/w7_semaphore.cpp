@@ -3,8 +3,8 @@
 // long (the holder's work): throughput, the most
 // holders seen at once (from the holders' own intervals: never above 4, and
 // 4 reached), and fairness. Then the two semaphore mutexes side by side, 8
-// workers each as in W2: ours of the lock queue (InterProcessSemaphoreMutex)
-// and the Curator-layout one (CuratorSemaphoreMutex), with the requests and
+// workers each as in W2: ours of the lock queue (NonReentrantMutex)
+// and the Curator-layout one (InterProcessSemaphoreMutex), with the requests and
 // writes each acquisition costs the servers. With --peers curator, Curator's
 // own InterProcessSemaphoreV2 and InterProcessSemaphoreMutex run each part
 // too, in rounds interleaved with ours as in W2.
@@ -322,9 +322,8 @@ double report_mutex(Context& ctx, const std::string& impl, const std::string& lo
 // its peer runs, with `workers` sessions each.
 void mutex_part(Context& ctx, unsigned workers) {
   const auto tag = std::to_string(workers);
-  MutexWorkers<InterProcessSemaphoreMutex> queue_workers(ctx, ctx.path("w7/queue-mutex-" + tag),
-                                                         workers);
-  MutexWorkers<CuratorSemaphoreMutex> layout_workers(
+  MutexWorkers<NonReentrantMutex> queue_workers(ctx, ctx.path("w7/queue-mutex-" + tag), workers);
+  MutexWorkers<InterProcessSemaphoreMutex> layout_workers(
       ctx, ctx.path("w7/curator-layout-mutex-" + tag), workers);
   Run queue(ctx.options.connect), curator_layout(ctx.options.connect), curator(ctx.options.connect);
   std::vector<Slot> slots{
@@ -342,8 +341,9 @@ void mutex_part(Context& ctx, unsigned workers) {
   if (ctx.curator)
     curator_rate = report_mutex(ctx, "curator", "Curator 5.4 InterProcessSemaphoreMutex", workers,
                                 curator, {});
-  (void)report_mutex(ctx, "zkr", "InterProcessSemaphoreMutex", workers, queue, curator_rate);
-  (void)report_mutex(ctx, "zkr", "CuratorSemaphoreMutex", workers, curator_layout, curator_rate);
+  (void)report_mutex(ctx, "zkr", "NonReentrantMutex", workers, queue, curator_rate);
+  (void)report_mutex(ctx, "zkr", "InterProcessSemaphoreMutex", workers, curator_layout,
+                     curator_rate);
 }
 
 }  // namespace

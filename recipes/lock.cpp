@@ -185,14 +185,14 @@ std::vector<std::string> InterProcessMutex::participant_nodes() const {
 }
 const std::string& InterProcessMutex::path() const noexcept { return impl_->internals.dir(); }
 
-// ---- InterProcessSemaphoreMutex: one hold, any thread releases.
+// ---- NonReentrantMutex: one hold, any thread releases.
 
-struct InterProcessSemaphoreMutex::Impl : detail::QueueLock {
+struct NonReentrantMutex::Impl : detail::QueueLock {
   using QueueLock::QueueLock;
 
   bool take(Deadline deadline, const std::stop_token& stop) {
     Visit visit(*lifeline);
-    check_may_acquire(visit, internals.client(), "InterProcessSemaphoreMutex", internals.dir());
+    check_may_acquire(visit, internals.client(), "NonReentrantMutex", internals.dir());
     auto granted = acquire_when_connected(internals, deadline, {}, stop);
     if (!granted) return false;
     std::lock_guard lock(mutex);
@@ -207,36 +207,33 @@ struct InterProcessSemaphoreMutex::Impl : detail::QueueLock {
   std::deque<std::shared_ptr<LeaseState>> grants;  // guarded by mutex
 };
 
-InterProcessSemaphoreMutex::InterProcessSemaphoreMutex(Client& client, std::string path,
-                                                       LockOptions options)
+NonReentrantMutex::NonReentrantMutex(Client& client, std::string path, LockOptions options)
     : impl_(
           std::make_shared<Impl>(client, checked_lock_path(std::move(path)), std::move(options))) {}
 
-InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
+NonReentrantMutex::~NonReentrantMutex() {
   if (is_acquired_in_this_process())
-    impl_->log->warn("InterProcessSemaphoreMutex {} destroyed while held; releasing",
+    impl_->log->warn("NonReentrantMutex {} destroyed while held; releasing",
                      impl_->internals.dir());
   while (release()) {
   }
 }
 
-bool InterProcessSemaphoreMutex::take(std::optional<Clock::time_point> deadline,
-                                      std::stop_token stop) {
+bool NonReentrantMutex::take(std::optional<Clock::time_point> deadline, std::stop_token stop) {
   return impl_->take(deadline, stop);
 }
-LockGuard InterProcessSemaphoreMutex::take_guard(std::optional<Clock::time_point> deadline,
-                                                 std::stop_token stop) {
-  return detail::take_guard(*impl_, "InterProcessSemaphoreMutex", deadline, stop);
+LockGuard NonReentrantMutex::take_guard(std::optional<Clock::time_point> deadline,
+                                        std::stop_token stop) {
+  return detail::take_guard(*impl_, "NonReentrantMutex", deadline, stop);
 }
 
-void InterProcessSemaphoreMutex::take_guard_async(std::optional<Clock::time_point> deadline,
-                                                  std::stop_token stop,
-                                                  detail::GuardHandler on_done) {
+void NonReentrantMutex::take_guard_async(std::optional<Clock::time_point> deadline,
+                                         std::stop_token stop, detail::GuardHandler on_done) {
   detail::acquire_guard_async(impl_, impl_->internals, impl_->lifeline, deadline, std::move(stop),
                               std::move(on_done));
 }
 
-bool InterProcessSemaphoreMutex::release() noexcept {
+bool NonReentrantMutex::release() noexcept {
   std::shared_ptr<LeaseState> held;
   {
     std::lock_guard lock(impl_->mutex);
@@ -248,22 +245,20 @@ bool InterProcessSemaphoreMutex::release() noexcept {
   return true;
 }
 
-bool InterProcessSemaphoreMutex::is_acquired_in_this_process() const {
+bool NonReentrantMutex::is_acquired_in_this_process() const {
   std::lock_guard lock(impl_->mutex);
   return !impl_->grants.empty();
 }
-LockLease InterProcessSemaphoreMutex::lease() const {
+LockLease NonReentrantMutex::lease() const {
   std::lock_guard lock(impl_->mutex);
   if (impl_->grants.empty())
-    throw std::logic_error("InterProcessSemaphoreMutex " + impl_->internals.dir() +
+    throw std::logic_error("NonReentrantMutex " + impl_->internals.dir() +
                            ": lease() while not held");
   return LockLease(impl_->grants.back());
 }
-std::vector<std::string> InterProcessSemaphoreMutex::participant_nodes() const {
+std::vector<std::string> NonReentrantMutex::participant_nodes() const {
   return participant_nodes_naming(*impl_->lifeline, impl_->internals);
 }
-const std::string& InterProcessSemaphoreMutex::path() const noexcept {
-  return impl_->internals.dir();
-}
+const std::string& NonReentrantMutex::path() const noexcept { return impl_->internals.dir(); }
 
 }  // namespace zkr

@@ -208,7 +208,7 @@ std::string ForeignLockNodes::description() const {
              nodes_text() + ")";
     case ForeignProtocol::mutex:
       return "a mutex, InterProcessMutex of Curator or zkrecipes or zkrecipes' "
-             "InterProcessSemaphoreMutex (" +
+             "NonReentrantMutex (" +
              nodes_text() + ")";
     case ForeignProtocol::kazoo_lock:
       return "a lock of kazoo (Python): Lock, WriteLock or ReadLock, or a kazoo Semaphore's "

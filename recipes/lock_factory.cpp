@@ -234,10 +234,9 @@ std::unique_ptr<InterProcessMutex> LockFactory::mutex(std::string_view key) cons
   return std::make_unique<InterProcessMutex>(client_, path_for(key), options_);
 }
 
-std::unique_ptr<InterProcessSemaphoreMutex> LockFactory::semaphore_mutex(
-    std::string_view key) const {
+std::unique_ptr<NonReentrantMutex> LockFactory::non_reentrant_mutex(std::string_view key) const {
   check_layout_if_unchecked();
-  return std::make_unique<InterProcessSemaphoreMutex>(client_, path_for(key), options_);
+  return std::make_unique<NonReentrantMutex>(client_, path_for(key), options_);
 }
 
 std::unique_ptr<MultiLock> LockFactory::multi_lock(const std::vector<std::string>& keys) const {

@@ -1,4 +1,4 @@
-// What InterProcessMutex and InterProcessSemaphoreMutex keep besides their
+// What InterProcessMutex and NonReentrantMutex keep besides their
 // holds: one queue, and what calls into it need once the Client may be going.
 #pragma once
 

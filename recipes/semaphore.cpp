@@ -302,18 +302,19 @@ std::vector<std::string> InterProcessSemaphoreV2::participant_nodes() const {
 
 const std::string& InterProcessSemaphoreV2::path() const noexcept { return core_->dir; }
 
-// ---- CuratorSemaphoreMutex
+// ---- InterProcessSemaphoreMutex
 
-CuratorSemaphoreMutex::CuratorSemaphoreMutex(Client& client, std::string path, LockOptions options)
+InterProcessSemaphoreMutex::InterProcessSemaphoreMutex(Client& client, std::string path,
+                                                       LockOptions options)
     : semaphore_(client, std::move(path), SemaphoreLimit::fixed(1), std::move(options)) {}
 
-CuratorSemaphoreMutex::~CuratorSemaphoreMutex() {
+InterProcessSemaphoreMutex::~InterProcessSemaphoreMutex() {
   while (release()) {
   }
 }
 
-bool CuratorSemaphoreMutex::take(std::optional<std::chrono::steady_clock::time_point> deadline,
-                                 std::stop_token stop) {
+bool InterProcessSemaphoreMutex::take(std::optional<std::chrono::steady_clock::time_point> deadline,
+                                      std::stop_token stop) {
   // The semaphore spells "no deadline" time_point::max().
   auto leases = semaphore_.try_acquire_until(
       1, deadline.value_or(std::chrono::steady_clock::time_point::max()), std::move(stop));
@@ -322,18 +323,18 @@ bool CuratorSemaphoreMutex::take(std::optional<std::chrono::steady_clock::time_p
   grants_.push_back(std::move(leases.front()));
   return true;
 }
-LockGuard CuratorSemaphoreMutex::take_guard(
+LockGuard InterProcessSemaphoreMutex::take_guard(
     std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop) {
   const auto& core = semaphore_.core_;
   detail::ClientLifeline::Visit visit(*core->lifeline);
-  detail::check_may_acquire(visit, core->client, "CuratorSemaphoreMutex", core->dir);
+  detail::check_may_acquire(visit, core->client, "InterProcessSemaphoreMutex", core->dir);
   if (stop.stop_requested()) return {};
   auto granted = core->acquire(1, deadline, std::move(stop));
   if (granted.empty()) return {};
   return LockGuard(std::move(granted.front()), core->lifeline, core->client);
 }
 
-void CuratorSemaphoreMutex::take_guard_async(
+void InterProcessSemaphoreMutex::take_guard_async(
     std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop,
     detail::GuardHandler on_done) {
   const auto& core = semaphore_.core_;
@@ -347,7 +348,7 @@ void CuratorSemaphoreMutex::take_guard_async(
       });
 }
 
-bool CuratorSemaphoreMutex::release() noexcept {
+bool InterProcessSemaphoreMutex::release() noexcept {
   std::optional<SemaphoreLease> oldest;
   {
     std::lock_guard lock(mutex_);
@@ -358,14 +359,14 @@ bool CuratorSemaphoreMutex::release() noexcept {
   (void)oldest->release();
   return true;
 }
-bool CuratorSemaphoreMutex::is_acquired_in_this_process() const {
+bool InterProcessSemaphoreMutex::is_acquired_in_this_process() const {
   std::lock_guard lock(mutex_);
   return !grants_.empty();
 }
-LockLease CuratorSemaphoreMutex::lease() const {
+LockLease InterProcessSemaphoreMutex::lease() const {
   std::lock_guard lock(mutex_);
   if (grants_.empty())
-    throw std::logic_error("CuratorSemaphoreMutex " + path() + ": lease() while not held");
+    throw std::logic_error("InterProcessSemaphoreMutex " + path() + ": lease() while not held");
   return grants_.back().lease();
 }
 

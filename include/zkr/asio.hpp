@@ -6,7 +6,7 @@
 //
 // zkr::asio::async_acquire_guard(lock, [deadline,] token) is the lock's
 // async_acquire_guard() (zkr/lock_guard.hpp) as an Asio operation, for the
-// two mutexes, CuratorSemaphoreMutex and the read/write lock's sides;
+// two mutexes, InterProcessSemaphoreMutex and the read/write lock's sides;
 // zkr::asio::async_acquire(semaphore, n, deadline, token) is a semaphore's n
 // leases (InterProcessSemaphoreV2::async_acquire) the same way, and
 // zkr::asio::async_acquire_guards(multi_lock, deadline, token) a MultiLock's
@@ -102,8 +102,8 @@ InitiateWithStop<Result, Start> initiate_with_stop(Start start) {
 
 }  // namespace detail
 
-// The guard of `lock` (InterProcessMutex, InterProcessSemaphoreMutex,
-// CuratorSemaphoreMutex, or a side of InterProcessReadWriteLock), waiting no later than `deadline`
+// The guard of `lock` (InterProcessMutex, NonReentrantMutex,
+// InterProcessSemaphoreMutex, or a side of InterProcessReadWriteLock), waiting no later than `deadline`
 // (std::nullopt: as long as it takes). The lock object may be destroyed
 // before the operation completes; its Client may not.
 template <class Lock, class CompletionToken>

@@ -72,7 +72,7 @@ Children list_children(Keeper& keeper, const std::string& path,
                        std::uint64_t max_children = kDefaultListingLimit);
 
 // Whose queue a lock node is in: a mutex's (InterProcessMutex of either
-// library, our InterProcessSemaphoreMutex), a read/write lock's reader or
+// library, our NonReentrantMutex), a read/write lock's reader or
 // writer (InterProcessReadWriteLock of either library), or a semaphore's
 // lease (InterProcessSemaphoreV2 of either library, in its leases/).
 enum class LockNodeKind { mutex, read, write, lease };

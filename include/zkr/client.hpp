@@ -121,7 +121,7 @@ class Client {
   // Listeners run on the Client's own thread, in the order states occurred.
   // A listener may call the Client (but should not block for long: every
   // other listener waits, the lost signals of held locks included).
-  // Locks in a listener: release() works (the semaphore mutex's; a mutex is
+  // Locks in a listener: release() works (a NonReentrantMutex's; an InterProcessMutex is
   // only released by the thread that acquired it, never this one), and every
   // acquire form throws std::logic_error at once, sending nothing: waiting
   // for a lock there would hold up the very states the wait needs (and those

@@ -2,13 +2,14 @@
 //
 // Two locks share one queue (see recipes/lock_internals.hpp):
 //   InterProcessMutex           reentrant per thread; only the holding thread releases.
-//   InterProcessSemaphoreMutex  not reentrant; any thread of the process may release.
+//   NonReentrantMutex           not reentrant; any thread of the process may release.
 // Both are fair (first come, first served), meet the C++ Lockable and
 // TimedLockable requirements, and use Apache Curator's node names and order
 // (`_c_<guid>-lock-<sequence>`), so Curator's InterProcessMutex and both of
 // these locks exclude each other on the same path (tested against Curator
-// 5.4). Our InterProcessSemaphoreMutex is not Curator's class of that name,
-// which keeps "locks" and "leases" children instead. Children of a lock
+// 5.4). (Curator's non-reentrant InterProcessSemaphoreMutex is another
+// protocol, with "locks" and "leases" children: ours of that name, which
+// speaks it, is in zkr/semaphore.hpp.) Children of a lock
 // directory that are not lock nodes are ignored (Curator sorts them in, and
 // one whose name sorts first blocks its waiters), except those below.
 //
@@ -262,13 +263,13 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex>,
 // deletes nothing), so the thread whose hold was lost cannot release the new
 // holder's lock by releasing its own. lease() is the newest grant's; take it
 // right after the acquire to keep your own.
-class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessSemaphoreMutex>,
-                                   public detail::GuardForms<InterProcessSemaphoreMutex> {
+class NonReentrantMutex : public detail::StandardLockable<NonReentrantMutex>,
+                          public detail::GuardForms<NonReentrantMutex> {
  public:
-  InterProcessSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
-  ~InterProcessSemaphoreMutex();
-  InterProcessSemaphoreMutex(const InterProcessSemaphoreMutex&) = delete;
-  InterProcessSemaphoreMutex& operator=(const InterProcessSemaphoreMutex&) = delete;
+  NonReentrantMutex(Client& client, std::string path, LockOptions options = {});
+  ~NonReentrantMutex();
+  NonReentrantMutex(const NonReentrantMutex&) = delete;
+  NonReentrantMutex& operator=(const NonReentrantMutex&) = delete;
 
   // Gives back the oldest grant not yet released. False (and nothing
   // changes) if there is none. Returns as InterProcessMutex::release() does:
@@ -282,8 +283,8 @@ class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessS
   const std::string& path() const noexcept;
 
  private:
-  friend class detail::StandardLockable<InterProcessSemaphoreMutex>;
-  friend class detail::GuardForms<InterProcessSemaphoreMutex>;
+  friend class detail::StandardLockable<NonReentrantMutex>;
+  friend class detail::GuardForms<NonReentrantMutex>;
   LockGuard take_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
                        std::stop_token stop);
   void take_guard_async(std::optional<std::chrono::steady_clock::time_point> deadline,

@@ -127,7 +127,7 @@ class LockFactory {
   // only while connected: if it cannot be made now the lock is made all the
   // same, and its acquires check before they can be granted.
   std::unique_ptr<InterProcessMutex> mutex(std::string_view key) const;
-  std::unique_ptr<InterProcessSemaphoreMutex> semaphore_mutex(std::string_view key) const;
+  std::unique_ptr<NonReentrantMutex> non_reentrant_mutex(std::string_view key) const;
   std::unique_ptr<MultiLock> multi_lock(const std::vector<std::string>& keys) const;
 
   const std::string& root() const noexcept { return root_; }

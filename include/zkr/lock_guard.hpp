@@ -16,7 +16,7 @@
 // acquire() and asks for a guard on the same lock queues behind itself, and
 // waits until its deadline. The guard may outlive the lock object (and the
 // Client: the grant then went with its session). Guards come from
-// InterProcessMutex, InterProcessSemaphoreMutex and the read/write lock's
+// InterProcessMutex, NonReentrantMutex and the read/write lock's
 // sides; a semaphore's SemaphoreLease is already one of its kind.
 //
 //   zkr::InterProcessMutex mutex(client, "/app/locks/order-42");

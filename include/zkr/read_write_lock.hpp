@@ -44,7 +44,7 @@
 //
 // No silent mix (see zkr/lock.hpp): a lock path holds one protocol. Mutex
 // nodes (`..lock-<sequence>`: InterProcessMutex of either library, our
-// InterProcessSemaphoreMutex) or Curator's semaphore children ("locks",
+// NonReentrantMutex) or Curator's semaphore children ("locks",
 // "leases") on this path make every acquire throw
 // KeeperError(Errc::foreign_lock_protocol) naming the path and the nodes
 // found; our node is deleted. Our mutexes refuse this lock's nodes the same

@@ -26,8 +26,8 @@
 // Cost. A grant is three writes (the internal mutex's node, created and
 // deleted, and the lease node) and a release a fourth; InterProcessMutex's
 // grant is one and its release another. So for mutual exclusion on a path
-// of its own, use InterProcessMutex or InterProcessSemaphoreMutex
-// (zkr/lock.hpp): they are faster. Use CuratorSemaphoreMutex only on a path
+// of its own, use InterProcessMutex or NonReentrantMutex
+// (zkr/lock.hpp): they are faster. Use InterProcessSemaphoreMutex only on a path
 // that Java's InterProcessSemaphoreMutex also guards, and this semaphore when
 // up to N may hold at once.
 //
@@ -169,7 +169,7 @@ class InterProcessSemaphoreV2 {
   const std::string& path() const noexcept;
 
  private:
-  friend class CuratorSemaphoreMutex;
+  friend class InterProcessSemaphoreMutex;
   void start_acquire(int n, std::optional<std::chrono::steady_clock::time_point> deadline,
                      std::stop_token stop, detail::LeasesHandler on_done);
   void check_count(int n) const;
@@ -179,10 +179,10 @@ class InterProcessSemaphoreV2 {
 
 // Curator's InterProcessSemaphoreMutex on the wire: a semaphore of one lease,
 // not reentrant, released by any thread. For a path Java's
-// InterProcessSemaphoreMutex guards too; elsewhere InterProcessSemaphoreMutex
+// InterProcessSemaphoreMutex guards too; elsewhere NonReentrantMutex
 // (zkr/lock.hpp) does the same with a third of the writes.
 //
-// Threads may share one object, as with InterProcessSemaphoreMutex: a grant
+// Threads may share one object, as with NonReentrantMutex: a grant
 // never overwrites another. If a hold is lost without a release and another
 // thread is granted next, both grants stay until released, and release()
 // gives back the oldest first (the lost one, which deletes nothing), so the
@@ -191,11 +191,11 @@ class InterProcessSemaphoreV2 {
 //
 // Its guard forms (zkr/lock_guard.hpp) give a LockGuard owning one grant of
 // its own, outside the shared grants above, as the locks' guards do.
-class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMutex>,
-                              public detail::GuardForms<CuratorSemaphoreMutex> {
+class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessSemaphoreMutex>,
+                                   public detail::GuardForms<InterProcessSemaphoreMutex> {
  public:
-  CuratorSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
-  ~CuratorSemaphoreMutex();  // releases a grant still held
+  InterProcessSemaphoreMutex(Client& client, std::string path, LockOptions options = {});
+  ~InterProcessSemaphoreMutex();  // releases a grant still held
 
   // False (nothing changes) if not held.
   bool release() noexcept;
@@ -205,8 +205,8 @@ class CuratorSemaphoreMutex : public detail::StandardLockable<CuratorSemaphoreMu
   const std::string& path() const noexcept { return semaphore_.path(); }
 
  private:
-  friend class detail::StandardLockable<CuratorSemaphoreMutex>;
-  friend class detail::GuardForms<CuratorSemaphoreMutex>;
+  friend class detail::StandardLockable<InterProcessSemaphoreMutex>;
+  friend class detail::GuardForms<InterProcessSemaphoreMutex>;
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
   LockGuard take_guard(std::optional<std::chrono::steady_clock::time_point> deadline,
                        std::stop_token stop);

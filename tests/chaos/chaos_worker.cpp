@@ -6,9 +6,9 @@
 //                    [--rw-key rw0] [--semaphore-key sem0 --semaphore-limit 2]
 //
 // One Client (one session at a time) shared by THREADS threads. Each thread
-// loops: pick a lock (InterProcessMutex or InterProcessSemaphoreMutex on one
+// loops: pick a lock (InterProcessMutex or NonReentrantMutex on one
 // key, made for this one acquire; or one of the worker's InterProcessMutex
-// and InterProcessSemaphoreMutex objects, one of each per key, which every
+// and NonReentrantMutex objects, one of each per key, which every
 // thread of the process uses; or a MultiLock on two keys), acquire it with a
 // random deadline, and in
 // the critical section do one to three guarded writes: read each key's
@@ -179,12 +179,12 @@ std::string token_path(const Config& c, const std::string& key) {
 // lock is made for this hold (own_*) or is one of the worker's shared ones.
 struct Hold {
   std::unique_ptr<zkr::InterProcessMutex> own_mutex;
-  std::unique_ptr<zkr::InterProcessSemaphoreMutex> own_semaphore;
+  std::unique_ptr<zkr::NonReentrantMutex> own_semaphore;
   std::unique_ptr<zkr::MultiLock> multi;
   std::unique_ptr<zkr::InterProcessReadWriteLock> rw;
   std::unique_ptr<zkr::InterProcessSemaphoreV2> pool;
   zkr::InterProcessMutex* mutex = nullptr;
-  zkr::InterProcessSemaphoreMutex* semaphore = nullptr;
+  zkr::NonReentrantMutex* semaphore = nullptr;
   zkr::InterProcessReadWriteLock::Side* side = nullptr;  // rw's read or write side
   std::vector<zkr::SemaphoreLease> pool_leases;          // pool's one lease, once granted
 
@@ -326,7 +326,7 @@ class Worker {
     factory_ = std::make_unique<zkr::LockFactory>(client, config.root + "/locks",
                                                   zkr::LockLayout::flat(), options_);
     // The objects every thread shares: one InterProcessMutex and one
-    // InterProcessSemaphoreMutex per key, each with a holder text of its own.
+    // NonReentrantMutex per key, each with a holder text of its own.
     std::mt19937_64 rng(config.seed * 7919 + static_cast<std::uint64_t>(config.slot) * 31 +
                         static_cast<std::uint64_t>(config.gen));
     for (const auto& key : config.keys) {
@@ -335,7 +335,7 @@ class Worker {
       shared_mutex_[key] =
           make_shared_lock<zkr::InterProcessMutex>(key, valid_holder(rng), op + ".m");
       shared_semaphore_[key] =
-          make_shared_lock<zkr::InterProcessSemaphoreMutex>(key, valid_holder(rng), op + ".s");
+          make_shared_lock<zkr::NonReentrantMutex>(key, valid_holder(rng), op + ".s");
     }
   }
 
@@ -381,8 +381,8 @@ class Worker {
           std::make_unique<zkr::InterProcessMutex>(client_, factory_->path_for(keys[0]), options);
       hold.mutex = hold.own_mutex.get();
     } else if (kind == "semaphore") {
-      hold.own_semaphore = std::make_unique<zkr::InterProcessSemaphoreMutex>(
-          client_, factory_->path_for(keys[0]), options);
+      hold.own_semaphore =
+          std::make_unique<zkr::NonReentrantMutex>(client_, factory_->path_for(keys[0]), options);
       hold.semaphore = hold.own_semaphore.get();
     } else if (kind == "read" || kind == "write") {
       hold.rw = std::make_unique<zkr::InterProcessReadWriteLock>(
@@ -768,7 +768,7 @@ class Worker {
   // Shared by every thread, by key; made before the threads start, destroyed
   // after they are joined.
   std::map<std::string, std::unique_ptr<zkr::InterProcessMutex>> shared_mutex_;
-  std::map<std::string, std::unique_ptr<zkr::InterProcessSemaphoreMutex>> shared_semaphore_;
+  std::map<std::string, std::unique_ptr<zkr::NonReentrantMutex>> shared_semaphore_;
 };
 
 int run(const Config& config) {

@@ -54,7 +54,7 @@ TEST_F(CleanupIntegrationTest, DistinctKeysLockedOnceLeaveNothingBehind) {
   LockFactory locks(c, root_, LockLayout::hashed(16));
   constexpr int kKeys = 300;
   for (int i = 0; i < kKeys; ++i) {
-    auto lock = locks.semaphore_mutex("key-" + std::to_string(i));
+    auto lock = locks.non_reentrant_mutex("key-" + std::to_string(i));
     ASSERT_TRUE(lock->try_acquire_for(kWait));
     ASSERT_TRUE(lock->release());
   }
@@ -101,7 +101,7 @@ TEST_F(CleanupIntegrationTest, ReadWriteLocksAndSemaphoresLeaveNothingBehind) {
     auto leases = semaphore.try_acquire_for(2, kWait);
     ASSERT_EQ(leases.size(), 2u);
     for (auto& lease : leases) EXPECT_TRUE(lease.release());
-    CuratorSemaphoreMutex mutex(c, root_ + "/csm");
+    InterProcessSemaphoreMutex mutex(c, root_ + "/csm");
     ASSERT_TRUE(mutex.try_acquire_for(kWait));
     ASSERT_TRUE(mutex.release());
     EXPECT_EQ(keeper->children(root_).names.size(), 3u);  // they were made

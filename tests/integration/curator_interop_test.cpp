@@ -347,7 +347,7 @@ class CuratorInteropTest : public ::testing::Test {
 template <class Lock>
 class CuratorExclusionTest : public CuratorInteropTest {};
 
-using LockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex>;
+using LockTypes = ::testing::Types<InterProcessMutex, NonReentrantMutex>;
 TYPED_TEST_SUITE(CuratorExclusionTest, LockTypes);
 
 // ------------------------------------------------------------------- tests --
@@ -435,7 +435,7 @@ TEST_F(CuratorInteropTest, BothCreateCuratorNamesInOneSequence) {
   LockOptions keep;
   keep.remove_directory_on_release = false;
   InterProcessMutex mutex(c, dir_, keep);
-  InterProcessSemaphoreMutex semaphore_mutex(c, dir_, keep);
+  NonReentrantMutex semaphore_mutex(c, dir_, keep);
   ASSERT_EQ(java.reply(), "ready");
 
   const auto java_node = acquired_node(java.call("acquire " + dir_ + " " + ms(kWait)));
@@ -566,7 +566,7 @@ TEST_F(CuratorInteropTest, SharedCounterLosesNoIncrement) {
     }
   };
   InterProcessMutex mutex(c1, dir_);
-  InterProcessSemaphoreMutex semaphore_mutex(c2, dir_);
+  NonReentrantMutex semaphore_mutex(c2, dir_);
   {
     std::jthread ours_a([&] { run(mutex, *c1.keeper()); });
     std::jthread ours_b([&] { run(semaphore_mutex, *c2.keeper()); });
@@ -690,7 +690,7 @@ TEST_F(CuratorInteropTest, CuratorIsGrantedBesideOurHolderAndOurNextAcquireRefus
   auto& java = peer();
   auto& c = client();
   InterProcessMutex held(c, dir_);
-  InterProcessSemaphoreMutex next(c, dir_);
+  NonReentrantMutex next(c, dir_);
   ASSERT_EQ(java.reply(), "ready");
   for (const std::string recipe : {"semaphore-mutex", "write-lock"}) {
     ASSERT_TRUE(held.try_acquire_for(kWait));
@@ -913,18 +913,18 @@ TEST_F(CuratorInteropTest, SemaphoreLeasesNeverExceedTheBoundAcrossLibraries) {
 }
 
 // Curator's InterProcessSemaphoreMutex and ours of its layout exclude each
-// other; InterProcessSemaphoreMutex of zkr/lock.hpp refuses that path.
+// other; NonReentrantMutex of zkr/lock.hpp refuses that path.
 TEST_F(CuratorInteropTest, CuratorSemaphoreMutexAndOursExcludeEachOther) {
   auto& java = peer();
   Client& c = client();
-  CuratorSemaphoreMutex ours(c, dir_);
+  InterProcessSemaphoreMutex ours(c, dir_);
   ASSERT_EQ(java.reply(), "ready");
   ASSERT_EQ(java.call("semaphore-mutex " + dir_ + " " + ms(kWait)), "acquired");
   EXPECT_FALSE(ours.try_acquire_for(300ms));
   EXPECT_EQ(java.call("release"), "released");
   ASSERT_TRUE(ours.try_acquire_for(kWait));
   EXPECT_EQ(java.call("semaphore-mutex " + dir_ + " 300"), "timeout");
-  InterProcessSemaphoreMutex queue_mutex(c, dir_);
+  NonReentrantMutex queue_mutex(c, dir_);
   EXPECT_THROW((void)queue_mutex.try_acquire(), KeeperError);
   EXPECT_TRUE(ours.release());
   EXPECT_EQ(java.call("semaphore-mutex " + dir_ + " " + ms(kWait)), "acquired");

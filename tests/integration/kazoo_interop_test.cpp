@@ -183,9 +183,9 @@ void KazooInteropTest::refuse_all(Client& c, const std::string& node) {
   {
     const std::vector<std::string> layout{std::string(node_name(node))};
     InterProcessMutex mutex(c, dir_);
-    InterProcessSemaphoreMutex semaphore_mutex(c, dir_);
+    NonReentrantMutex semaphore_mutex(c, dir_);
     InterProcessReadWriteLock read_write(c, dir_);
-    CuratorSemaphoreMutex semaphore(c, dir_);
+    InterProcessSemaphoreMutex semaphore(c, dir_);
     MultiLock multi(c, {dir_ + "-other", dir_});
     also_remove_.push_back(dir_ + "-other");
     std::vector<std::string> texts;
@@ -223,7 +223,7 @@ TEST_F(KazooInteropTest, ASemaphoreRefusesKazooEvenWithSharingOn) {
   Client& c = client();
   ASSERT_EQ(py.reply(), "ready");
   ASSERT_FALSE(acquired_node(py.call("acquire lock " + dir_ + " " + kWaitMs + " 1")).empty());
-  CuratorSemaphoreMutex semaphore(c, dir_, shared_with_kazoo());
+  InterProcessSemaphoreMutex semaphore(c, dir_, shared_with_kazoo());
   const auto text = refused([&] { return semaphore.try_acquire_for(5s); }, dir_);
   EXPECT_NE(text.find("a semaphore cannot share its path with kazoo"), std::string::npos) << text;
   EXPECT_EQ(py.call("release"), "released");
@@ -238,7 +238,7 @@ TEST_F(KazooInteropTest, SharedMutexIsOneFifoQueueWithKazoo) {
   auto& py = peer();
   Client& c = client();
   InterProcessMutex first(c, dir_, shared_with_kazoo());
-  InterProcessSemaphoreMutex second(client(), dir_, shared_with_kazoo());
+  NonReentrantMutex second(client(), dir_, shared_with_kazoo());
   ASSERT_EQ(py.reply(), "ready");
 
   ASSERT_TRUE(first.try_acquire_for(kWait));
@@ -310,7 +310,7 @@ TEST_F(KazooInteropTest, SharedMutexHoldsNeverOverlapAcrossLibraries) {
     }
   };
   InterProcessMutex mutex(c1, dir_, shared_with_kazoo());
-  InterProcessSemaphoreMutex semaphore_mutex(c2, dir_, shared_with_kazoo());
+  NonReentrantMutex semaphore_mutex(c2, dir_, shared_with_kazoo());
   {
     std::jthread ours_a([&] { run(mutex, *c1.keeper(), 1); });
     std::jthread ours_b([&] { run(semaphore_mutex, *c2.keeper(), 2); });

@@ -451,7 +451,7 @@ TEST_F(LockStressTest, ContendersRacingTheDirectoryRemoval) {
       // removes it at once, while other sessions may be queueing in it.
       LockOptions no_grace;
       no_grace.directory_grace = std::chrono::milliseconds(0);
-      InterProcessSemaphoreMutex lock(session, dir, no_grace);
+      NonReentrantMutex lock(session, dir, no_grace);
       for (int round = 0; round < kRounds; ++round) {
         if (lock.try_acquire_for(kWait)) {
           HolderInterval interval{::getpid(), i, monotonic_ns(), 0, lock.lease().fencing_token(),

@@ -74,7 +74,7 @@ class LockIntegrationTest : public ::testing::Test {
   std::vector<std::unique_ptr<Lock>> locks_;  // destroyed before their clients
 };
 
-using LockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex>;
+using LockTypes = ::testing::Types<InterProcessMutex, NonReentrantMutex>;
 TYPED_TEST_SUITE(LockIntegrationTest, LockTypes);
 
 TYPED_TEST(LockIntegrationTest, ExcludesAndReleases) {

@@ -217,10 +217,10 @@ TEST(DeadEnsemble, AcquiresFailByTheirDeadlineNamingTheLockAndLeaveNoThread) {
   const std::string dir = "/locks/dead";
   {
     InterProcessMutex mutex(*client, dir);
-    InterProcessSemaphoreMutex semaphore(*client, dir);
+    NonReentrantMutex semaphore(*client, dir);
     MultiLock multi(*client, {dir + "-a", dir + "-b"});
     LockFactory factory(*client, "/locks/factory");
-    auto by_key = factory.semaphore_mutex("k");
+    auto by_key = factory.non_reentrant_mutex("k");
 
     auto start = Clock::now();
     EXPECT_FALSE(mutex.try_acquire());
@@ -324,7 +324,7 @@ TEST_F(AclMisuseTest, EveryLockUnderAProtectedRootFailsWithNoAuthAndLeavesNothin
   alice_->keeper()->create(existing, "", CreateMode::persistent, {.acl = creator_all_acl()});
   const std::string open_dir = test::unique_path("acl-open");
 
-  InterProcessSemaphoreMutex semaphore(*stranger, root_ + "/new");
+  NonReentrantMutex semaphore(*stranger, root_ + "/new");
   InterProcessMutex in_existing(*stranger, existing);
   LockFactory factory(*stranger, root_, LockLayout::hashed(4));
   auto by_key = factory.mutex("order-42");
@@ -358,7 +358,7 @@ TEST(ClientDestroyed, WhileALockIsHeldItsNodeGoesAndTheLockStaysSafe) {
   const auto threads_before = test::thread_count();
   auto doomed = connected_client(options_for(test::connect_string()));
   auto mutex = std::make_unique<InterProcessMutex>(*doomed, dir);
-  auto semaphore = std::make_unique<InterProcessSemaphoreMutex>(*doomed, dir + "-s");
+  auto semaphore = std::make_unique<NonReentrantMutex>(*doomed, dir + "-s");
   ASSERT_TRUE(mutex->try_acquire());
   ASSERT_TRUE(semaphore->try_acquire());
   const LockLease lease = mutex->lease();
@@ -390,7 +390,7 @@ TEST(ClientDestroyed, WhileAnAcquireWaitsTheAcquireFailsWithClosing) {
 
   auto doomed = connected_client(options_for(test::connect_string()));
   InterProcessMutex forever(*doomed, dir);
-  InterProcessSemaphoreMutex timed(*doomed, dir);
+  NonReentrantMutex timed(*doomed, dir);
   auto waiting = std::async(std::launch::async, [&] { forever.acquire(); });
   auto bounded = std::async(std::launch::async, [&] { return timed.try_acquire_for(kWait * 4); });
   ASSERT_TRUE(test::wait_children(

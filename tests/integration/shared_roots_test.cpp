@@ -154,12 +154,12 @@ TEST_F(SharedRootsTest, LockFactoriesWithDifferentLayoutsOnOneRootRefuse) {
   auto first_client = connected_client(options_for(kAlice));
   auto second_client = connected_client(options_for(kBob));
   LockFactory first(*first_client, root, LockLayout::hashed_for(1'000'000));
-  auto held = first.semaphore_mutex("order-42");
+  auto held = first.non_reentrant_mutex("order-42");
   ASSERT_TRUE(held->try_acquire_for(kWait));
 
   LockFactory other(*second_client, root, LockLayout::hashed_for(10'000'000));
   try {
-    (void)other.semaphore_mutex("order-42");
+    (void)other.non_reentrant_mutex("order-42");
     ADD_FAILURE() << "a factory with another layout made a lock";
   } catch (const LayoutMismatch& e) {
     EXPECT_EQ(e.root(), root);
@@ -170,7 +170,7 @@ TEST_F(SharedRootsTest, LockFactoriesWithDifferentLayoutsOnOneRootRefuse) {
 
   LockFactory same(*second_client, root, LockLayout::hashed_for(1'000'000));
   EXPECT_NO_THROW(same.check_layout());
-  auto contender = same.semaphore_mutex("order-42");
+  auto contender = same.non_reentrant_mutex("order-42");
   EXPECT_FALSE(contender->try_acquire_for(200ms));
   EXPECT_TRUE(held->release());
   ASSERT_TRUE(contender->try_acquire_for(kWait));
@@ -267,7 +267,7 @@ TEST_F(SharedRootsTest, ALayoutRecordChangedByAnotherClientIsRefused) {
     EXPECT_EQ(e.recorded(), layout_record(hashed.layout())) << e.what();
     EXPECT_NE(std::string(e.what()).find(root), std::string::npos) << e.what();
   }
-  EXPECT_THROW((void)flat.semaphore_mutex("order-43")->try_acquire(), LayoutMismatch);
+  EXPECT_THROW((void)flat.non_reentrant_mutex("order-43")->try_acquire(), LayoutMismatch);
   EXPECT_TRUE(hashed_lock->lease().held());
   EXPECT_TRUE(hashed_lock->release());
 }

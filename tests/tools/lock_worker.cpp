@@ -7,7 +7,7 @@
 // One Client (one session) shared by THREADS threads, as a real service would
 // run; each thread has its own lock object of KIND on LOCK_PATH:
 //   mutex      InterProcessMutex
-//   semaphore  InterProcessSemaphoreMutex
+//   semaphore  NonReentrantMutex
 //   readwrite  InterProcessReadWriteLock: every third acquisition takes the
 //              write side (and increments), the others the read side (and
 //              read the counter, holding a round trip long); read holds are
@@ -397,7 +397,7 @@ int run(const Config& config) {
         if (config.kind == "mutex")
           run_thread<zkr::InterProcessMutex>(client, config, deadline, result);
         else if (config.kind == "semaphore")
-          run_thread<zkr::InterProcessSemaphoreMutex>(client, config, deadline, result);
+          run_thread<zkr::NonReentrantMutex>(client, config, deadline, result);
         else if (config.kind == "readwrite")
           run_thread<ReadWriteTurns>(client, config, deadline, result);
         else run_thread<NoLock>(client, config, deadline, result);

@@ -142,9 +142,9 @@ TEST_F(CleanupTest, RemovesOnlyItsOwnEmptyDirectoriesAndNoLiveLock) {
   raw_->create(kRoot + "/settings", "someone's data");  // not a lock directory: kept
   raw_->create(kRoot + "/unmarked");                    // empty, but not ours: kept
 
-  auto held = locks.semaphore_mutex("held");
+  auto held = locks.non_reentrant_mutex("held");
   ASSERT_TRUE(held->try_acquire());
-  auto waiter = locks.semaphore_mutex("held");
+  auto waiter = locks.non_reentrant_mutex("held");
   std::thread waiting([&] { EXPECT_TRUE(waiter->try_acquire_for(kWait)); });
   ASSERT_TRUE(test::wait_children(
       *raw_, locks.path_for("held"), [](const auto& names) { return names.size() == 2; }, kWait));
@@ -316,12 +316,12 @@ TEST_F(CleanupTest, ScanShowsHolderWaitersAndKey) {
   LockOptions named;
   named.holder_id = "host=h1;pid=1";
   LockFactory locks(*client_, kRoot, LockLayout::hashed(8), named);
-  auto held = locks.semaphore_mutex("sha256:9f86");
+  auto held = locks.non_reentrant_mutex("sha256:9f86");
   ASSERT_TRUE(held->try_acquire());
-  std::vector<std::unique_ptr<InterProcessSemaphoreMutex>> waiters;
+  std::vector<std::unique_ptr<NonReentrantMutex>> waiters;
   std::vector<std::thread> threads;
   for (int i = 0; i < 2; ++i) {
-    waiters.push_back(locks.semaphore_mutex("sha256:9f86"));
+    waiters.push_back(locks.non_reentrant_mutex("sha256:9f86"));
     threads.emplace_back([&, i] {
       EXPECT_TRUE(waiters[i]->try_acquire_for(kWait));
       EXPECT_TRUE(waiters[i]->release());

@@ -207,7 +207,7 @@ std::vector<Recipe> recipes() {
        writer},
       {"semaphore_mutex", SuspendedPolicy::lost,
        [](Client& c, const LockOptions& o, bool) {
-         return std::make_unique<LockableSubject<InterProcessSemaphoreMutex>>(1, c, kDir, o);
+         return std::make_unique<LockableSubject<NonReentrantMutex>>(1, c, kDir, o);
        },
        writer},
       {"read_lock", SuspendedPolicy::lost,
@@ -227,7 +227,7 @@ std::vector<Recipe> recipes() {
        locker, kDir + "/leases"},
       {"curator_semaphore_mutex", SuspendedPolicy::lost,
        [](Client& c, const LockOptions& o, bool) {
-         return std::make_unique<LockableSubject<CuratorSemaphoreMutex>>(1, c, kDir, o);
+         return std::make_unique<LockableSubject<InterProcessSemaphoreMutex>>(1, c, kDir, o);
        },
        locker, kDir + "/leases"},
       {"semaphore_v2_ignore_suspended", SuspendedPolicy::ignore,

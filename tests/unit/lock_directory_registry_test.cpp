@@ -56,8 +56,8 @@ TEST_F(DirectoryRegistryTest, UncontendedCycleIsTwoWritesOnceTheDirectoryIsKnown
 TEST_F(DirectoryRegistryTest, ContendedAcquisitionIsTwoWrites) {
   auto& a = contender();
   auto& b = contender();
-  InterProcessSemaphoreMutex first(*a.client, kDir, grace(1h));
-  InterProcessSemaphoreMutex second(*b.client, kDir, grace(1h));
+  NonReentrantMutex first(*a.client, kDir, grace(1h));
+  NonReentrantMutex second(*b.client, kDir, grace(1h));
   // Each Client learns the directory once.
   ASSERT_TRUE(first.try_acquire_for(kWait));
   ASSERT_TRUE(first.release());
@@ -117,7 +117,7 @@ TEST_F(DirectoryRegistryTest, DirectoryInUseIsNotRemoved) {
   auto& b = contender();
   constexpr auto kGrace = 50ms;
   auto lock = lock_for(a, grace(kGrace));
-  InterProcessSemaphoreMutex other_lock(*b.client, kDir, grace(1h));
+  NonReentrantMutex other_lock(*b.client, kDir, grace(1h));
   auto* other = &other_lock;
   // a holds for ten graces: the directory stays.
   ASSERT_TRUE(lock->try_acquire_for(kWait));

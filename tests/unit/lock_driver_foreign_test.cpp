@@ -134,7 +134,7 @@ TEST(ForeignLockNodes, ToAReadWriteLockTheMutexQueueIsForeign) {
   EXPECT_EQ(found->nodes, (std::vector<std::string>{kOurs, "lock-0000000009"}));
   EXPECT_EQ(found->description(),
             "a mutex, InterProcessMutex of Curator or zkrecipes or zkrecipes' "
-            "InterProcessSemaphoreMutex (node " +
+            "NonReentrantMutex (node " +
                 kOurs + " and 1 more)");
   const auto semaphore = find_foreign_lock_nodes({read, "leases"}, QueueFamily::read_write);
   ASSERT_TRUE(semaphore);

@@ -124,9 +124,9 @@ TEST_F(LockFactoryTest, RefusesTheRootAndBadPaths) {
 TEST_F(LockFactoryTest, LocksByKeyExcludeEachOther) {
   ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
   LockFactory locks(client(), "/app/locks", LockLayout::hashed(16));
-  auto a = locks.semaphore_mutex("order/42");
-  auto b = locks.semaphore_mutex("order/42");
-  auto c = locks.semaphore_mutex("order/43");
+  auto a = locks.non_reentrant_mutex("order/42");
+  auto b = locks.non_reentrant_mutex("order/42");
+  auto c = locks.non_reentrant_mutex("order/43");
   ASSERT_TRUE(a->try_acquire());
   EXPECT_FALSE(b->try_acquire());
   EXPECT_TRUE(c->try_acquire());
@@ -143,13 +143,13 @@ TEST_F(LockFactoryTest, ADifferentLayoutOnTheSameRootIsRefused) {
   const std::string record = "/app/locks/" + std::string(kLayoutNodeName);
   LockFactory first(client(), "/app/locks", LockLayout::hashed(16));
   EXPECT_FALSE(ensemble_.exists_now(record));  // the constructor sends nothing
-  auto a = first.semaphore_mutex("order/42");
+  auto a = first.non_reentrant_mutex("order/42");
   EXPECT_EQ(ensemble_.data_now(record), "zkr-lock-layout v1 hashed 16");
   EXPECT_EQ(ensemble_.exists_now(record)->ephemeral_owner, 0);  // persistent
 
   LockFactory same(client(), "/app/locks", LockLayout::hashed(16));
   EXPECT_NO_THROW(same.check_layout());
-  auto b = same.semaphore_mutex("order/42");
+  auto b = same.non_reentrant_mutex("order/42");
   ASSERT_TRUE(a->try_acquire());
   EXPECT_FALSE(b->try_acquire());  // one key, one path: they exclude each other
   a->release();
@@ -166,7 +166,7 @@ TEST_F(LockFactoryTest, ADifferentLayoutOnTheSameRootIsRefused) {
     for (const auto* part : {"/app/locks", "hashed 16", "hashed 64"})
       EXPECT_NE(what.find(part), std::string::npos) << what;
   }
-  EXPECT_THROW((void)other.semaphore_mutex("x"), LayoutMismatch);
+  EXPECT_THROW((void)other.non_reentrant_mutex("x"), LayoutMismatch);
   EXPECT_THROW((void)other.multi_lock({"x", "y"}), LayoutMismatch);
   EXPECT_THROW(other.check_layout(), LayoutMismatch);
   EXPECT_THROW((void)LockFactory(client(), "/app/locks").mutex("x"), LayoutMismatch);  // flat
@@ -219,7 +219,7 @@ TEST_F(LockFactoryTest, TheRecordIsNeverTakenForALock) {
   ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
   LockFactory locks(client(), "/app/locks");
   EXPECT_NE(locks.path_for(kLayoutNodeName), "/app/locks/" + std::string(kLayoutNodeName));
-  auto held = locks.semaphore_mutex("k");
+  auto held = locks.non_reentrant_mutex("k");
   ASSERT_TRUE(held->try_acquire());
   std::vector<std::string> found;
   scan_locks(client(), "/app/locks", {}, [&](const LockInfo& info) { found.push_back(info.path); });
@@ -250,7 +250,7 @@ TEST_F(LockFactoryTest, ALockMadeBeforeTheConnectionChecksTheLayoutBeforeItsGran
   ASSERT_TRUE(suspended->wait(std::chrono::seconds(5)));
   LockFactory flat(client(), "/app/locks");
   auto mutex = flat.mutex("order/42");  // no connection: nothing checked yet
-  auto semaphore = flat.semaphore_mutex("order/43");
+  auto semaphore = flat.non_reentrant_mutex("order/43");
   auto multi = flat.multi_lock({"order/44", "order/45"});
   ensemble_.reconnect(id);
   ASSERT_TRUE(client().block_until_connected(std::chrono::seconds(5)));
@@ -344,7 +344,7 @@ TEST_F(LockFactoryTest, AProvenLayoutCostsLaterAcquiresNoRequest) {
     mutex->release();
   }
   EXPECT_EQ(reads.fired(), 2);  // nothing more for five acquires
-  auto other = locks.semaphore_mutex("j");
+  auto other = locks.non_reentrant_mutex("j");
   ASSERT_TRUE(other->try_acquire());
   other->release();
   EXPECT_EQ(reads.fired(), 2);

@@ -83,6 +83,6 @@ class LockUnitTest : public ::testing::Test {
   std::shared_ptr<Keeper> raw_;
 };
 
-using LockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex>;
+using LockTypes = ::testing::Types<InterProcessMutex, NonReentrantMutex>;
 
 }  // namespace zkr

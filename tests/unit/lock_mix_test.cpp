@@ -286,7 +286,7 @@ TEST_F(LockMixOfMutexTest, LockFactoryLocksRefuseToo) {
   const std::string dir = factory.path_for("orders/42");
   this->put_children(dir, {kReadNode});
   auto mutex = factory.mutex("orders/42");
-  auto semaphore_mutex = factory.semaphore_mutex("orders/42");
+  auto semaphore_mutex = factory.non_reentrant_mutex("orders/42");
   EXPECT_THAT(this->refused(
                   *mutex, [&] { return mutex->try_acquire(); }, dir),
               HasSubstr(kReadNode));

@@ -199,7 +199,7 @@ TYPED_TEST(LockUnitTest, ALostCallbackMayReleaseAndTakeAnotherLock) {
   this->raw().remove(lease.node_path());
   ASSERT_TRUE(done.wait(kWait));
   EXPECT_TRUE(session_answered) << "the callback held up the session's replies";
-  EXPECT_EQ(released, (std::is_same_v<TypeParam, InterProcessSemaphoreMutex>));
+  EXPECT_EQ(released, (std::is_same_v<TypeParam, NonReentrantMutex>));
   EXPECT_TRUE(took_other);
   EXPECT_FALSE(other->is_acquired_in_this_process());
   if (!released) {
@@ -358,7 +358,7 @@ TYPED_TEST(LockUnitTest, ADirectoryWrittenToSinceItsProofIsKept) {
 
 // ---- Two threads on one lock object.
 
-class SemaphoreMutexSharingTest : public LockUnitTest<InterProcessSemaphoreMutex> {};
+class SemaphoreMutexSharingTest : public LockUnitTest<NonReentrantMutex> {};
 
 // One lease slot was overwritten by the next grant: the thread whose hold was
 // lost then read the new holder's lease (its guarded writes passed) and its

@@ -523,7 +523,7 @@ TEST_F(MutexUnitTest, WorksWithStandardLockGuards) {
   EXPECT_FALSE(lock->is_acquired_in_this_process());
 }
 
-class SemaphoreMutexUnitTest : public LockUnitTest<InterProcessSemaphoreMutex> {};
+class SemaphoreMutexUnitTest : public LockUnitTest<NonReentrantMutex> {};
 
 TEST_F(SemaphoreMutexUnitTest, IsNotReentrantAndAnyThreadReleases) {
   auto& a = contender();

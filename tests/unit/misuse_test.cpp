@@ -164,8 +164,7 @@ TEST_F(MisuseTest, EveryBadPathIsRefusedByEveryLockBeforeAnythingIsSent) {
     expect_refused(
         bad, [&] { InterProcessMutex lock(*a.client, bad.path); }, "InterProcessMutex");
     expect_refused(
-        bad, [&] { InterProcessSemaphoreMutex lock(*a.client, bad.path); },
-        "InterProcessSemaphoreMutex");
+        bad, [&] { NonReentrantMutex lock(*a.client, bad.path); }, "NonReentrantMutex");
     // Whatever its place in the canonical order, a bad path refuses the whole set.
     expect_refused(
         bad,
@@ -202,8 +201,7 @@ TEST_F(MisuseTest, TheLongestLockPathWorksAndItsNodesStayValid) {
   // neither watch nor delete: refused up front.
   const BadPath longer{dir + "k", "lock path may have"};
   expect_refused(
-      longer, [&] { InterProcessSemaphoreMutex refused(*a.client, longer.path); },
-      "InterProcessSemaphoreMutex");
+      longer, [&] { NonReentrantMutex refused(*a.client, longer.path); }, "NonReentrantMutex");
 }
 
 TEST_F(MisuseTest, LockFactoryRefusesBadRootsAndRootsTooLongForTheirKeys) {
@@ -275,7 +273,7 @@ class ReleaseMisuseTest : public MisuseTest {
     else return std::make_unique<Lock>(client, kDir);
   }
 };
-using AllLockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex, MultiLock>;
+using AllLockTypes = ::testing::Types<InterProcessMutex, NonReentrantMutex, MultiLock>;
 TYPED_TEST_SUITE(ReleaseMisuseTest, AllLockTypes);
 
 TYPED_TEST(ReleaseMisuseTest, ReleaseWithoutHoldingAndTwiceChangeNothingAndSendNothing) {
@@ -303,7 +301,7 @@ TYPED_TEST(ReleaseMisuseTest, ReleaseFromAnotherThreadFollowsTheLocksOwnershipRu
   bool released = false;
   std::thread other([&] { released = lock->release(); });
   other.join();
-  if constexpr (std::is_same_v<TypeParam, InterProcessSemaphoreMutex>) {
+  if constexpr (std::is_same_v<TypeParam, NonReentrantMutex>) {
     // Documented: any thread of the process may release it.
     EXPECT_TRUE(released);
     EXPECT_FALSE(lock->is_acquired_in_this_process());
@@ -352,7 +350,7 @@ TEST_F(MisuseTest, LocksDestroyedWhileHeldDeleteTheirNodes) {
   auto& a = contender();
   {
     InterProcessMutex mutex(*a.client, kDir + "/mutex");
-    InterProcessSemaphoreMutex semaphore(*a.client, kDir + "/semaphore");
+    NonReentrantMutex semaphore(*a.client, kDir + "/semaphore");
     MultiLock multi(*a.client, {kDir + "/m1", kDir + "/m2"});
     // Held by a thread that has ended, reentrantly, and by this thread.
     std::thread([&] {
@@ -374,7 +372,7 @@ TEST_F(MisuseTest, LocksDestroyedWhileHeldDeleteTheirNodes) {
 
 template <class Lock>
 class ClientGoneTest : public MisuseTest {};
-using LockTypes = ::testing::Types<InterProcessMutex, InterProcessSemaphoreMutex>;
+using LockTypes = ::testing::Types<InterProcessMutex, NonReentrantMutex>;
 TYPED_TEST_SUITE(ClientGoneTest, LockTypes);
 
 TYPED_TEST(ClientGoneTest, ALockOutlivingItsClientIsSafeAndSaysSo) {
@@ -570,7 +568,7 @@ TEST_F(AuthFailedTest, AcquireFailsAtOnceNamingTheLockAndDoesNotRetry) {
   refuse(a);
   ASSERT_FALSE(a.client->block_until_connected(kWait));  // returns at once: final
   InterProcessMutex mutex(*a.client, kDir);
-  InterProcessSemaphoreMutex semaphore(*a.client, kDir);
+  NonReentrantMutex semaphore(*a.client, kDir);
   const auto start = Clock::now();
   for (const auto& attempt : std::vector<std::function<void()>>{
            [&] { mutex.acquire(); }, [&] { (void)mutex.try_acquire(); },
@@ -621,7 +619,7 @@ TEST_F(AuthFailedTest, AWaitingAcquireFailsWhenTheCredentialsAreRefused) {
 TEST_F(MisuseTest, InAListenerAcquireIsRefusedAtOnceAndReleaseWorks) {
   auto& a = contender();
   InterProcessMutex mutex(*a.client, kDir + "-mutex");
-  InterProcessSemaphoreMutex semaphore(*a.client, kDir + "-semaphore");
+  NonReentrantMutex semaphore(*a.client, kDir + "-semaphore");
   MultiLock multi(*a.client, {kDir + "-m1", kDir + "-m2"});
   ASSERT_TRUE(mutex.try_acquire());
   ASSERT_TRUE(semaphore.try_acquire());

@@ -381,7 +381,7 @@ TEST_F(ReadWriteLockTest, ReadWriteNodesOnThePathRefuseTheMutexes) {
   auto rw = rw_for(a);
   ASSERT_TRUE(rw->read_lock().try_acquire());
   InterProcessMutex mutex(*b.client, kDir);
-  InterProcessSemaphoreMutex semaphore_mutex(*b.client, kDir);
+  NonReentrantMutex semaphore_mutex(*b.client, kDir);
   for (const auto& acquire :
        std::vector<std::function<bool()>>{[&] { return mutex.try_acquire_for(kWait); },
                                           [&] { return semaphore_mutex.try_acquire_for(kWait); }}) {

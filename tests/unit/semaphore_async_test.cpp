@@ -1,7 +1,7 @@
 // The semaphore's forms with no thread waiting, on the in-memory ensemble:
 // InterProcessSemaphoreV2::async_acquire (n leases, all or none) with a
 // callback and through zkr/asio.hpp (use_awaitable, a cancelling timer),
-// and CuratorSemaphoreMutex's guard forms, blocking and async.
+// and InterProcessSemaphoreMutex's guard forms, blocking and async.
 #include <gtest/gtest.h>
 
 #include <boost/asio/bind_executor.hpp>
@@ -169,8 +169,8 @@ TEST_F(SemaphoreAsyncTest, ACancelledAcquireLeavesNothing) {
 TEST_F(SemaphoreAsyncTest, CuratorSemaphoreMutexGuards) {
   auto& a = contender();
   auto& b = contender();
-  CuratorSemaphoreMutex mutex(*a.client, kDir);
-  CuratorSemaphoreMutex other(*b.client, kDir);
+  InterProcessSemaphoreMutex mutex(*a.client, kDir);
+  InterProcessSemaphoreMutex other(*b.client, kDir);
   LockGuard held = mutex.try_acquire_guard_for(kWait);
   ASSERT_TRUE(held);
   EXPECT_FALSE(mutex.is_acquired_in_this_process()) << "a guard's grant is its own";

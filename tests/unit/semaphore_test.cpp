@@ -1,7 +1,7 @@
-// InterProcessSemaphoreV2 and CuratorSemaphoreMutex on the in-memory
+// InterProcessSemaphoreV2 and InterProcessSemaphoreMutex on the in-memory
 // ensemble: the bound, all-or-none, Curator's layout, a SharedCount limit,
 // arrival order, leases released from any thread, no mix with the lock
-// queues (at the grant too), and threads sharing a CuratorSemaphoreMutex.
+// queues (at the grant too), and threads sharing a InterProcessSemaphoreMutex.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -221,8 +221,8 @@ TEST_F(SemaphoreTest, TheLockQueuesRefuseASemaphorePath) {
 TEST_F(SemaphoreTest, CuratorSemaphoreMutexExcludesAndAnyThreadReleases) {
   auto& a = contender();
   auto& b = contender();
-  CuratorSemaphoreMutex ma(*a.client, kDir);
-  CuratorSemaphoreMutex mb(*b.client, kDir);
+  InterProcessSemaphoreMutex ma(*a.client, kDir);
+  InterProcessSemaphoreMutex mb(*b.client, kDir);
   ASSERT_TRUE(ma.try_acquire());
   EXPECT_FALSE(mb.try_acquire());
   EXPECT_TRUE(ma.is_acquired_in_this_process());
@@ -266,14 +266,14 @@ TEST_F(SemaphoreTest, AForeignMutexArrivingWhileWeWaitRefusesTheGrant) {
   EXPECT_TRUE(ensemble_.ephemerals_of(session_of(b)).empty());
 }
 
-// Threads sharing one CuratorSemaphoreMutex: a hold lost without a release,
+// Threads sharing one InterProcessSemaphoreMutex: a hold lost without a release,
 // then another thread's grant. The first thread's release gives back its own
 // (lost) grant, never the new holder's.
 TEST_F(SemaphoreTest, CuratorSemaphoreMutexReleasesTheOldestGrantFirst) {
   auto& a = contender();
   auto& b = contender();
-  CuratorSemaphoreMutex shared(*a.client, kDir);
-  CuratorSemaphoreMutex other(*b.client, kDir);
+  InterProcessSemaphoreMutex shared(*a.client, kDir);
+  InterProcessSemaphoreMutex other(*b.client, kDir);
   ASSERT_TRUE(shared.try_acquire());  // thread 1
   const LockLease first = shared.lease();
   test::Latch lost;

@@ -127,7 +127,7 @@ TEST_F(TimeoutSaturationTest, TryAcquireForWaitsAtMaxAndAtAThousandYears) {
     EXPECT_TRUE(waits_for_the_holder([&] { return mutex->try_acquire_for(timeout); },
                                      [&] { mutex->release(); }));
   }
-  InterProcessSemaphoreMutex semaphore_mutex(*c.client, kDir);
+  NonReentrantMutex semaphore_mutex(*c.client, kDir);
   EXPECT_TRUE(
       waits_for_the_holder([&] { return semaphore_mutex.try_acquire_for(milliseconds::max()); },
                            [&] { semaphore_mutex.release(); }));

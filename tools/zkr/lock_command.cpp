@@ -199,7 +199,7 @@ class CommandLock {
  private:
   std::optional<InterProcessSemaphoreV2> semaphore_;
   std::optional<SemaphoreLease> lease_;
-  std::optional<InterProcessSemaphoreMutex> mutex_;
+  std::optional<NonReentrantMutex> mutex_;
   std::optional<InterProcessReadWriteLock> read_write_;
   InterProcessReadWriteLock::Side* side_ = nullptr;
 };
@@ -342,7 +342,7 @@ std::string lock_help() {
          "  75             the lock was not acquired within --timeout\n"
          "  76             ZooKeeper refused an operation (e.g. no permission on PATH)\n"
          "  78             PATH is used by another lock protocol (Curator's\n"
-         "                 InterProcessSemaphoreMutex/SemaphoreV2, a read/write lock\n"
+         "                 NonReentrantMutex/SemaphoreV2, a read/write lock\n"
          "                 without --read/--write, a mutex with them; a\n"
          "                 semaphore's nodes with any but --semaphore; kazoo's\n"
          "                 locks without --with-kazoo; an unknown protocol),\n"
