@@ -118,21 +118,18 @@ class [[nodiscard]] Task {
     if (handle_) handle_.destroy();
   }
 
-  // co_await task: starts it, and resumes the awaiter with its result.
-  auto operator co_await() && noexcept {
-    struct Awaiter {
-      Handle handle;
-      bool await_ready() noexcept { return false; }
-      bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
-        handle.promise().continuation = awaiting;
-        handle.resume();
-        // Finished already: go on without suspending (see PromiseBase).
-        return !handle.promise().one_done.exchange(true, std::memory_order_acq_rel);
-      }
-      T await_resume() { return handle.promise().take(); }
-    };
-    return Awaiter{handle_};
+  // co_await task: starts it, and resumes the awaiter with its result. The
+  // task is its own awaiter: an awaiter object apart would be one more slot
+  // in the awaiting frame for every co_await in it, and frames of waiting
+  // coroutines are allocated by the thousand.
+  bool await_ready() noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
+    handle_.promise().continuation = awaiting;
+    handle_.resume();
+    // Finished already: go on without suspending (see PromiseBase).
+    return !handle_.promise().one_done.exchange(true, std::memory_order_acq_rel);
   }
+  T await_resume() { return handle_.promise().take(); }
 
  private:
   template <class U, class F>
