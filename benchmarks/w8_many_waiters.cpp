@@ -1,8 +1,12 @@
 // W8: what a waiter costs. 1,000 keys, 10 waiters queued on each,
-// all granted in turn, three times in the same process:
-//   async:     the 10,000 waiters are coroutines on ONE Asio thread
-//              (zkr::asio::async_acquire_guard with use_awaitable);
-//   semaphore: the same with InterProcessSemaphoreV2 (one lease per key,
+// all granted in turn, five times in the same process:
+//   async:     the 10,000 waiters are Asio operations on ONE Asio thread
+//              (zkr::asio::async_acquire_guard), each completing to a
+//              callback bound to the io_context, the plainest Asio form;
+//   async coroutines: the same with use_awaitable, each waiter a coroutine
+//              of the caller's (its frames are the caller's heap, counted);
+//   semaphore, semaphore coroutines: the same two with
+//              InterProcessSemaphoreV2 (one lease per key,
 //              zkr::asio::async_acquire of 1 lease): a key's first waiter
 //              holds the semaphore's internal lock and waits in leases/,
 //              the others wait for the internal lock;
@@ -18,8 +22,8 @@
 // grant. Checked: every waiter granted exactly once, never two holders of a
 // key at once, fencing tokens rising on each key (KeyLedger).
 //
-// Where a waiter's heap goes: with ZKR_MARK_PEAK=<side> (async, semaphore or
-// blocking) in the environment, that side takes and gives back one 1 GiB
+// Where a waiter's heap goes: with ZKR_MARK_PEAK=<side> (async,
+// async-coroutines, semaphore, semaphore-coroutines or blocking) in the environment, that side takes and gives back one 1 GiB
 // block when every waiter is queued, so that a heap profiler's peak
 // (heaptrack's, say) is that moment (docs/benchmarks.md, W8).
 #include <malloc.h>
@@ -39,6 +43,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "critical_section.hpp"
@@ -46,6 +51,7 @@
 #include "server_cost.hpp"
 #include "small_stack_threads.hpp"
 #include "w8_ledger.hpp"
+#include "w8_sides.hpp"
 #include "workloads.hpp"
 #include "zkr/asio.hpp"
 #include "zkr/lock.hpp"
@@ -65,89 +71,6 @@ constexpr auto kSideTimeLimit = std::chrono::seconds(120);
 // would reserve 80 GiB). Only touched pages are resident, so the RSS
 // measured does not depend on this size.
 constexpr std::size_t kStackBytes = 256 * 1024;
-
-// One waiter's grant; each waiter writes only its own.
-struct Waiter {
-  double handoff_ms = -1;
-  std::int64_t granted_ns = 0;
-  std::uint32_t grants = 0;  // must end at 1
-};
-
-// A key's lock, and how a side takes it, by the kind of lock: a mutex, or a
-// semaphore of one lease. holder(k) is what a first holder keeps.
-struct MutexKeys {
-  using Lock = InterProcessMutex;
-  using Held = LockGuard;
-  static std::unique_ptr<Lock> make(Client& client, const std::string& path) {
-    return std::make_unique<Lock>(client, path);
-  }
-  template <class Token>
-  static auto acquire(Lock& lock, Clock::time_point deadline, Token&& token) {
-    return zkr::asio::async_acquire_guard(lock, deadline, std::forward<Token>(token));
-  }
-  static bool held(const Held& held) { return static_cast<bool>(held); }
-  static std::int64_t token(const Held& held) { return held.lease().fencing_token(); }
-  static void release(Held& held) { (void)held.release(); }
-  // Whether the key's directories show its holder and `waiters` queued.
-  static bool queued(Keeper& keeper, const Lock& lock, std::size_t waiters,
-                     Clock::time_point deadline) {
-    return wait_for_children(keeper, lock.path(), waiters + 1, deadline);
-  }
-};
-
-struct SemaphoreKeys {
-  using Lock = InterProcessSemaphoreV2;
-  using Held = std::vector<SemaphoreLease>;
-  static std::unique_ptr<Lock> make(Client& client, const std::string& path) {
-    return std::make_unique<Lock>(client, path, SemaphoreLimit::fixed(1));
-  }
-  template <class Token>
-  static auto acquire(Lock& lock, Clock::time_point deadline, Token&& token) {
-    return zkr::asio::async_acquire(lock, 1, deadline, std::forward<Token>(token));
-  }
-  static bool held(const Held& held) { return held.size() == 1; }
-  static std::int64_t token(const Held& held) { return held.front().lease().fencing_token(); }
-  static void release(Held& held) { (void)held.front().release(); }
-  // The key's first waiter holds the internal lock and waits in leases/
-  // beside the holder's lease; the others wait in locks/ (the holder gave
-  // the internal lock back once granted).
-  static bool queued(Keeper& keeper, const Lock& lock, std::size_t waiters,
-                     Clock::time_point deadline) {
-    if (waiters == 0) return true;
-    return wait_for_children(keeper, lock.path() + "/locks", waiters, deadline) &&
-           wait_for_children(keeper, lock.path() + "/leases", 2, deadline);
-  }
-};
-
-// One side's keys and waiters; waiter w waits on key w % keys.
-template <class Keys>
-struct Side {
-  Side(Client& client, const std::string& dir, std::size_t keys, std::size_t waiter_count)
-      : ledgers(keys), waiters(waiter_count) {
-    for (std::size_t k = 0; k < keys; ++k)
-      locks.push_back(Keys::make(client, dir + "/key-" + std::to_string(k)));
-  }
-
-  std::size_t key_of(std::size_t waiter) const { return waiter % locks.size(); }
-
-  // A waiter holding its key's lock: checks and times the grant, then
-  // gives the lock back at once through `release`.
-  template <class Release>
-  void granted(std::size_t w, std::int64_t token, Release&& release) {
-    KeyLedger& key = ledgers[key_of(w)];
-    Waiter& me = waiters[w];
-    me.granted_ns = monotonic_ns();
-    me.handoff_ms = key.granted(token, me.granted_ns);
-    ++me.grants;
-    key.releasing(monotonic_ns());
-    release();
-  }
-
-  std::vector<std::unique_ptr<typename Keys::Lock>> locks;  // one per key, shared by its waiters
-  std::vector<KeyLedger> ledgers;                           // one per key
-  std::vector<Waiter> waiters;
-  RoundShared failures;  // acquire timeouts and errors
-};
 
 // Every key taken by a first holder, all at once as callbacks on an
 // io_context of its own run on this thread (it is gone before the side's
@@ -314,17 +237,47 @@ net::awaitable<void> async_waiter(Side<Keys>& side, std::size_t w, Clock::time_p
   }
 }
 
+// A waiter whose grant comes to a callback: the callback is all the
+// caller keeps while it waits.
 template <class Keys>
-Outcome run_async(const Context& ctx, const char* name, std::size_t keys, std::size_t waiters) {
+void start_callback_waiter(net::io_context& io, Side<Keys>& side, std::size_t w,
+                           Clock::time_point deadline) {
+  Keys::acquire(
+      *side.locks[side.key_of(w)], deadline,
+      net::bind_executor(io, [&side, w](std::exception_ptr error, typename Keys::Held held) {
+        if (error) {
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            side.failures.failed(e);
+          }
+          return;
+        }
+        if (!Keys::held(held)) {
+          side.failures.timed_out();
+          return;
+        }
+        side.granted(w, Keys::token(held), [&] { Keys::release(held); });
+      }));
+}
+
+// How an async side's waiters take their grant: both are common Asio forms.
+enum class Form { callback, coroutine };
+
+template <class Keys>
+Outcome run_async(const Context& ctx, const char* name, Form form, std::size_t keys,
+                  std::size_t waiters) {
   auto client = ctx.connect();
   Side<Keys> side(*client, ctx.path(std::string("w8/") + name), keys, waiters);
   const auto deadline = Clock::now() + kSideTimeLimit;
   auto holders = hold_every_key(side, deadline);
   const Footprint before = footprint_now(true);
   net::io_context io(1);
-  for (std::size_t w = 0; w < waiters; ++w)
-    net::co_spawn(io, async_waiter(side, w, deadline), net::detached);
-  // The one Asio thread; run() returns once every waiter's coroutine has ended.
+  for (std::size_t w = 0; w < waiters; ++w) {
+    if (form == Form::coroutine) net::co_spawn(io, async_waiter(side, w, deadline), net::detached);
+    else start_callback_waiter(io, side, w, deadline);
+  }
+  // The one Asio thread; run() returns once every waiter has ended.
   // A jthread: should hand_off() throw, it still joins (each waiter ends by the deadline).
   std::jthread io_thread([&io] { io.run(); });
   Outcome o =
@@ -424,18 +377,28 @@ void run_w8_many_waiters(Context& ctx) {
   const std::size_t keys = ctx.plan.w8_keys;
   const std::size_t waiters = keys * ctx.plan.w8_waiters_per_key;
   std::cerr << "bench: W8 " << waiters << " waiters on " << keys
-            << " keys: async on one Asio thread (a mutex, then a semaphore of one lease), then "
-               "blocking with a thread each\n";
+            << " keys: async on one Asio thread (a mutex, then a semaphore of one lease; each "
+               "with callbacks, then coroutines), then blocking with a thread each\n";
   // Async first: if anything, the blocking side then finds the allocator's
   // arenas warm; footprint_now() trims what the sides before freed.
-  Outcome async = run_async<MutexKeys>(ctx, "async", keys, waiters);
+  Outcome async = run_async<MutexKeys>(ctx, "async", Form::callback, keys, waiters);
   async.label = "async, 1 Asio thread";
-  async.api = "zkr::asio::async_acquire_guard, use_awaitable";
-  Outcome semaphore = run_async<SemaphoreKeys>(ctx, "semaphore", keys, waiters);
+  async.api = "zkr::asio::async_acquire_guard, a callback bound to the io_context";
+  Outcome async_co = run_async<MutexKeys>(ctx, "async-coroutines", Form::coroutine, keys, waiters);
+  async_co.label = "async coroutines, 1 Asio thread";
+  async_co.api = "zkr::asio::async_acquire_guard, use_awaitable";
+  Outcome semaphore = run_async<SemaphoreKeys>(ctx, "semaphore", Form::callback, keys, waiters);
   semaphore.label = "semaphore async, 1 Asio thread";
-  semaphore.api = "InterProcessSemaphoreV2 (1 lease), zkr::asio::async_acquire, use_awaitable";
+  semaphore.api =
+      "InterProcessSemaphoreV2 (1 lease), zkr::asio::async_acquire, a callback bound to the "
+      "io_context";
+  Outcome semaphore_co =
+      run_async<SemaphoreKeys>(ctx, "semaphore-coroutines", Form::coroutine, keys, waiters);
+  semaphore_co.label = "semaphore async coroutines, 1 Asio thread";
+  semaphore_co.api = "InterProcessSemaphoreV2 (1 lease), zkr::asio::async_acquire, use_awaitable";
   const Outcome blocking = run_blocking(ctx, keys, waiters);
-  const std::initializer_list<const Outcome*> sides = {&async, &semaphore, &blocking};
+  const std::initializer_list<const Outcome*> sides = {&async, &async_co, &semaphore, &semaphore_co,
+                                                       &blocking};
   for (const Outcome* o : sides) {
     if (!o->first_error.empty())
       std::cerr << "bench:   W8 " << o->label << ": first error: " << o->first_error << "\n";
@@ -452,11 +415,15 @@ void run_w8_many_waiters(Context& ctx) {
   // The Asio thread is the one an async side may add.
   ctx.reporter.verdict(
       {"W8 async waiters take no thread each", false,
-       async.threads_added() <= 1 && semaphore.threads_added() <= 1, true,
-       strprintf("%+lld threads for %zu async waiters (%+lld for the semaphore's), %+lld for %zu "
-                 "blocking ones",
+       async.threads_added() <= 1 && async_co.threads_added() <= 1 &&
+           semaphore.threads_added() <= 1 && semaphore_co.threads_added() <= 1,
+       true,
+       strprintf("%+lld threads for %zu async waiters (%+lld with coroutines, %+lld and %+lld for "
+                 "the semaphore's), %+lld for %zu blocking ones",
                  static_cast<long long>(async.threads_added()), async.waiters,
+                 static_cast<long long>(async_co.threads_added()),
                  static_cast<long long>(semaphore.threads_added()),
+                 static_cast<long long>(semaphore_co.threads_added()),
                  static_cast<long long>(blocking.threads_added()), blocking.waiters)});
   const auto per_waiter = [](const Outcome& o, std::int64_t kib) {
     return o.waiters ? static_cast<double>(kib) / static_cast<double>(o.waiters) : 0;
@@ -470,24 +437,28 @@ void run_w8_many_waiters(Context& ctx) {
                  "%.1f KiB; the rest is the allocator's slack, and the threads' stacks)",
                  async_rss, blocking_rss, per_waiter(async, async.heap_added_kib()),
                  per_waiter(blocking, blocking.heap_added_kib()))});
-  for (const Outcome* o : {&async, &semaphore}) {
+  // Judged on the callback form: what a waiter costs with the library's
+  // state and the least a caller can keep. A coroutine waiter adds its own
+  // frames (the caller's), printed beside it.
+  const std::initializer_list<std::pair<const Outcome*, const Outcome*>> judged = {
+      {&async, &async_co}, {&semaphore, &semaphore_co}};
+  for (const auto& [o, co] : judged) {
     const double heap = per_waiter(*o, o->heap_added_kib());
-    ctx.reporter.verdict({strprintf("W8 %s: at most %.0f KiB heap per waiter", o->label.c_str(),
-                                    kAsyncWaiterBoundKib),
-                          false, heap <= kAsyncWaiterBoundKib, !ctx.options.quick,
-                          strprintf("%.2f KiB heap per waiter (RSS: %.2f KiB)", heap,
-                                    per_waiter(*o, o->rss_added_kib()))});
+    ctx.reporter.verdict(
+        {strprintf("W8 %s: at most %.0f KiB heap per waiter", o->label.c_str(),
+                   kAsyncWaiterBoundKib),
+         false, heap <= kAsyncWaiterBoundKib, !ctx.options.quick,
+         strprintf("%.2f KiB heap per waiter (RSS: %.2f KiB); as coroutines: %.2f KiB (RSS: "
+                   "%.2f KiB)",
+                   heap, per_waiter(*o, o->rss_added_kib()), per_waiter(*co, co->heap_added_kib()),
+                   per_waiter(*co, co->rss_added_kib()))});
   }
-  const auto async_p = async.handoffs.percentiles();
-  const auto semaphore_p = semaphore.handoffs.percentiles();
-  const auto blocking_p = blocking.handoffs.percentiles();
-  std::cerr << strprintf(
-                   "bench:   W8 hand-off p50/p99: async %.2f/%.2f ms, semaphore %.2f/%.2f ms, "
-                   "blocking %.2f/%.2f ms; all granted in %.2f s, %.2f s and %.2f s",
-                   async_p.p50_ms, async_p.p99_ms, semaphore_p.p50_ms, semaphore_p.p99_ms,
-                   blocking_p.p50_ms, blocking_p.p99_ms, async.seconds, semaphore.seconds,
-                   blocking.seconds)
-            << "\n";
+  for (const Outcome* o : sides) {
+    const auto p = o->handoffs.percentiles();
+    std::cerr << strprintf("bench:   W8 %s: hand-off p50/p99 %.2f/%.2f ms, all granted in %.2f s",
+                           o->label.c_str(), p.p50_ms, p.p99_ms, o->seconds)
+              << "\n";
+  }
 }
 
 }  // namespace zkr::bench

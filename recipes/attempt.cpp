@@ -1,4 +1,4 @@
-// The lock attempt's driver (attempt.hpp): run() takes it through its stages
+// The lock attempt's driver (attempt.hpp): acquire() takes it through its stages
 // and decides what a failure means (retry, give back, fail, or start again in
 // a new session), and the attempt binds itself to a session here. Apart from
 // the stages themselves (attempt_queue.cpp, attempt_wait.cpp) because this is
@@ -14,58 +14,98 @@
 
 namespace zkr::detail {
 
-// Each co_await is a slot in the frame that stays allocated while the
-// attempt waits, so the ways out share one abandon(): an UnderLeaseLost
-// thrown in the stages is abandoned as a failure below.
-Task<std::shared_ptr<LeaseState>> Attempt::run() {
-  RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline_);
+// One coroutine runs the whole acquire: the sessions one after another
+// (a new attempt in each, after a session lost while we queued), and in
+// each the stages, with the retry rules. One, not a coroutine per level:
+// its frame stays allocated while the attempt waits, for every waiter, and
+// each frame costs its header, its promise and the awaiting slot. For the
+// same reason each co_await is a slot of its own here, so the ways out
+// share one abandon(): an UnderLeaseLost thrown in the stages is abandoned
+// as a failure below.
+Task<std::shared_ptr<LeaseState>> Attempt::acquire(LockInternals& lock, Deadline deadline,
+                                                   const HeldWriteNode* held_write,
+                                                   std::stop_token stop,
+                                                   std::shared_ptr<LeaseState> under) {
+  Client& client = lock.client_;
+  RetryBudget sessions(client.retry_policy(), client.sleeper(), deadline);
+  // Held only while we acquire: a lock object that outlives its Client must
+  // not keep the thread alive.
+  const auto timers = ClientInternals::timers(client);
+  std::uint64_t ended_epoch = 0;
   for (;;) {
-    std::exception_ptr failure;
-    bool given_up = false;  // the deadline, or a stop
+    if (stop.stop_requested()) co_return nullptr;
+    const auto inbox = std::make_shared<AttemptInbox>(timers);
+    const std::stop_callback on_stop(stop, [inbox] { inbox->on_stop(); });
+    const auto listener =
+        client.add_listener([weak = std::weak_ptr<AttemptInbox>(inbox)](ConnectionState state) {
+          if (const auto i = weak.lock()) i->on_state(state);
+        });
+    std::exception_ptr session_failure;
     try {
-      co_await bind_session();
-      co_await check_layout();  // before our create: nothing queued on a wrong layout
-      while (!given_up) {
-        // Checked between stages, the grant's included: a stop that comes
-        // as our turn does gives the lock on rather than take it.
-        if (inbox_->stopped()) break;
-        switch (stage_) {
-          case Stage::queue:
-            co_await enqueue();  // ends in Stage::wait: a listing showed our node
-            break;
-          case Stage::wait:
-            switch (co_await wait_turn()) {
-              case Turn::ours: stage_ = Stage::grant; break;
-              case Turn::deadline:
-              case Turn::stopped: given_up = true; break;
-              case Turn::vanished: start_over(); break;  // back to Stage::queue
-              case Turn::under_lost: throw UnderLeaseLost{};
+      Attempt a(lock, inbox, deadline, ended_epoch, held_write, under);
+      RetryBudget budget(client.retry_policy(), client.sleeper(), deadline);
+      std::shared_ptr<LeaseState> lease;
+      for (;;) {
+        std::exception_ptr failure;
+        bool given_up = false;  // the deadline, or a stop
+        try {
+          co_await a.bind_session();
+          co_await a.check_layout();  // before our create: nothing queued on a wrong layout
+          while (!given_up) {
+            // Checked between stages, the grant's included: a stop that comes
+            // as our turn does gives the lock on rather than take it.
+            if (inbox->stopped()) break;
+            if (a.stage_ == Stage::queue) {
+              co_await a.enqueue();  // ends in Stage::wait: a listing showed our node
+            } else if (a.stage_ == Stage::wait) {
+              switch (co_await a.wait_turn()) {
+                case Turn::ours: a.stage_ = Stage::grant; break;
+                case Turn::deadline:
+                case Turn::stopped: given_up = true; break;
+                case Turn::vanished: a.start_over(); break;  // back to Stage::queue
+                case Turn::under_lost: throw UnderLeaseLost{};
+              }
+            } else {
+              co_await a.check_layout();  // a flag, unless the record's watch fired meanwhile
+              if (a.under_lost()) throw UnderLeaseLost{};
+              lease = a.grant();
+              break;
             }
-            break;
-          case Stage::grant:
-            co_await check_layout();  // a flag, unless the record's watch fired meanwhile
-            if (under_lost()) throw UnderLeaseLost{};
-            co_return grant();
+          }
+          if (lease) break;
+          given_up = true;
+        } catch (...) {
+          failure = std::current_exception();
         }
+        // What to do about it is decided here, and done below: a coroutine
+        // cannot wait inside a handler.
+        Next next{.action = Action::give_back, .step = {}};
+        if (!given_up) next = a.after_failure(failure, budget);
+        if (next.action == Action::retry) {
+          a.leases_watched_ = false;
+          co_await a.pause(budget.timer_delay(next.step));
+          continue;
+        }
+        if (next.action == Action::session_gone) co_await a.abandon_if_session_lives();
+        else co_await a.abandon();
+        if (next.action == Action::session_gone) throw SessionGone{a.epoch_};
+        if (next.action == Action::fail) std::rethrow_exception(failure);
+        break;  // given back: lease is null
       }
-      given_up = true;
+      client.remove_listener(listener);
+      co_return lease;
+    } catch (const SessionGone& gone) {
+      ended_epoch = std::max(ended_epoch, gone.epoch);
     } catch (...) {
-      failure = std::current_exception();
+      session_failure = std::current_exception();
     }
-    // What to do about it is decided here, and done below: a coroutine
-    // cannot wait inside a handler.
-    Next next{.action = Action::give_back, .step = {}};
-    if (!given_up) next = after_failure(failure, budget);
-    if (next.action == Action::retry) {
-      leases_watched_ = false;
-      co_await pause(budget.timer_delay(next.step));
-      continue;
-    }
-    if (next.action == Action::session_gone) co_await abandon_if_session_lives();
-    else co_await abandon();
-    if (next.action == Action::session_gone) throw SessionGone{epoch_};
-    if (next.action == Action::fail) std::rethrow_exception(failure);
-    co_return nullptr;  // given back
+    client.remove_listener(listener);
+    if (session_failure) std::rethrow_exception(session_failure);
+    // Our session ended while we queued: never trust that view; queue again.
+    if (!lock.options_.requeue_after_session_loss)
+      throw KeeperError(Errc::session_expired, lock.dir_,
+                        "the session ended while acquiring the lock");
+    if (!co_await lock.pause_after_session_loss(sessions, *inbox)) co_return nullptr;
   }
 }
 
@@ -159,7 +199,7 @@ Task<void> Attempt::await_session_after(std::uint64_t epoch) {
     // The Client announces lost after moving to the next epoch: a state wakes us.
     if (!co_await inbox_->until(until))
       throw KeeperError(Errc::connection_loss, lock_.dir_, "no new session after ours ended");
-    if (inbox_->stopped()) co_return;  // run() sees it next
+    if (inbox_->stopped()) co_return;  // acquire() sees it next
     (void)inbox_->take_states();
     (void)inbox_->take_events();
   }

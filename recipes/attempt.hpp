@@ -77,9 +77,13 @@ class Attempt {
   Attempt(const Attempt&) = delete;
   Attempt& operator=(const Attempt&) = delete;
 
-  // The lease, or nullptr if the deadline passed or a stop came. Throws SessionGone, or
-  // KeeperError for what the retry policy will not retry.
-  Task<std::shared_ptr<LeaseState>> run();
+  // LockInternals::acquisition(): attempts, one session after another, until
+  // one grants (the lease), gives up (nullptr: the deadline, or a stop), or
+  // fails (KeeperError for what the retry policy will not retry).
+  static Task<std::shared_ptr<LeaseState>> acquire(LockInternals& lock, Deadline deadline,
+                                                   const HeldWriteNode* held_write,
+                                                   std::stop_token stop,
+                                                   std::shared_ptr<LeaseState> under);
 
  private:
   enum class Action { retry, give_back, fail, session_gone };

@@ -24,17 +24,20 @@ namespace zkr::detail {
 // acquire must not run), stops (from any thread, inside request_stop()) and
 // session changes (from the Client's session thread) run it on the timer
 // thread instead.
-class AttemptInbox {
+//
+// It is its own Wakeup, one allocation rather than two: every waiter holds
+// one.
+class AttemptInbox : public Wakeup {
  public:
   explicit AttemptInbox(std::shared_ptr<TimerThread> timers)
-      : timers_(std::move(timers)), wakeup_(Wakeup::make(*timers_)) {}
+      : Wakeup(*timers), timers_(std::move(timers)) {}
 
   void on_event(const WatchEvent& event) {
     {
       std::lock_guard lock(mutex_);
       events_.push_back(event);
     }
-    wakeup_->wake();
+    wake();
   }
   void on_state(ConnectionState state) {
     {
@@ -52,7 +55,7 @@ class AttemptInbox {
     wake_on_timer_thread();
   }
   void wake_on_timer_thread() {
-    (void)timers_->at(Clock::now(), [weak = std::weak_ptr<Wakeup>(wakeup_)] {
+    (void)timers_->at(Clock::now(), [weak = weak_from_this()] {
       if (const auto wakeup = weak.lock()) wakeup->wake();
     });
   }
@@ -61,8 +64,7 @@ class AttemptInbox {
     std::lock_guard lock(mutex_);
     return stopped_;
   }
-  // co_await until(t): false if t came with nothing new.
-  auto until(Deadline deadline) { return wakeup_->until(deadline); }
+  // co_await until(t): false if t came with nothing new (Wakeup::until).
   // Vectors, not deques: an empty vector holds no heap, and a parked
   // waiter's queues are empty (a deque allocates on construction, about
   // 1 KiB for the two, for every waiter).
@@ -78,7 +80,6 @@ class AttemptInbox {
 
  private:
   const std::shared_ptr<TimerThread> timers_;
-  const std::shared_ptr<Wakeup> wakeup_;
   std::mutex mutex_;
   std::vector<WatchEvent> events_;       // guarded by mutex_
   std::vector<ConnectionState> states_;  // guarded by mutex_

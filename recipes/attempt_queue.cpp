@@ -188,7 +188,7 @@ Task<Attempt::Looked> Attempt::await_look(Look& look) {
 
 // Where our node stands in a listing of the directory. False: not there.
 // Every listing goes through here, the one a grant is decided on included;
-// one showing another lock protocol's nodes ends the attempt (run()
+// one showing another lock protocol's nodes ends the attempt (acquire()
 // deletes our node): that protocol does not see ours, nor we its.
 bool Attempt::position(const Children& listed) {
   const auto& children = listed.names;

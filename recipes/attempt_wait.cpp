@@ -25,9 +25,9 @@ namespace zkr::detail {
 // Curator's revoker, or anyone allowed to write it) is never read as a sign
 // of anything.
 //
-// A waiter parks in walk_down() (or wait_for_leases()) under run() and the
-// acquire's own frames, for as long as it waits: thousands of them may. GCC keeps every local and temporary of a
-// coroutine in its frame for the frame's whole life, so these frames hold
+// A waiter parks in walk_down() (or wait_for_leases()) under acquire()'s
+// frame, for as long as it waits: thousands of them may. GCC keeps every
+// local and temporary of a coroutine in its frame for the frame's whole life, so these frames hold
 // next to nothing, and each request with its reply (a Result, a path, the
 // awaiter's timeout value) is sent and awaited in a coroutine of its own
 // (watch_before(), look_again()), whose frame is gone before the wait.

@@ -42,43 +42,12 @@ LockInternals::~LockInternals() {
   directories_->detach(dir_, options_.remove_directory_on_release);
 }
 
-// Its frame stays allocated while the attempt waits, for every waiter: the
-// pause after a session's loss is a coroutine of its own.
+// Attempt::acquire, in attempt.cpp: one coroutine for the whole acquire.
 Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(Deadline deadline,
                                                              const HeldWriteNode* held_write,
                                                              std::stop_token stop,
                                                              std::shared_ptr<LeaseState> under) {
-  RetryBudget budget(client_.retry_policy(), client_.sleeper(), deadline);
-  // Held only while we acquire: a lock object that outlives its Client must
-  // not keep the thread alive.
-  const auto timers = ClientInternals::timers(client_);
-  std::uint64_t ended_epoch = 0;
-  for (;;) {
-    if (stop.stop_requested()) co_return nullptr;
-    const auto inbox = std::make_shared<AttemptInbox>(timers);
-    const std::stop_callback on_stop(stop, [inbox] { inbox->on_stop(); });
-    const auto listener =
-        client_.add_listener([weak = std::weak_ptr<AttemptInbox>(inbox)](ConnectionState state) {
-          if (const auto i = weak.lock()) i->on_state(state);
-        });
-    std::exception_ptr failure;
-    try {
-      Attempt attempt(*this, inbox, deadline, ended_epoch, held_write, under);
-      auto lease = co_await attempt.run();
-      client_.remove_listener(listener);
-      co_return lease;
-    } catch (const SessionGone& gone) {
-      ended_epoch = std::max(ended_epoch, gone.epoch);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    client_.remove_listener(listener);
-    if (failure) std::rethrow_exception(failure);
-    // Our session ended while we queued: never trust that view; queue again.
-    if (!options_.requeue_after_session_loss)
-      throw KeeperError(Errc::session_expired, dir_, "the session ended while acquiring the lock");
-    if (!co_await pause_after_session_loss(budget, *inbox)) co_return nullptr;
-  }
+  return Attempt::acquire(*this, deadline, held_write, std::move(stop), std::move(under));
 }
 
 // The retry policy's pause before queueing again in a new session, on the

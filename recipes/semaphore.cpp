@@ -72,68 +72,6 @@ struct SemaphoreCore {
         lifeline(detail::ClientInternals::lifeline(c)),
         log(detail::ClientInternals::log(c)) {}
 
-  // One lease, or nullptr if the deadline or a stop came first.
-  Task<std::shared_ptr<LeaseState>> one_lease(Deadline deadline, std::stop_token stop) {
-    for (;;) {
-      auto mutex = co_await locks.acquisition(deadline, nullptr, stop);
-      if (!mutex) co_return nullptr;
-      std::shared_ptr<LeaseState> lease;
-      bool mutex_lost = false;
-      std::exception_ptr failure;
-      try {
-        lease = co_await leases.acquisition(deadline, nullptr, stop, mutex);
-      } catch (const UnderLeaseLost&) {
-        mutex_lost = true;
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      locks.release(mutex);
-      if (failure) std::rethrow_exception(failure);
-      if (!mutex_lost) co_return lease;
-      log->debug("semaphore {}: the internal lock was lost before the grant; starting over", dir);
-    }
-  }
-
-  // n leases, or none (an empty vector) if the deadline or a stop came
-  // first: those granted meanwhile go back, as they do on an error.
-  Task<std::vector<std::shared_ptr<LeaseState>>> leases_of(int n, Deadline deadline,
-                                                           std::stop_token stop) {
-    std::vector<std::shared_ptr<LeaseState>> granted;
-    std::exception_ptr failure;
-    try {
-      while (granted.size() < static_cast<std::size_t>(n)) {
-        auto lease = co_await one_lease(deadline, stop);
-        if (!lease) break;
-        granted.push_back(std::move(lease));
-      }
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    if (granted.size() < static_cast<std::size_t>(n)) {
-      for (const auto& lease : granted) give_back(lease);
-      granted.clear();
-    }
-    if (failure) std::rethrow_exception(failure);
-    co_return granted;
-  }
-
-  // leases_of() with this thread waiting for it: one path for every form.
-  std::vector<std::shared_ptr<LeaseState>> acquire(int n, Deadline deadline, std::stop_token stop) {
-    using Leases = std::vector<std::shared_ptr<LeaseState>>;
-    const auto done = std::make_shared<std::promise<Leases>>();
-    auto outcome = done->get_future();
-    spawn(leases_of(n, deadline, std::move(stop)),
-          [done](std::exception_ptr error, std::optional<Leases> granted) {
-            if (error) done->set_exception(error);
-            else done->set_value(std::move(*granted));
-          });
-    try {
-      return outcome.get();
-    } catch (const KeeperError& e) {
-      rethrow_naming(e, dir);
-    }
-  }
-
   // Gives a lease back, if the Client still can (else its session took it).
   void give_back(const std::shared_ptr<LeaseState>& lease) noexcept {
     ClientLifeline::Visit visit(*lifeline);
@@ -174,25 +112,130 @@ struct SemaphoreCore {
 
 namespace {
 
-// core->leases_of() for a caller that does not wait: on_done(error,
+using Leases = std::vector<std::shared_ptr<LeaseState>>;
+
+bool is_under_lease_lost(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const UnderLeaseLost&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// n leases of a semaphore, all or none: for each, the internal mutex, then
+// a lease node under it, then the mutex given back. A chain of callbacks on
+// one small record rather than coroutines around the two acquisitions:
+// their frames would stay allocated for as long as the acquire waits, two
+// more per waiter, and a semaphore's waiters wait by the thousand.
+// on_done(error, leases) once: the n leases; none (an empty vector) if the
+// deadline or a stop came first, those granted meanwhile given back, as
+// they are on an error (then leases is empty: nullopt).
+template <class OnDone>
+class LeaseRun : public std::enable_shared_from_this<LeaseRun<OnDone>> {
+ public:
+  LeaseRun(std::shared_ptr<SemaphoreCore> core, int n, Deadline deadline, std::stop_token stop,
+           OnDone on_done)
+      : core_(std::move(core)),
+        deadline_(deadline),
+        stop_(std::move(stop)),
+        on_done_(std::move(on_done)),
+        n_(static_cast<std::size_t>(n)) {}
+
+  void next() {
+    spawn(core_->locks.acquisition(deadline_, nullptr, stop_),
+          [self = this->shared_from_this()](std::exception_ptr error,
+                                            std::optional<std::shared_ptr<LeaseState>> mutex) {
+            self->under(std::move(error), mutex ? std::move(*mutex) : nullptr);
+          });
+  }
+
+ private:
+  // The internal mutex is ours (or not, and we are done): queue a lease under it.
+  void under(std::exception_ptr error, std::shared_ptr<LeaseState> mutex) {
+    if (error || !mutex) return finish(std::move(error));
+    auto lease = core_->leases.acquisition(deadline_, nullptr, stop_, mutex);
+    spawn(std::move(lease),
+          [self = this->shared_from_this(), mutex](
+              std::exception_ptr failed, std::optional<std::shared_ptr<LeaseState>> granted) {
+            self->core_->locks.release(mutex);
+            self->leased(std::move(failed), granted ? std::move(*granted) : nullptr);
+          });
+  }
+
+  void leased(std::exception_ptr error, std::shared_ptr<LeaseState> lease) {
+    if (error && is_under_lease_lost(error)) {
+      core_->log->debug("semaphore {}: the internal lock was lost before the grant; starting over",
+                        core_->dir);
+      return next();
+    }
+    if (error || !lease) return finish(std::move(error));
+    granted_.push_back(std::move(lease));
+    if (granted_.size() < n_) return next();
+    finish(nullptr);
+  }
+
+  void finish(std::exception_ptr error) {
+    if (granted_.size() < n_) {
+      for (const auto& lease : granted_) core_->give_back(lease);
+      granted_.clear();
+    }
+    auto on_done = std::move(on_done_);
+    if (error) on_done(std::move(error), std::nullopt);
+    else on_done(nullptr, std::move(granted_));
+  }
+
+  const std::shared_ptr<SemaphoreCore> core_;
+  const Deadline deadline_;
+  const std::stop_token stop_;
+  OnDone on_done_;
+  const std::size_t n_;
+  Leases granted_;
+};
+
+template <class OnDone>
+void run_leases(std::shared_ptr<SemaphoreCore> core, int n, Deadline deadline, std::stop_token stop,
+                OnDone on_done) {
+  std::make_shared<LeaseRun<OnDone>>(std::move(core), n, deadline, std::move(stop),
+                                     std::move(on_done))
+      ->next();
+}
+
+// The leases with this thread waiting for them: one path for every form.
+Leases acquire_leases(const std::shared_ptr<SemaphoreCore>& core, int n, Deadline deadline,
+                      std::stop_token stop) {
+  const auto done = std::make_shared<std::promise<Leases>>();
+  auto outcome = done->get_future();
+  run_leases(core, n, deadline, std::move(stop),
+             [done](std::exception_ptr error, std::optional<Leases> granted) {
+               if (error) done->set_exception(error);
+               else done->set_value(std::move(*granted));
+             });
+  try {
+    return outcome.get();
+  } catch (const KeeperError& e) {
+    rethrow_naming(e, core->dir);
+  }
+}
+
+// run_leases() for a caller that does not wait: on_done(error,
 // optional leases) when it ends, its errors naming the semaphore (naming()).
 // Until then it holds the Client (a Visit, so ~Client waits for it) and the
-// core (so the semaphore object may go first). A callback rather than a
-// coroutine around leases_of(): a coroutine's frame would stay allocated for
-// as long as the acquire waits, one more per waiter.
+// core (so the semaphore object may go first).
 template <class OnDone>
 void start_leases(const std::shared_ptr<SemaphoreCore>& core, int n, Deadline deadline,
                   std::stop_token stop, OnDone on_done) {
   auto visit = std::make_unique<ClientLifeline::Visit>(*core->lifeline);  // ~Client waits for it
   if (!*visit) return on_done(std::make_exception_ptr(client_gone(core->dir)), std::nullopt);
-  spawn(core->leases_of(n, deadline, std::move(stop)),
-        [core, visit = std::move(visit), on_done = std::move(on_done)](
-            std::exception_ptr error,
-            std::optional<std::vector<std::shared_ptr<LeaseState>>> granted) mutable {
-          error = naming(error, core->dir);
-          visit.reset();
-          on_done(error, std::move(granted));
-        });
+  const auto dir = &core->dir;  // the run holds the core
+  run_leases(core, n, deadline, std::move(stop),
+             [dir, visit = std::move(visit), on_done = std::move(on_done)](
+                 std::exception_ptr error, std::optional<Leases> granted) mutable {
+               error = naming(error, *dir);
+               visit.reset();
+               on_done(error, std::move(granted));
+             });
 }
 
 }  // namespace
@@ -289,7 +332,7 @@ std::vector<SemaphoreLease> InterProcessSemaphoreV2::try_acquire_until(
       deadline == std::chrono::steady_clock::time_point::max() ? detail::Deadline{} : deadline;
   if (stop.stop_requested()) return {};
   std::vector<SemaphoreLease> leases;
-  for (auto& state : core_->acquire(n, bound, std::move(stop)))
+  for (auto& state : detail::acquire_leases(core_, n, bound, std::move(stop)))
     leases.emplace_back(core_, std::move(state));
   return leases;
 }
@@ -329,7 +372,7 @@ LockGuard InterProcessSemaphoreMutex::take_guard(
   detail::ClientLifeline::Visit visit(*core->lifeline);
   detail::check_may_acquire(visit, core->client, "InterProcessSemaphoreMutex", core->dir);
   if (stop.stop_requested()) return {};
-  auto granted = core->acquire(1, deadline, std::move(stop));
+  auto granted = detail::acquire_leases(core, 1, deadline, std::move(stop));
   if (granted.empty()) return {};
   return LockGuard(std::move(granted.front()), core->lifeline, core->client);
 }

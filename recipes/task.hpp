@@ -19,6 +19,7 @@
 #include <coroutine>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -30,6 +31,10 @@ class Task;
 
 namespace task_internal {
 
+template <class T, class F>
+struct Spawned;
+struct SpawnedBase;
+
 // What every Task's promise has: who awaits it, and how it ended.
 //
 // A child that finishes before its awaiter has suspended (it never had to
@@ -40,8 +45,16 @@ namespace task_internal {
 // call only when optimizing: in a sanitizer build a loop over children that
 // finish at once would grow the stack by each one.)
 struct PromiseBase {
-  std::coroutine_handle<> continuation;  // the awaiting coroutine
-  std::atomic<bool> one_done{false};     // see above
+  // Who goes on once this ends: the awaiting coroutine, or for a task
+  // spawn() started, the heap record that owns it (see Spawned). One
+  // slot for both: a frame is allocated per waiting coroutine, thousands
+  // of them.
+  union {
+    std::coroutine_handle<> continuation{};  // unless `spawned`
+    SpawnedBase* owner;                      // if `spawned`
+  };
+  std::atomic<bool> one_done{false};  // see above
+  bool spawned = false;               // set by spawn() before the task starts
   std::exception_ptr error;
 
   std::suspend_always initial_suspend() noexcept { return {}; }  // lazy: runs when awaited
@@ -50,6 +63,7 @@ struct PromiseBase {
     template <class P>
     void await_suspend(std::coroutine_handle<P> done) noexcept {
       PromiseBase& promise = done.promise();
+      if (promise.spawned) return finish_spawned(promise.owner);  // destroys this frame
       // The awaiter may destroy this frame as soon as it resumes: nothing
       // here touches it after.
       if (promise.one_done.exchange(true, std::memory_order_acq_rel)) promise.continuation.resume();
@@ -57,6 +71,7 @@ struct PromiseBase {
     void await_resume() noexcept {}
   };
   FinalAwaiter final_suspend() noexcept { return {}; }
+  static void finish_spawned(SpawnedBase* owner) noexcept;
   void unhandled_exception() noexcept { error = std::current_exception(); }
 };
 
@@ -103,25 +118,24 @@ class [[nodiscard]] Task {
     if (handle_) handle_.destroy();
   }
 
-  // co_await task: starts it, and resumes the awaiter with its result.
-  auto operator co_await() && noexcept {
-    struct Awaiter {
-      Handle handle;
-      bool await_ready() noexcept { return false; }
-      bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
-        handle.promise().continuation = awaiting;
-        handle.resume();
-        // Finished already: go on without suspending (see PromiseBase).
-        return !handle.promise().one_done.exchange(true, std::memory_order_acq_rel);
-      }
-      T await_resume() { return handle.promise().take(); }
-    };
-    return Awaiter{handle_};
+  // co_await task: starts it, and resumes the awaiter with its result. The
+  // task is its own awaiter: an awaiter object apart would be one more slot
+  // in the awaiting frame for every co_await in it, and frames of waiting
+  // coroutines are allocated by the thousand.
+  bool await_ready() noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
+    handle_.promise().continuation = awaiting;
+    handle_.resume();
+    // Finished already: go on without suspending (see PromiseBase).
+    return !handle_.promise().one_done.exchange(true, std::memory_order_acq_rel);
   }
+  T await_resume() { return handle_.promise().take(); }
 
  private:
   template <class U, class F>
   friend void spawn(Task<U> task, F on_done);
+  template <class U, class F>
+  friend struct task_internal::Spawned;
   friend promise_type;
   explicit Task(Handle h) noexcept : handle_(h) {}
   Handle handle_;
@@ -137,38 +151,38 @@ inline Task<void> Promise<void>::get_return_object() noexcept {
   return Task<void>(std::coroutine_handle<Promise<void>>::from_promise(*this));
 }
 
-// The coroutine spawn() wraps a task in: awaits it, then hands its outcome to
-// the caller's callback and frees itself.
-struct Detached {
-  struct promise_type {
-    Detached get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }  // on_done threw: a bug
-  };
+// What spawn() leaves on the heap while the task runs: the task, and the
+// callback for its outcome. A record rather than a coroutine awaiting the
+// task: its frame would hold the callback, the outcome and an awaiter as
+// long as the task waits, and spawned tasks wait by the thousand. The
+// task's final suspension calls end(), which hands the outcome on and
+// frees the record, the task's frame with it.
+struct SpawnedBase {
+  void (*finish)(SpawnedBase* self) noexcept;
 };
 
+inline void PromiseBase::finish_spawned(SpawnedBase* owner) noexcept { owner->finish(owner); }
+
 template <class T, class F>
-Detached run_detached(Task<T> task, F on_done) {
-  std::exception_ptr error;
-  if constexpr (std::is_void_v<T>) {
-    try {
-      co_await std::move(task);
-    } catch (...) {
-      error = std::current_exception();
+struct Spawned : SpawnedBase {
+  Spawned(Task<T> t, F f) : SpawnedBase{&Spawned::end}, task(std::move(t)), on_done(std::move(f)) {}
+
+  static void end(SpawnedBase* base) noexcept {
+    // on_done must not throw (noexcept: a throw terminates, as before).
+    const std::unique_ptr<Spawned> self(static_cast<Spawned*>(base));
+    auto& promise = self->task.handle_.promise();
+    if constexpr (std::is_void_v<T>) {
+      self->on_done(promise.error);
+    } else {
+      std::optional<T> value;
+      if (!promise.error) value.emplace(std::move(*promise.value));
+      self->on_done(promise.error, std::move(value));
     }
-    on_done(error);
-  } else {
-    std::optional<T> value;
-    try {
-      value.emplace(co_await std::move(task));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    on_done(error, std::move(value));
-  }
-}
+  }  // the task's frame goes with `self`
+
+  Task<T> task;
+  F on_done;
+};
 
 }  // namespace task_internal
 
@@ -177,7 +191,11 @@ Detached run_detached(Task<T> task, F on_done) {
 // on_done(error, optional<T>) (empty when error is set). on_done must not throw.
 template <class T, class F>
 void spawn(Task<T> task, F on_done) {
-  task_internal::run_detached(std::move(task), std::move(on_done));
+  auto* owner = new task_internal::Spawned<T, F>(std::move(task), std::move(on_done));
+  const auto handle = owner->task.handle_;
+  handle.promise().owner = owner;
+  handle.promise().spawned = true;
+  handle.resume();  // may end, and free owner, before it returns
 }
 
 // co_await reply<R>(send): calls send(handler) and resumes with the R that

@@ -58,9 +58,11 @@ class Wakeup : public std::enable_shared_from_this<Wakeup> {
     return Awaiter{*this, deadline};
   }
 
- private:
+ protected:
+  // For a class that is its own Wakeup (made shared, as make() does).
   explicit Wakeup(TimerThread& timers) : timers_(timers) {}
 
+ private:
   bool take_pending() {
     std::lock_guard lock(mutex_);
     if (!pending_) return false;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
 #include <vector>
 
 namespace zkr::detail {
@@ -14,15 +15,20 @@ ListenerDispatcher::~ListenerDispatcher() { stop(); }
 Client::ListenerId ListenerDispatcher::add(Client::Listener listener) {
   std::lock_guard lock(mutex_);
   const auto id = next_id_++;
-  listeners_.emplace(id, std::make_shared<Client::Listener>(std::move(listener)));
+  listeners_.emplace(id, std::move(listener));
   return id;
 }
 
 void ListenerDispatcher::remove(Client::ListenerId id) {
   std::unique_lock lock(mutex_);
-  listeners_.erase(id);
-  if (worker_.on_thread()) return;
+  if (worker_.on_thread()) {
+    // From a listener's call: the listener running may be this one.
+    if (id == running_) running_removed_ = true;
+    else listeners_.erase(id);
+    return;
+  }
   idle_.wait(lock, [&] { return running_ != id; });
+  listeners_.erase(id);
 }
 
 void ListenerDispatcher::post(ConnectionState s) {
@@ -41,12 +47,12 @@ void ListenerDispatcher::deliver(ConnectionState state) {
   for (const auto id : ids) {
     const auto it = listeners_.find(id);
     if (it == listeners_.end()) continue;
-    const auto listener = it->second;
     running_ = id;
     lock.unlock();
-    call(*listener, state);
+    call(it->second, state);  // in place: nothing erases it while running_ names it
     lock.lock();
     running_ = 0;
+    if (std::exchange(running_removed_, false)) listeners_.erase(id);
     idle_.notify_all();  // a remove() may wait for this one
   }
 }

@@ -40,9 +40,14 @@ class ListenerDispatcher {
   std::shared_ptr<spdlog::logger> log_;
   std::mutex mutex_;
   std::condition_variable idle_;  // wakes remove(): a listener's call ended
-  std::map<Client::ListenerId, std::shared_ptr<Client::Listener>> listeners_;  // guarded
-  Client::ListenerId next_id_ = 1;                                             // guarded by mutex_
+  // The listeners, held in place: a lock attempt registers one per waiter,
+  // thousands of them, so no shared copy is made per listener. One being
+  // called is never erased under it: remove() waits for the call to end, or
+  // (on this thread, from inside a call) leaves the erase to deliver().
+  std::map<Client::ListenerId, Client::Listener> listeners_;  // guarded by mutex_
+  Client::ListenerId next_id_ = 1;                            // guarded by mutex_
   Client::ListenerId running_ = 0;  // guarded by mutex_: the listener being called
+  bool running_removed_ = false;    // guarded by mutex_: removed during its own call
   WorkerThread worker_;             // last: its thread delivers with the rest
 };
 

@@ -76,9 +76,9 @@ for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8; do
 done
 jq -e -s 'any(.[]; .impl == "floor" and .ops > 0)' "$work/lines.jsonl" >/dev/null || fail "no floor line"
 # Correctness: no violations, no leftovers, ratios to the floor present.
-# W8's three sides (async mutex, async semaphore, blocking): every waiter
-# granted once, one at a time.
-jq -e -s '[.[] | select(.workload == "W8") | (.violations == 0 and .failures == 0 and .granted_once == .params.waiters)] | length == 3 and all' \
+# W8's five sides (async mutex and async semaphore, each with callbacks and
+# with coroutines; blocking): every waiter granted once, one at a time.
+jq -e -s '[.[] | select(.workload == "W8") | (.violations == 0 and .failures == 0 and .granted_once == .params.waiters)] | length == 5 and all' \
   "$work/lines.jsonl" >/dev/null || fail "W8: a waiter not granted once, or a violation"
 jq -e -s '[.[] | select(.workload == "W2" or .workload == "W5" or .workload == "W6") | .violations] | length > 0 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "mutual-exclusion violations (or no count of them)"
