@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,8 +31,9 @@ struct Contender {
 template <class Lock>
 class LockUnitTest : public ::testing::Test {
  protected:
-  // A client on the fake ensemble; its own faults and a sleeper that takes no time.
-  Contender& contender() {
+  // A client on the fake ensemble; its own faults and a sleeper that takes no
+  // time. `adjust` may change its options before the Client is made.
+  Contender& contender(const std::function<void(ClientOptions&)>& adjust = {}) {
     auto c = std::make_unique<Contender>();
     ClientOptions options;
     options.connect_string = "127.0.0.1:2181";  // not dialled: the factory is the fake's
@@ -39,6 +41,7 @@ class LockUnitTest : public ::testing::Test {
     options.keeper_factory = test::with_faults(ensemble_.factory(), c->faults);
     options.retry_policy = std::make_shared<RetryNTimes>(5, 10ms);
     options.sleeper = c->sleeper;
+    if (adjust) adjust(options);
     c->client = std::make_unique<Client>(options);
     EXPECT_TRUE(c->client->block_until_connected(kWait));
     contenders_.push_back(std::move(c));

@@ -107,7 +107,14 @@ TYPED_TEST(LockUnitTest, ContenderThatAlwaysLosesTheDirectoryRaceFailsInsteadOfH
 // A timed acquire returns by its deadline while the link is down, not a
 // connection_timeout later.
 TYPED_TEST(LockUnitTest, TimedAcquireWithoutALinkReturnsByItsDeadline) {
-  auto& a = this->contender();
+  // Retries that really pause, and more of them than the deadline leaves
+  // room for: the listing may fail before the Client has heard the link
+  // went, and retries that take no time would use the budget up before it
+  // does (then the acquire rightly throws connection_loss, not the case here).
+  auto& a = this->contender([](ClientOptions& o) {
+    o.sleeper = std::make_shared<RealSleeper>();
+    o.retry_policy = std::make_shared<RetryNTimes>(1000, 10ms);
+  });
   auto lock = this->lock_for(a);
   // The link drops right after our create is applied: the listing fails, and
   // the retry has to wait for a connection.
