@@ -25,8 +25,9 @@ TEST(LatchQueue, CuratorNamesAndOrder) {
   const std::string lock = "_c_" + kGuid + "-lock-0000000001";
   EXPECT_EQ(sorted_queue_nodes({lock, first}, QueueFamily::latch), std::vector<std::string>{first});
   EXPECT_EQ(sorted_queue_nodes({lock, first}, QueueFamily::mutex), std::vector<std::string>{lock});
-  EXPECT_EQ(find_protected_node({lock, "_c_" + kGuid + "-latch-0000000003"}, kGuid, QueueKind::latch),
-            "_c_" + kGuid + "-latch-0000000003");
+  EXPECT_EQ(
+      find_protected_node({lock, "_c_" + kGuid + "-latch-0000000003"}, kGuid, QueueKind::latch),
+      "_c_" + kGuid + "-latch-0000000003");
 }
 
 TEST(LatchQueue, ALatchAndTheLocksAreForeignToEachOther) {
