@@ -176,8 +176,8 @@ bool LeaderLatch::try_await_leadership_until(std::chrono::steady_clock::time_poi
 
 bool LeaderLatch::try_await_leadership() { return take(std::chrono::steady_clock::now(), {}); }
 
-void LeaderLatch::async_await_leadership(Deadline deadline, std::stop_token stop,
-                                         std::function<void(std::exception_ptr, bool)> on_done) {
+void LeaderLatch::start_await(Deadline deadline, std::stop_token stop,
+                              std::function<void(std::exception_ptr, bool)> on_done) {
   auto impl = impl_;
   std::optional<LockLease> lost_term;
   if (impl->begin_join(lost_term)) return on_done(nullptr, true);

@@ -47,6 +47,8 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "zkr/client.hpp"
@@ -108,13 +110,19 @@ class LeaderLatch {
   /// Called once with (error, leader): leader true when this participant
   /// leads, false when the deadline (nullopt: none), a stop or close() came
   /// first, or with the error the blocking form would throw. Returns at once;
-  /// `on_done` runs on a Client thread (or on this one when the outcome is
-  /// known at once) and must not block. The latch may be destroyed first
-  /// (that closes it: on_done gets false); its Client may not.
-  /// std::logic_error, thrown here, as for the blocking form.
+  /// `on_done` (any callable, move-only ones too) runs on a Client thread (or
+  /// on this one when the outcome is known at once) and must not block. The
+  /// latch may be destroyed first (that closes it: on_done gets false); its
+  /// Client may not. std::logic_error, thrown here, as for the blocking form.
+  /// zkr::asio::async_await_leadership (zkr/asio.hpp) is this with Asio tokens.
+  template <class Handler>
   void async_await_leadership(std::optional<std::chrono::steady_clock::time_point> deadline,
-                              std::stop_token stop,
-                              std::function<void(std::exception_ptr, bool)> on_done);
+                              std::stop_token stop, Handler&& on_done) {
+    auto held = std::make_shared<std::decay_t<Handler>>(std::forward<Handler>(on_done));
+    start_await(deadline, std::move(stop), [held](std::exception_ptr error, bool leader) {
+      (*held)(std::move(error), leader);
+    });
+  }
 
   /// A term is held: neither lost nor given up by close().
   bool has_leadership() const;
@@ -141,6 +149,8 @@ class LeaderLatch {
 
  private:
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
+  void start_await(std::optional<std::chrono::steady_clock::time_point> deadline,
+                   std::stop_token stop, std::function<void(std::exception_ptr, bool)> on_done);
 
   struct Impl;
   std::shared_ptr<Impl> impl_;  // shared with its asynchronous awaits
