@@ -41,7 +41,7 @@ TEST_F(LeaderLatchAsioTest, ACoroutineAwaitsLeadership) {
       [&]() -> net::awaitable<bool> {
         const bool leader =
             co_await asio::async_await_leadership(second, std::nullopt, net::use_awaitable);
-        co_return leader && second.has_leadership();
+        co_return leader&& second.has_leadership();
       },
       net::use_future);
   ASSERT_TRUE(wait_queue_length(2));
