@@ -243,6 +243,30 @@ TEST_F(LeaderLatchTest, ReconnectKeepsOurNodes) {
   EXPECT_EQ(waiter->term().node_path(), kDir + "/" + queued.back());
 }
 
+// Under the default SuspendedPolicy::lost a suspended link ends the term
+// (its node may live on); the next await gives that node back and joins
+// again, so the latch never has two nodes.
+TEST_F(LeaderLatchTest, ASuspensionEndsTheTermUnderTheDefaultPolicy) {
+  auto& a = contender();
+  auto leader = latch_for(a, "a");
+  ASSERT_TRUE(leader->try_await_leadership());
+  const auto term = leader->term();
+  test::Latch told;
+  term.on_lost([&](LostReason) { told.open(); });
+  ensemble_.disconnect(session_of(a));
+  ASSERT_TRUE(told.wait(kWait));
+  EXPECT_EQ(term.lost_reason(), LostReason::suspended);
+  EXPECT_FALSE(leader->has_leadership());
+  EXPECT_FALSE(leader->epoch());
+  ensemble_.reconnect(session_of(a));
+  ASSERT_TRUE(a.client->block_until_connected(kWait));
+  ASSERT_TRUE(leader->try_await_leadership_for(kWait));
+  EXPECT_NE(leader->term().node_path(), term.node_path());
+  EXPECT_GT(*leader->epoch(), term.fencing_token());
+  EXPECT_EQ(ensemble_.ephemerals_of(session_of(a)),
+            std::vector<std::string>{leader->term().node_path()});
+}
+
 TEST_F(LeaderLatchTest, AWaiterJoinsAgainWhenItsNodeOrTheLatchPathIsDeleted) {
   auto leader = latch_for(contender(), "a");
   ASSERT_TRUE(leader->try_await_leadership());
