@@ -28,7 +28,10 @@
 // Waiting is participating: an await joins the queue (creates our node) and
 // a wait that ends without leadership (deadline, stop, close) deletes the
 // node again. While our node lives nothing re-creates it: a reconnect within
-// the session keeps it, a wait resumes on it. When it is gone (deleted by
+// the session keeps it, a wait resumes on it, and a term survives it under
+// SuspendedPolicy::ignore. Under SuspendedPolicy::lost a suspension ends the
+// term though the node may live on: the next await deletes that node and
+// queues a new one, behind whoever waits. When our node is gone (deleted by
 // someone, the latch path deleted, the session expired) a waiting
 // participant queues again by itself; a leader's term is lost, and the next
 // await joins again.
