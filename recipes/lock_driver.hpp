@@ -8,6 +8,7 @@
 // so both libraries agree on who is first.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +44,7 @@ std::string_view queue_marker(QueueKind kind);
 
 // A fresh random GUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx".
 std::string new_guid();
+inline constexpr std::size_t kGuidLength = 36;
 
 // "_c_<guid>-<marker>": the name our create sends; the server appends the sequence.
 std::string protected_prefix(std::string_view guid, QueueKind kind);
