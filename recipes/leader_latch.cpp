@@ -14,12 +14,14 @@
 #include "client_internals.hpp"
 #include "lock_driver.hpp"
 #include "queue_lock.hpp"
+#include "task.hpp"
 #include "zkr/deadline.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
 
 using detail::Deadline;
+using detail::LeaseState;
 
 namespace {
 
@@ -65,22 +67,27 @@ struct LeaderLatch::Impl {
                              ": an await of this latch is already under way (one participant, "
                              "one await at a time)");
     if (term) {
-      if (term.lease().held()) return true;
-      lost_term = term.lease();
+      if (LockLease(term).held()) return true;
+      lost_term = LockLease(term);
     }
     joining = true;
     return false;
   }
 
   // Ends a join with what it got: true if it is now our term.
-  bool end_join(LockGuard granted) {
-    std::lock_guard lock(queue.mutex);
-    joining = false;
-    if (!granted) return false;
-    if (closed) return false;  // `granted` gives it back as it goes
-    last_term = granted.lease();
-    term = std::move(granted);
-    return true;
+  bool end_join(std::shared_ptr<LeaseState> granted) {
+    {
+      std::lock_guard lock(queue.mutex);
+      joining = false;
+      if (!granted) return false;
+      if (!closed) {
+        last_term = LockLease(granted);
+        term = std::move(granted);
+        return true;
+      }
+    }
+    give_back(granted);  // closed meanwhile
+    return false;
   }
 
   void end_join_failed() noexcept {
@@ -88,15 +95,30 @@ struct LeaderLatch::Impl {
     joining = false;
   }
 
-  // The lost term's node, if it still lives (lost to a suspension), is
-  // deleted before we queue again, so one latch never has two nodes.
-  void give_back_lost_term() {
-    LockGuard old;
+  // The lost term is given up before we queue again, so that one latch never
+  // has two nodes. Lost to a suspension, its node may live on, ours: the next
+  // attempt takes it up again rather than queue a new one behind everybody
+  // (the engine checks that it still exists and is of our session).
+  void set_aside_lost_term() {
+    std::shared_ptr<LeaseState> old;
     {
       std::lock_guard lock(queue.mutex);
       old = std::move(term);
     }
-    old.release();
+    if (!old) return;
+    if (old->reason() == LostReason::suspended) {
+      detail::ClientLifeline::Visit visit(*queue.lifeline);
+      if (visit) {
+        detail::let_go_keeping_node(queue.internals.client(), old);
+        queue.internals.adopt_next(std::string(node_name(old->node_path)));
+        return;
+      }
+    }
+    give_back(old);
+  }
+
+  void give_back(const std::shared_ptr<LeaseState>& state) noexcept {
+    detail::give_back(*queue.lifeline, queue.internals, state);
   }
 
   const std::string& path() const noexcept { return queue.internals.dir(); }
@@ -106,7 +128,7 @@ struct LeaderLatch::Impl {
 
   const std::string id;  // as written into our node
   detail::QueueLock queue;
-  LockGuard term;                      // guarded by queue.mutex: the current term, if any
+  std::shared_ptr<LeaseState> term;    // guarded by queue.mutex: the current term, if any
   std::optional<LockLease> last_term;  // guarded by queue.mutex: the current or last one
   bool joining = false;                // guarded by queue.mutex: an await is under way
   bool closed = false;                 // guarded by queue.mutex
@@ -141,16 +163,19 @@ LeaderLatch::~LeaderLatch() { close(); }
 
 bool LeaderLatch::take(Deadline deadline, std::stop_token stop) {
   auto& impl = *impl_;
+  detail::ClientLifeline::Visit visit(*impl.queue.lifeline);
+  auto& internals = impl.queue.internals;
+  detail::check_may_acquire(visit, internals.client(), "LeaderLatch", internals.dir());
   std::optional<LockLease> lost_term;
   if (impl.begin_join(lost_term)) return true;
   try {
     if (lost_term) {
-      await_lost_signal(impl.queue.internals.client(), *lost_term);
-      impl.give_back_lost_term();
+      await_lost_signal(internals.client(), *lost_term);
+      impl.set_aside_lost_term();
     }
     JoinStop joined(stop, impl.closing.get_token());
     auto granted =
-        detail::take_guard(impl.queue, "LeaderLatch", deadline, joined.source.get_token());
+        detail::acquire_when_connected(internals, deadline, {}, joined.source.get_token());
     return impl.end_join(std::move(granted));
   } catch (...) {
     impl.end_join_failed();
@@ -183,15 +208,22 @@ void LeaderLatch::start_await(Deadline deadline, std::stop_token stop,
   if (impl->begin_join(lost_term)) return on_done(nullptr, true);
   auto joined = std::make_shared<JoinStop>(stop, impl->closing.get_token());
   auto start = [impl, joined, deadline, on_done = std::move(on_done)]() mutable {
+    auto& internals = impl->queue.internals;
+    // ~Client waits for a visit: held until the join ends.
+    auto visit = std::make_shared<detail::ClientLifeline::Visit>(*impl->queue.lifeline);
     try {
-      impl->give_back_lost_term();
-      auto& internals = impl->queue.internals;
-      detail::acquire_guard_async(
-          impl, internals, impl->queue.lifeline, deadline, joined->source.get_token(),
-          [impl, joined, on_done](std::exception_ptr error, LockGuard granted) {
-            const bool leader = impl->end_join(std::move(granted));
-            on_done(error, leader);
-          });
+      if (!*visit) throw detail::client_gone(internals.dir());
+      impl->set_aside_lost_term();
+      detail::spawn(internals.acquisition(deadline, nullptr, joined->source.get_token()),
+                    [impl, joined, visit, on_done](
+                        std::exception_ptr error,
+                        std::optional<std::shared_ptr<LeaseState>> granted) mutable {
+                      error = detail::naming(error, impl->path());
+                      const bool leader =
+                          impl->end_join(error ? nullptr : std::move(granted).value_or(nullptr));
+                      visit.reset();
+                      on_done(error, leader);
+                    });
     } catch (...) {
       impl->end_join_failed();
       on_done(std::current_exception(), false);
@@ -205,15 +237,13 @@ void LeaderLatch::start_await(Deadline deadline, std::stop_token stop,
 
 bool LeaderLatch::has_leadership() const {
   std::lock_guard lock(impl_->queue.mutex);
-  return impl_->term && impl_->term.lease().held();
+  return impl_->term && LockLease(impl_->term).held();
 }
 
 std::optional<std::int64_t> LeaderLatch::epoch() const {
   std::lock_guard lock(impl_->queue.mutex);
-  if (!impl_->term) return std::nullopt;
-  const auto lease = impl_->term.lease();
-  if (!lease.held()) return std::nullopt;
-  return lease.fencing_token();
+  if (!impl_->term || !LockLease(impl_->term).held()) return std::nullopt;
+  return impl_->term->fencing_token;
 }
 
 LockLease LeaderLatch::term() const {
@@ -225,7 +255,7 @@ LockLease LeaderLatch::term() const {
 
 void LeaderLatch::close() noexcept {
   auto& impl = *impl_;
-  LockGuard ending;
+  std::shared_ptr<LeaseState> ending;
   {
     std::lock_guard lock(impl.queue.mutex);
     if (impl.closed) return;
@@ -233,7 +263,7 @@ void LeaderLatch::close() noexcept {
     ending = std::move(impl.term);
   }
   impl.closing.request_stop();
-  ending.release();
+  if (ending) impl.give_back(ending);
 }
 
 std::vector<LatchParticipant> LeaderLatch::Impl::read_participants(std::size_t limit) const {

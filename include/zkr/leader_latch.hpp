@@ -18,7 +18,7 @@
 //   latch.close();                                     // gives leadership up now
 //
 // A term is a LockLease (zkr/lock.hpp): its fencing_token() is the epoch (the
-// czxid of our node), larger than every earlier leader's on the path; its
+// czxid of our node), larger than every other earlier leader's on the path; its
 // lost_token() stops and its on_lost callbacks run when leadership is lost
 // (node deleted, session ended, or under SuspendedPolicy::lost a suspended
 // link); guarded_write(keeper, latch.term(), ops) applies a leader's writes
@@ -30,8 +30,10 @@
 // node again. While our node lives nothing re-creates it: a reconnect within
 // the session keeps it, a wait resumes on it, and a term survives it under
 // SuspendedPolicy::ignore. Under SuspendedPolicy::lost a suspension ends the
-// term though the node may live on: the next await deletes that node and
-// queues a new one, behind whoever waits. When our node is gone (deleted by
+// term though the node may live on: the next await takes that node up again
+// (if it still exists and is our session's), decides afresh from a new
+// listing, and so leads again at once, with the same epoch, if nobody is
+// before it: nobody can have led in between. When our node is gone (deleted by
 // someone, the latch path deleted, the session expired) a waiting
 // participant queues again by itself; a leader's term is lost, and the next
 // await joins again.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -243,10 +244,44 @@ TEST_F(LeaderLatchTest, ReconnectKeepsOurNodes) {
   EXPECT_EQ(waiter->term().node_path(), kDir + "/" + queued.back());
 }
 
-// Under the default SuspendedPolicy::lost a suspended link ends the term
-// (its node may live on); the next await gives that node back and joins
-// again, so the latch never has two nodes.
-TEST_F(LeaderLatchTest, ASuspensionEndsTheTermUnderTheDefaultPolicy) {
+// Under the default SuspendedPolicy::lost a suspended link ends the term,
+// though the node lives on. The next await takes that node up again (no new
+// node, no write at all) and leads again at once: nobody queued behind it
+// can have led meanwhile, and the waiter behind keeps waiting.
+TEST_F(LeaderLatchTest, AfterASuspensionTheNextAwaitTakesUpOurNodeAgain) {
+  auto& a = contender();
+  auto leader = latch_for(a, "a");
+  ASSERT_TRUE(leader->try_await_leadership());
+  const auto term = leader->term();
+  test::Latch told;
+  term.on_lost([&](LostReason) { told.open(); });
+  auto waiter = latch_for(contender(), "b");
+  auto b_leads = await_async(*waiter);
+  ASSERT_TRUE(wait_queue_length(2));
+  ensemble_.disconnect(session_of(a));
+  ASSERT_TRUE(told.wait(kWait));
+  EXPECT_EQ(term.lost_reason(), LostReason::suspended);
+  EXPECT_FALSE(leader->has_leadership());
+  EXPECT_FALSE(leader->epoch());
+  ensemble_.reconnect(session_of(a));
+  ASSERT_TRUE(a.client->block_until_connected(kWait));
+  const auto zxid = ensemble_.last_zxid();
+  ASSERT_TRUE(leader->try_await_leadership_for(kWait));
+  EXPECT_EQ(ensemble_.last_zxid(), zxid);  // nothing created or deleted
+  EXPECT_EQ(leader->term().node_path(), term.node_path());
+  EXPECT_EQ(*leader->epoch(), term.fencing_token());  // the same reign, as the servers know it
+  EXPECT_TRUE(term.released());  // the old handle is done with: guarded_write refuses it
+  EXPECT_EQ(ensemble_.ephemerals_of(session_of(a)), std::vector<std::string>{term.node_path()});
+  EXPECT_EQ(b_leads.wait_for(0s), std::future_status::timeout);
+  leader->close();
+  ASSERT_TRUE(ready(b_leads));
+  EXPECT_TRUE(b_leads.get());
+  EXPECT_GT(*waiter->epoch(), term.fencing_token());
+}
+
+// Lost to a suspension, and the node deleted before the next await: that
+// await queues a new node.
+TEST_F(LeaderLatchTest, ANodeGoneSinceTheSuspensionIsNotTakenUp) {
   auto& a = contender();
   auto leader = latch_for(a, "a");
   ASSERT_TRUE(leader->try_await_leadership());
@@ -255,9 +290,7 @@ TEST_F(LeaderLatchTest, ASuspensionEndsTheTermUnderTheDefaultPolicy) {
   term.on_lost([&](LostReason) { told.open(); });
   ensemble_.disconnect(session_of(a));
   ASSERT_TRUE(told.wait(kWait));
-  EXPECT_EQ(term.lost_reason(), LostReason::suspended);
-  EXPECT_FALSE(leader->has_leadership());
-  EXPECT_FALSE(leader->epoch());
+  raw().remove(term.node_path());
   ensemble_.reconnect(session_of(a));
   ASSERT_TRUE(a.client->block_until_connected(kWait));
   ASSERT_TRUE(leader->try_await_leadership_for(kWait));
@@ -276,14 +309,19 @@ TEST_F(LeaderLatchTest, AWaiterJoinsAgainWhenItsNodeOrTheLatchPathIsDeleted) {
   // Everything under the latch path, and the path itself, deleted by an
   // operator at once (one at a time, b would lead on its old node first).
   const auto term = leader->term();
+  test::Latch told;
+  term.on_lost([&](LostReason) { told.open(); });
   const auto old_waiter_node = kDir + "/" + latch_queue().back();
   std::vector<Op> removes;
   for (const auto& name : lock_nodes()) removes.push_back(op::Remove{kDir + "/" + name});
   removes.push_back(op::Remove{kDir});
   raw().multi(std::move(removes));
-  // The leader's term is lost; the waiter queues again and now leads.
+  // The leader's term is lost (heard through its own session, maybe after
+  // b's grant: a's watch and b's listing are two sessions' news); the
+  // waiter queues again and now leads.
   ASSERT_TRUE(ready(b_leads));
   EXPECT_TRUE(b_leads.get());
+  ASSERT_TRUE(told.wait(kWait));
   EXPECT_TRUE(term.lost());
   EXPECT_EQ(term.lost_reason(), LostReason::node_deleted);
   EXPECT_FALSE(leader->has_leadership());
