@@ -76,6 +76,7 @@ struct LeaderLatch::Impl {
 
   // Ends a join with what it got: true if it is now our term.
   bool end_join(std::shared_ptr<LeaseState> granted) {
+    settle_adoption(granted);
     {
       std::lock_guard lock(queue.mutex);
       joining = false;
@@ -91,28 +92,47 @@ struct LeaderLatch::Impl {
   }
 
   void end_join_failed() noexcept {
+    settle_adoption(nullptr);
     std::lock_guard lock(queue.mutex);
     joining = false;
   }
 
   // The lost term is given up before we queue again, so that one latch never
-  // has two nodes. Lost to a suspension, its node may live on, ours: the next
+  // has two nodes. Lost to a suspension, its node may live on, ours: the
   // attempt takes it up again rather than queue a new one behind everybody
-  // (the engine checks that it still exists and is of our session).
+  // (the engine checks that it still exists and is of our session), and
+  // settle_adoption() gives it back unless it became the new term's.
   void set_aside_lost_term() {
     std::shared_ptr<LeaseState> old;
     {
       std::lock_guard lock(queue.mutex);
       old = std::move(term);
-    }
-    if (!old) return;
-    if (old->reason() == LostReason::suspended) {
-      detail::ClientLifeline::Visit visit(*queue.lifeline);
-      if (visit) {
-        detail::let_go_keeping_node(queue.internals.client(), old);
+      if (old && old->reason() == LostReason::suspended) {
         queue.internals.adopt_next(std::string(node_name(old->node_path)));
+        adopting = std::move(old);
         return;
       }
+    }
+    if (old) give_back(old);
+  }
+
+  // After a join: the node set aside for adoption is either the new term's
+  // (its old lease goes, the node stays) or given back (deleted if it is
+  // still ours: the join ended before its attempt took it up, or queued
+  // another node).
+  void settle_adoption(const std::shared_ptr<LeaseState>& granted) noexcept {
+    std::shared_ptr<LeaseState> old;
+    {
+      std::lock_guard lock(queue.mutex);
+      old = std::move(adopting);
+    }
+    if (!old) return;
+    (void)queue.internals.take_adoption();
+    if (granted && granted->node_path == old->node_path && granted->czxid == old->czxid) {
+      detail::ClientLifeline::Visit visit(*queue.lifeline);
+      if (visit) detail::let_go_keeping_node(queue.internals.client(), old);
+      else old->mark_released();
+      return;
     }
     give_back(old);
   }
@@ -128,11 +148,12 @@ struct LeaderLatch::Impl {
 
   const std::string id;  // as written into our node
   detail::QueueLock queue;
-  std::shared_ptr<LeaseState> term;    // guarded by queue.mutex: the current term, if any
-  std::optional<LockLease> last_term;  // guarded by queue.mutex: the current or last one
-  bool joining = false;                // guarded by queue.mutex: an await is under way
-  bool closed = false;                 // guarded by queue.mutex
-  std::stop_source closing;            // stopped by close(): ends a join under way
+  std::shared_ptr<LeaseState> term;      // guarded by queue.mutex: the current term, if any
+  std::optional<LockLease> last_term;    // guarded by queue.mutex: the current or last one
+  std::shared_ptr<LeaseState> adopting;  // guarded by queue.mutex: see set_aside_lost_term()
+  bool joining = false;                  // guarded by queue.mutex: an await is under way
+  bool closed = false;                   // guarded by queue.mutex
+  std::stop_source closing;              // stopped by close(): ends a join under way
 };
 
 namespace {

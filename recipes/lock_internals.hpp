@@ -137,6 +137,9 @@ class LockInternals {
   // adopted only if its owner is the attempt's session) and decides its
   // place afresh; if it is gone, the attempt creates a node as usual.
   void adopt_next(std::string node_name);
+  // The node adopt_next() named, if no attempt has taken it up yet (then
+  // none will): the caller gives it back. Empty otherwise.
+  std::string take_adoption();
 
   const std::string& dir() const noexcept { return dir_; }
   Client& client() const noexcept { return client_; }
@@ -144,7 +147,6 @@ class LockInternals {
  private:
   friend class Attempt;
   Task<bool> pause_after_session_loss(RetryBudget& budget, AttemptInbox& inbox);
-  std::string take_adoption();
 
   Client& client_;
   const std::string dir_;

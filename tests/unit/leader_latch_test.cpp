@@ -279,6 +279,32 @@ TEST_F(LeaderLatchTest, AfterASuspensionTheNextAwaitTakesUpOurNodeAgain) {
   EXPECT_GT(*waiter->epoch(), term.fencing_token());
 }
 
+// Lost to a suspension, and the next await ends before it could take the
+// node up (a stop already requested, close()): the node is deleted, not left
+// first in the queue.
+TEST_F(LeaderLatchTest, ANodeNotTakenUpAgainIsDeleted) {
+  auto& a = contender();
+  auto leader = latch_for(a, "a");
+  ASSERT_TRUE(leader->try_await_leadership());
+  const auto term = leader->term();
+  test::Latch told;
+  term.on_lost([&](LostReason) { told.open(); });
+  auto waiter = latch_for(contender(), "b");
+  auto b_leads = await_async(*waiter);
+  ASSERT_TRUE(wait_queue_length(2));
+  ensemble_.disconnect(session_of(a));
+  ASSERT_TRUE(told.wait(kWait));
+  ensemble_.reconnect(session_of(a));
+  ASSERT_TRUE(a.client->block_until_connected(kWait));
+  std::stop_source stopped;
+  stopped.request_stop();
+  EXPECT_FALSE(leader->await_leadership(stopped.get_token()));
+  EXPECT_TRUE(test::wait_gone(raw(), term.node_path(), kWait));
+  ASSERT_TRUE(ready(b_leads));
+  EXPECT_TRUE(b_leads.get());
+  EXPECT_TRUE(no_ephemerals_of(a));
+}
+
 // Lost to a suspension, and the node deleted before the next await: that
 // await queues a new node.
 TEST_F(LeaderLatchTest, ANodeGoneSinceTheSuspensionIsNotTakenUp) {
