@@ -66,6 +66,13 @@ class Attempt {
         client_(lock.client_),
         inbox_(std::move(inbox)),
         deadline_(deadline) {
+    // A node of ours to take up again: looked for as after a lost create
+    // reply (recover_node), by the guid in its name.
+    if (const auto node = lock.take_adoption();
+        node.starts_with(kProtectedPrefix) && node.size() > kProtectedPrefix.size() + kGuidLength) {
+      guid_ = node.substr(kProtectedPrefix.size(), kGuidLength);
+      create_sent_ = true;
+    }
     // The lease we acquire under, lost while we wait: wake and look.
     if (under_)
       on_under_lost_ = std::make_unique<std::stop_callback<std::function<void()>>>(

@@ -16,6 +16,7 @@ std::string_view to_string(LockNodeKind kind) noexcept {
     case LockNodeKind::read: return "read";
     case LockNodeKind::write: return "write";
     case LockNodeKind::lease: return "lease";
+    case LockNodeKind::latch: return "latch";
   }
   return "unknown";
 }
@@ -50,6 +51,7 @@ LockNodeKind kind_of(std::string_view name) {
   switch (detail::queue_kind(name).value_or(detail::QueueKind::mutex)) {
     case detail::QueueKind::read: return LockNodeKind::read;
     case detail::QueueKind::write: return LockNodeKind::write;
+    case detail::QueueKind::latch: return LockNodeKind::latch;
     case detail::QueueKind::mutex: break;
   }
   return LockNodeKind::mutex;
@@ -62,8 +64,8 @@ LockInfo lock_info(const std::string& dir, std::vector<ChildEntry> lock_nodes) {
   std::vector<std::string> names;
   for (const auto& node : lock_nodes) names.push_back(node.name);
   auto sorted = detail::sorted_queue_nodes(names, detail::QueueFamily::mutex);
-  for (auto& name : detail::sorted_queue_nodes(names, detail::QueueFamily::read_write))
-    sorted.push_back(std::move(name));
+  for (const auto family : {detail::QueueFamily::read_write, detail::QueueFamily::latch})
+    for (auto& name : detail::sorted_queue_nodes(names, family)) sorted.push_back(std::move(name));
   // Leases, in the order they were made (the text after the last "lease-").
   std::vector<std::string> leases;
   for (const auto& name : names)

@@ -63,6 +63,12 @@ void stop_watching(Client& client, const std::shared_ptr<LeaseState>& lease) noe
   }
 }
 
+void let_go_keeping_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept {
+  lease->mark_released();
+  stop_watching(client, lease);
+  lease->directory_use.reset();
+}
+
 void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
                      SuspendedPolicy policy, std::uint64_t suspensions) {
   if (policy == SuspendedPolicy::lost) lease->lose_on_suspension_after(suspensions);

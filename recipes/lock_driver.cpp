@@ -23,6 +23,7 @@ std::string_view queue_marker(QueueKind kind) {
     case QueueKind::mutex: return kLockName;
     case QueueKind::read: return kCuratorReadName;
     case QueueKind::write: return kCuratorWriteName;
+    case QueueKind::latch: return kLatchName;
   }
   return kLockName;
 }
@@ -72,7 +73,7 @@ std::optional<std::int64_t> lock_sequence(std::string_view name) {
 bool is_lease_node(std::string_view name) { return sequence_after(name, kLeaseName).has_value(); }
 
 std::optional<QueueKind> queue_kind(std::string_view name) {
-  for (const auto kind : {QueueKind::mutex, QueueKind::read, QueueKind::write})
+  for (const auto kind : {QueueKind::mutex, QueueKind::read, QueueKind::write, QueueKind::latch})
     if (sequence_after(name, queue_marker(kind))) return kind;
   return std::nullopt;
 }
@@ -93,7 +94,8 @@ bool is_kazoo_lease_node(std::string_view name) {
 std::optional<QueueKind> contender_kind(std::string_view name, QueueFamily family,
                                         QueuePeers peers) {
   if (const auto kind = queue_kind(name)) return family_of(*kind) == family ? kind : std::nullopt;
-  if (!peers.kazoo || family == QueueFamily::semaphore) return std::nullopt;
+  if (!peers.kazoo || family == QueueFamily::semaphore || family == QueueFamily::latch)
+    return std::nullopt;
   const auto kazoo = kazoo_kind(name);
   if (!kazoo) return std::nullopt;
   if (family == QueueFamily::mutex) return QueueKind::mutex;
@@ -216,6 +218,8 @@ std::string ForeignLockNodes::description() const {
              nodes_text() + ")";
     case ForeignProtocol::kazoo_semaphore:
       return "a Semaphore of kazoo (Python) (lease " + nodes_text() + ")";
+    case ForeignProtocol::leader_latch:
+      return "a leader latch, LeaderLatch of Curator or zkrecipes (" + nodes_text() + ")";
     case ForeignProtocol::unknown_sequential:
       return "an unknown lock protocol, whose contenders' names end in a sequence number (" +
              nodes_text() + ")";
@@ -252,6 +256,7 @@ std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::s
   bool locks = false, leases = false;
   ForeignLockNodes mutex_queue{ForeignProtocol::mutex, {}};
   ForeignLockNodes read_write_queue{ForeignProtocol::read_write_lock, {}};
+  ForeignLockNodes latch_queue{ForeignProtocol::leader_latch, {}};
   ForeignLockNodes kazoo_locks{ForeignProtocol::kazoo_lock, {}};
   ForeignLockNodes kazoo_leases{ForeignProtocol::kazoo_semaphore, {}};
   ForeignLockNodes unknown{ForeignProtocol::unknown_sequential, {}};
@@ -259,7 +264,10 @@ std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::s
     locks = locks || child == kCuratorSemaphoreLocks;
     leases = leases || child == kCuratorSemaphoreLeases;
     if (const auto kind = queue_kind(child)) {
-      auto& queue = family_of(*kind) == QueueFamily::mutex ? mutex_queue : read_write_queue;
+      const auto family = family_of(*kind);
+      auto& queue = family == QueueFamily::mutex   ? mutex_queue
+                    : family == QueueFamily::latch ? latch_queue
+                                                   : read_write_queue;
       if (family_of(*kind) != asking) queue.nodes.push_back(child);
     } else if (kazoo_kind(child)) {
       if (!contender_kind(child, asking, peers)) kazoo_locks.nodes.push_back(child);
@@ -275,7 +283,8 @@ std::optional<ForeignLockNodes> find_foreign_lock_nodes(const std::vector<std::s
     if (leases) semaphore.nodes.emplace_back(kCuratorSemaphoreLeases);
     return semaphore;
   }
-  for (auto* queue : {&mutex_queue, &read_write_queue, &kazoo_locks, &kazoo_leases, &unknown}) {
+  for (auto* queue :
+       {&mutex_queue, &read_write_queue, &latch_queue, &kazoo_locks, &kazoo_leases, &unknown}) {
     if (queue->nodes.empty()) continue;
     std::sort(queue->nodes.begin(), queue->nodes.end());
     return std::move(*queue);

@@ -8,6 +8,7 @@
 // so both libraries agree on who is first.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,22 +21,30 @@ inline constexpr std::string_view kLockName = "lock-";
 inline constexpr std::string_view kProtectedPrefix = "_c_";
 inline constexpr std::string_view kCuratorReadName = "__READ__";
 inline constexpr std::string_view kCuratorWriteName = "__WRIT__";
+// Curator's LeaderLatch: `_c_<guid>-latch-<seq>`, ordered as the mutex queue.
+inline constexpr std::string_view kLatchName = "latch-";
 
-// The kind of node a contender queues with. Two queues exist: the mutex queue
-// ("lock-" nodes: our mutexes, Curator's InterProcessMutex) and Curator's
-// read/write queue (readers and writers in one order). A directory holds one.
-enum class QueueKind { mutex, read, write };
+// The kind of node a contender queues with. Three queues exist: the mutex
+// queue ("lock-" nodes: our mutexes, Curator's InterProcessMutex), Curator's
+// read/write queue (readers and writers in one order) and the leader latch's
+// ("latch-" nodes: ours and Curator's LeaderLatch). A directory holds one.
+enum class QueueKind { mutex, read, write, latch };
 // semaphore: no queue of its own under the lock path (its nodes are in
 // "locks" and "leases"); it asks only which protocols are foreign to it.
-enum class QueueFamily { mutex, read_write, semaphore };
+enum class QueueFamily { mutex, read_write, semaphore, latch };
 constexpr QueueFamily family_of(QueueKind kind) {
-  return kind == QueueKind::mutex ? QueueFamily::mutex : QueueFamily::read_write;
+  switch (kind) {
+    case QueueKind::mutex: return QueueFamily::mutex;
+    case QueueKind::latch: return QueueFamily::latch;
+    default: return QueueFamily::read_write;
+  }
 }
-// "lock-", "__READ__" or "__WRIT__": what the server appends the sequence to.
+// "lock-", "__READ__", "__WRIT__" or "latch-": what the server appends the sequence to.
 std::string_view queue_marker(QueueKind kind);
 
 // A fresh random GUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx".
 std::string new_guid();
+inline constexpr std::size_t kGuidLength = 36;
 
 // "_c_<guid>-<marker>": the name our create sends; the server appends the sequence.
 std::string protected_prefix(std::string_view guid, QueueKind kind);
@@ -48,8 +57,9 @@ inline std::string protected_lock_prefix(std::string_view guid) {
 // nullopt for anything else: those children are not lock nodes and are ignored.
 std::optional<std::int64_t> lock_sequence(std::string_view name);
 
-// The kind of a queue node of either queue, by its name ("..lock-<seq>",
-// "..__READ__<seq>", "..__WRIT__<seq>"); nullopt for any other name.
+// The kind of a queue node of any queue, by its name ("..lock-<seq>",
+// "..__READ__<seq>", "..__WRIT__<seq>", "..latch-<seq>"); nullopt for any
+// other name.
 std::optional<QueueKind> queue_kind(std::string_view name);
 // A node of a queue of either family: what lock scans and guarded_write treat
 // as a lock node.
@@ -151,7 +161,9 @@ QueuePosition queue_position(const std::vector<std::string>& sorted_nodes,
 //     lease): the children "locks" (its internal InterProcessMutex) and
 //     "leases" (lease nodes `_c_<guid>-lease-<seq>`, counted for the grant);
 //   InterProcessReadWriteLock: `_c_<guid>-__READ__<seq>` and
-//     `_c_<guid>-__WRIT__<seq>` nodes (its sort puts ours after all of them).
+//     `_c_<guid>-__WRIT__<seq>` nodes (its sort puts ours after all of them);
+//   LeaderLatch: `_c_<guid>-latch-<seq>` nodes (a latch sorts a lock's nodes
+//     by the text after "latch-", which they lack, and a lock ignores its).
 // Names that say nothing about a protocol (an operator's note, our probe and
 // layout record, "lock-" without a sequence) are not foreign locks: they stay
 // ignored, as before.
@@ -171,7 +183,8 @@ enum class ForeignProtocol {
   mutex,
   kazoo_lock,
   kazoo_semaphore,
-  unknown_sequential
+  unknown_sequential,
+  leader_latch
 };
 
 inline constexpr std::string_view kCuratorSemaphoreLocks = "locks";

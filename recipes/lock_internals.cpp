@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <exception>
 #include <future>
+#include <utility>
 
 #include "attempt.hpp"
 #include "attempt_inbox.hpp"
@@ -96,6 +97,16 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
 // and wait for it.)
 void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
   release_node(client_, lease);
+}
+
+void LockInternals::adopt_next(std::string node_name) {
+  std::lock_guard lock(adopt_mutex_);
+  adopt_next_ = std::move(node_name);
+}
+
+std::string LockInternals::take_adoption() {
+  std::lock_guard lock(adopt_mutex_);
+  return std::exchange(adopt_next_, {});
 }
 
 std::vector<std::string> LockInternals::participant_nodes() const {

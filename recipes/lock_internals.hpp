@@ -131,6 +131,16 @@ class LockInternals {
   // Every contender's node, holder first, as full paths.
   std::vector<std::string> participant_nodes() const;
 
+  // A node of ours (its name) to take up again rather than create another:
+  // a latch's term lost to a suspension leaves its node alive. The next
+  // attempt looks for it as for a create whose reply was lost (by its guid,
+  // adopted only if its owner is the attempt's session) and decides its
+  // place afresh; if it is gone, the attempt creates a node as usual.
+  void adopt_next(std::string node_name);
+  // The node adopt_next() named, if no attempt has taken it up yet (then
+  // none will): the caller gives it back. Empty otherwise.
+  std::string take_adoption();
+
   const std::string& dir() const noexcept { return dir_; }
   Client& client() const noexcept { return client_; }
 
@@ -146,6 +156,8 @@ class LockInternals {
   const std::string holder_;                // what our nodes hold: options_.holder_id, checked
   const CreateOptions create_options_;      // the ACL of everything a lock creates
   const std::shared_ptr<DirectoryRegistry> directories_;  // the Client's
+  std::mutex adopt_mutex_;
+  std::string adopt_next_;  // guarded by adopt_mutex_: see adopt_next()
 };
 
 // Starts a lease's own-node watch (LeaseState::read) and the Client listener
@@ -158,6 +170,10 @@ class LockInternals {
 void watch_own_node(Client& client, const std::shared_ptr<LeaseState>& lease,
                     const std::shared_ptr<Keeper>& keeper);
 void stop_watching(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept;
+// Gives up a lost lease while keeping its node, for the next attempt to
+// adopt (LockInternals::adopt_next): marks it released, removes its
+// listener, ends its directory use, deletes nothing. Never throws.
+void let_go_keeping_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept;
 
 // Makes a granted lease (its own node watched) also lose to a suspension under
 // SuspendedPolicy::lost: one the Client counted after `suspensions`, its count

@@ -1,5 +1,6 @@
-// What InterProcessMutex and NonReentrantMutex keep besides their
-// holds: one queue, and what calls into it need once the Client may be going.
+// What InterProcessMutex, NonReentrantMutex and LeaderLatch keep besides
+// their holds: one queue, and what calls into it need once the Client may be
+// going.
 #pragma once
 
 #include <memory>
@@ -21,8 +22,9 @@ class logger;
 namespace zkr::detail {
 
 struct QueueLock {
-  QueueLock(Client& client, std::string path, LockOptions options)
-      : internals(client, std::move(path), std::move(options)),
+  QueueLock(Client& client, std::string path, LockOptions options,
+            QueueKind kind = QueueKind::mutex)
+      : internals(client, std::move(path), std::move(options), kind),
         lifeline(ClientInternals::lifeline(client)),
         log(detail::ClientInternals::log(client)) {}
 

@@ -10,7 +10,9 @@
 // zkr::asio::async_acquire(semaphore, n, deadline, token) is a semaphore's n
 // leases (InterProcessSemaphoreV2::async_acquire) the same way, and
 // zkr::asio::async_acquire_guards(multi_lock, deadline, token) a MultiLock's
-// guards (MultiLock::async_acquire_guards). It completes with
+// guards (MultiLock::async_acquire_guards), and
+// zkr::asio::async_await_leadership(latch, deadline, token) a LeaderLatch's
+// leadership, completing with (std::exception_ptr, bool). The others complete with
 // (std::exception_ptr, zkr::LockGuard) on the handler's associated executor:
 //   - granted: a guard that owns the grant;
 //   - the deadline, or a cancellation, came first: an empty guard;
@@ -49,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "zkr/leader_latch.hpp"
 #include "zkr/lock_guard.hpp"
 #include "zkr/multi_lock.hpp"
 #include "zkr/semaphore.hpp"
@@ -154,6 +157,23 @@ auto async_acquire_guards(MultiLock& multi,
   return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, Guards)>(
       detail::initiate_with_stop<Guards>([&multi, deadline](std::stop_token stop, auto done) {
         multi.async_acquire_guards(deadline, std::move(stop), std::move(done));
+      }),
+      token);
+}
+
+// Leadership of `latch` (LeaderLatch::async_await_leadership), waiting no
+// later than `deadline` (std::nullopt: as long as it takes). Completes with
+// (std::exception_ptr, bool): true when this participant leads; false if the
+// deadline, a cancellation or close() came first (our node deleted); or the
+// exception. The latch may be destroyed before the operation completes (that
+// closes it); its Client may not.
+template <class CompletionToken>
+auto async_await_leadership(LeaderLatch& latch,
+                            std::optional<std::chrono::steady_clock::time_point> deadline,
+                            CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, bool)>(
+      detail::initiate_with_stop<bool>([&latch, deadline](std::stop_token stop, auto done) {
+        latch.async_await_leadership(deadline, std::move(stop), std::move(done));
       }),
       token);
 }

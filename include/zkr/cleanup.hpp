@@ -74,8 +74,9 @@ Children list_children(Keeper& keeper, const std::string& path,
 // Whose queue a lock node is in: a mutex's (InterProcessMutex of either
 // library, our NonReentrantMutex), a read/write lock's reader or
 // writer (InterProcessReadWriteLock of either library), or a semaphore's
-// lease (InterProcessSemaphoreV2 of either library, in its leases/).
-enum class LockNodeKind { mutex, read, write, lease };
+// lease (InterProcessSemaphoreV2 of either library, in its leases/), or a
+// leader latch's participant (LeaderLatch of either library: the first leads).
+enum class LockNodeKind { mutex, read, write, lease, latch };
 std::string_view to_string(LockNodeKind kind) noexcept;
 
 // One contender's node in a lock directory.

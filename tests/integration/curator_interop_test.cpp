@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,7 @@
 #include "support/child_process.hpp"
 #include "support/ensemble.hpp"
 #include "support/waits.hpp"
+#include "zkr/leader_latch.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
 #include "zkr/read_write_lock.hpp"
@@ -932,6 +934,41 @@ TEST_F(CuratorInteropTest, CuratorSemaphoreMutexAndOursExcludeEachOther) {
   EXPECT_TRUE(test::wait_children(
       *c.keeper(), dir_ + "/leases", [](const auto& n) { return n.empty(); }, kWait));
   for (const char* child : {"/leases", "/locks"}) (void)c.keeper()->try_remove(dir_ + child);
+}
+
+// Curator's LeaderLatch and ours on one path: one queue, one leader at a
+// time, each naming the other's leader by the id in its node.
+TEST_F(CuratorInteropTest, CuratorLeaderLatchAndOursElectOneLeaderAtATime) {
+  auto& java = peer();
+  Client& c = client();
+  LeaderLatch ours(c, dir_, "cpp");
+  ASSERT_EQ(java.reply(), "ready");
+  ASSERT_EQ(java.call("latch-start " + dir_ + " java"), "started");
+  ASSERT_EQ(java.call("latch-await " + ms(kWait)), "leader");
+  auto leads = std::make_shared<std::promise<bool>>();
+  auto ours_leads = leads->get_future();
+  ours.async_await_leadership(std::nullopt, {}, [leads](std::exception_ptr error, bool leader) {
+    if (error) leads->set_exception(error);
+    else leads->set_value(leader);
+  });
+  ASSERT_TRUE(wait_queue_length(2));
+  EXPECT_FALSE(ours.has_leadership());
+  EXPECT_EQ(ours.leader().value_or(LatchParticipant{}).id, "java");
+  EXPECT_EQ(java.call("latch-leader"), "leader-id java true");
+  EXPECT_EQ(java.call("latch-close"), "closed");
+  ASSERT_EQ(ours_leads.wait_for(kWait), std::future_status::ready);
+  EXPECT_TRUE(ours_leads.get());
+  // Curator joins again, behind ours: it does not lead, and names ours.
+  ASSERT_EQ(java.call("latch-start " + dir_ + " java-again"), "started");
+  ASSERT_TRUE(wait_queue_length(2));
+  EXPECT_EQ(java.call("latch-leader"), "leader-id cpp true");
+  EXPECT_EQ(java.call("latch-await 300"), "timeout");
+  EXPECT_EQ(java.call("latch-has"), "has false");
+  EXPECT_TRUE(ours.has_leadership());
+  ours.close();
+  EXPECT_EQ(java.call("latch-await " + ms(kWait)), "leader");
+  EXPECT_EQ(ours.leader().value_or(LatchParticipant{}).id, "java-again");
+  EXPECT_EQ(java.call("latch-close"), "closed");
 }
 
 }  // namespace

@@ -36,6 +36,12 @@
 //   sort <name> ...               -> sorted <name> ...: the names in the order
 //                                    Curator's InterProcessMutex queues them, by
 //                                    Curator's own LockInternals.getSortedChildren
+//   latch-start <path> <id>       -> started: Curator's LeaderLatch with that id,
+//                                    started (one at a time)
+//   latch-await <timeout_ms>      -> leader | timeout
+//   latch-has                     -> has true|false   (hasLeadership)
+//   latch-leader                  -> leader-id <id> <isLeader>   (getLeader)
+//   latch-close                   -> closed
 //   quit                          -> bye
 // Anything that goes wrong           -> error <message> (details on stderr).
 // It prints "ready" once connected. stdout carries nothing but replies: every
@@ -52,6 +58,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -88,6 +96,8 @@ public final class CuratorLockPeer {
   private final PrintStream out;
   // Locks this peer holds, the last acquired on top; `release` pops it.
   private final Deque<InterProcessLock> held = new ArrayDeque<>();
+  // The latch `latch-start` started, until `latch-close`.
+  private LeaderLatch latch;
 
   private CuratorLockPeer(CuratorFramework client, PrintStream out) {
     this.client = client;
@@ -177,6 +187,23 @@ public final class CuratorLockPeer {
         // "lock-". Calling it, not restating it, is the point.
         List<String> names = Arrays.asList(words).subList(1, words.length);
         return reply("sorted", LockInternals.getSortedChildren(LOCK_NAME, new StandardLockInternalsDriver(), names));
+      case "latch-start":
+        if (latch != null) return "error a latch is already started";
+        latch = new LeaderLatch(client, words[1], words[2]);
+        latch.start();
+        return "started";
+      case "latch-await":
+        return latch.await(Long.parseLong(words[1]), TimeUnit.MILLISECONDS) ? "leader" : "timeout";
+      case "latch-has":
+        return "has " + latch.hasLeadership();
+      case "latch-leader": {
+        Participant leader = latch.getLeader();
+        return "leader-id " + leader.getId() + " " + leader.isLeader();
+      }
+      case "latch-close":
+        latch.close();
+        latch = null;
+        return "closed";
       default:
         return "error unknown command: " + words[0];
     }

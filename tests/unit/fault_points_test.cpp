@@ -1,4 +1,5 @@
-// A fault at every request of every recipe's script, on the in-memory
+// A fault at every request of every recipe's script (the locks, the
+// semaphores and the leader latch), on the in-memory
 // ensemble (docs/architecture.md, "Tests: three levels, and fault points").
 //
 // The script of contender A, for each recipe: two cycles, each acquire, hold
@@ -71,6 +72,7 @@
 #include "support/fake_keeper.hpp"
 #include "support/fault_keeper.hpp"
 #include "support/waits.hpp"
+#include "zkr/leader_latch.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/read_write_lock.hpp"
 #include "zkr/semaphore.hpp"
@@ -182,6 +184,32 @@ class SemaphoreSubject : public Subject {
   std::vector<SemaphoreLease> held_;
 };
 
+// A participant of a leader latch: each cycle joins with a new latch (a
+// closed one is done with), holds a term, and closes.
+class LatchSubject : public Subject {
+ public:
+  LatchSubject(Client& client, const LockOptions& options) : client_(client) {
+    options_.suspended_policy = options.suspended_policy;
+    options_.acl = options.acl;
+  }
+  bool acquire() override {
+    latch_ = std::make_unique<LeaderLatch>(client_, kDir, "participant", options_);
+    return latch_->try_await_leadership_for(kWait);
+  }
+  std::vector<LockLease> leases() const override {
+    if (!latch_) return {};
+    return {latch_->term()};
+  }
+  void release() override {
+    if (latch_) latch_->close();
+  }
+
+ private:
+  Client& client_;
+  LeaderLatchOptions options_;
+  std::unique_ptr<LeaderLatch> latch_;
+};
+
 struct Recipe {
   std::string name;
   SuspendedPolicy policy = SuspendedPolicy::lost;
@@ -235,6 +263,12 @@ std::vector<Recipe> recipes() {
          return std::make_unique<SemaphoreSubject>(c, o);
        },
        locker, kDir + "/leases"},
+      {"leader_latch", SuspendedPolicy::lost,
+       [](Client& c, const LockOptions& o, bool) { return std::make_unique<LatchSubject>(c, o); },
+       locker},
+      {"leader_latch_ignore_suspended", SuspendedPolicy::ignore,
+       [](Client& c, const LockOptions& o, bool) { return std::make_unique<LatchSubject>(c, o); },
+       locker},
   };
 }
 
