@@ -123,7 +123,6 @@ TEST(SequenceSuffix, WhatTheServerAppends) {
 TEST(SequenceSuffix, AnUnknownProtocolsContendersAreRefused) {
   for (const std::string& name : std::vector<std::string>{
            "entry-0000000001",                        // kazoo's queues
-           "_c_" + new_guid() + "-latch-0000000002",  // Curator's LeaderLatch
            "_c_" + new_guid() + "-lease-0000000003",  // a lease out of its leases/
            "_c_g-__write__0000000003", "_c_g-__READ_0000000003", "member--2147483648",
            "n-000000009"}) {
