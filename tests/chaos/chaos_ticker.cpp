@@ -17,12 +17,23 @@
 // Its own session is long (30 s): a stop of its group must not end it, or
 // the ticks would stop for a reason of their own.
 //
+// SIGTERM (zkr's, once its lock is lost) ends it as a careful command ends:
+// the tick under way is answered first (SIGTERM is blocked, and taken only
+// between ticks), then it exits with 128+SIGTERM as if killed. zkr releases
+// the lock only once its group is gone, so no tick of a command that ended
+// can land after its lock node: a process killed while its request is on the
+// way could land one later, which no lock can prevent without fencing (a
+// command that must not is given ZKR_FENCING_TOKEN).
+//
 // --escape is the control's broken command: the ticking moves to a child
 // that leaves zkr's process group (setsid), so zkr's guard can stop nothing
 // of it; the parent, still in the group, waits for it, so zkr holds the lock
 // as long as the ticks go on when nobody stops zkr.
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cerrno>
 #include <chrono>
@@ -31,7 +42,6 @@
 #include <fstream>
 #include <iostream>
 #include <string>
-#include <thread>
 
 #include "zkr/client.hpp"
 
@@ -44,6 +54,11 @@ constexpr auto kTickEvery = 100ms;
 
 int tick(const std::string& connect, const std::string& tick_dir, std::chrono::milliseconds hold,
          const std::string& node) {
+  // Blocked before the Client's threads start, so that they inherit it.
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, nullptr);
   zkr::ClientOptions options;
   options.connect_string = connect;
   options.session_timeout = 30s;
@@ -62,7 +77,9 @@ int tick(const std::string& connect, const std::string& tick_dir, std::chrono::m
                                         zkr::CreateMode::persistent_sequential);
     } catch (const std::exception&) {
     }
-    std::this_thread::sleep_for(kTickEvery);
+    const auto pause_ns = std::chrono::nanoseconds(kTickEvery).count();
+    const timespec pause{pause_ns / 1'000'000'000, pause_ns % 1'000'000'000};
+    if (::sigtimedwait(&term, nullptr, &pause) == SIGTERM) return 128 + SIGTERM;
   }
   return 0;
 }
