@@ -12,9 +12,15 @@ void LeaseState::mark_lost(LostReason why) {
     to_run.swap(callbacks_to_run_);
   }
   // Stop callbacks are user code too: they run where on_lost callbacks do.
-  callbacks_->post([stop = stop_] { stop.request_stop(); });
+  // All in one batch: a stop callback may end the holder's term, and whatever
+  // it does next (a callback added now, a new term's) must come after the
+  // whole signal.
+  std::vector<std::function<void()>> signal;
+  signal.reserve(to_run.size() + 1);
+  signal.emplace_back([stop = stop_] { stop.request_stop(); });
   for (auto& callback : to_run)
-    callbacks_->post([callback = std::move(callback), why] { callback(why); });
+    signal.emplace_back([callback = std::move(callback), why] { callback(why); });
+  callbacks_->post_all(std::move(signal));
 }
 
 void LeaseState::mark_released() {

@@ -18,6 +18,16 @@ void CallbackThread::post(std::function<void()> task) noexcept {
   }
 }
 
+void CallbackThread::post_all(std::vector<std::function<void()>> tasks) noexcept {
+  try {
+    post([log = log_, tasks = std::move(tasks)] {
+      for (const auto& task : tasks) run_one(log, task);
+    });
+  } catch (const std::exception& e) {  // out of memory
+    log_->error("lease callbacks could not be queued: {}", e.what());
+  }
+}
+
 bool CallbackThread::on_thread() const noexcept { return worker_.on_thread(); }
 
 void CallbackThread::stop() noexcept { worker_.stop(WorkerThread::Drain::due); }

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "worker_thread.hpp"
 
@@ -32,6 +33,10 @@ class CallbackThread {
   // no thread left, so the task runs at once on the caller's thread: the
   // Client is gone then, and with it the C client's threads.
   void post(std::function<void()> task) noexcept;
+  // Runs the tasks one after another as post() would, with nothing posted
+  // meanwhile by another thread between them: a signal of several callbacks
+  // is delivered whole before whatever its first one causes.
+  void post_all(std::vector<std::function<void()>> tasks) noexcept;
   bool on_thread() const noexcept;
   // Runs what is queued, then joins. Idempotent; not from the thread itself.
   void stop() noexcept;
