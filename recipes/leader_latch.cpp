@@ -12,6 +12,7 @@
 #include "acquire_calls.hpp"
 #include "callback_thread.hpp"
 #include "client_internals.hpp"
+#include "leadership.hpp"
 #include "lock_driver.hpp"
 #include "queue_lock.hpp"
 #include "task.hpp"
@@ -156,24 +157,6 @@ struct LeaderLatch::Impl {
   std::stop_source closing;              // stopped by close(): ends a join under way
 };
 
-namespace {
-
-// Waits until the lost signal of `lost` (its stop callbacks and on_lost
-// callbacks) has been delivered: they run in order on the callback thread,
-// so once a callback added now has run, all of them have. On that thread
-// itself (an await from an on_lost callback) the others are queued ahead of
-// anything a new term can queue, so there is nothing to wait for.
-void await_lost_signal(Client& client, const LockLease& lost) {
-  const auto callbacks = detail::ClientInternals::callback_thread(client);
-  if (!callbacks || callbacks->on_thread()) return;
-  auto delivered = std::make_shared<std::promise<void>>();
-  auto done = delivered->get_future();
-  lost.on_lost([delivered](LostReason) { delivered->set_value(); });
-  done.wait();
-}
-
-}  // namespace
-
 LeaderLatch::LeaderLatch(Client& client, std::string path, std::string id,
                          LeaderLatchOptions options)
     : impl_(std::make_shared<Impl>(client,
@@ -191,7 +174,7 @@ bool LeaderLatch::take(Deadline deadline, std::stop_token stop) {
   if (impl.begin_join(lost_term)) return true;
   try {
     if (lost_term) {
-      await_lost_signal(internals.client(), *lost_term);
+      detail::await_lost_signal(internals.client(), *lost_term);
       impl.set_aside_lost_term();
     }
     JoinStop joined(stop, impl.closing.get_token());
@@ -288,23 +271,11 @@ void LeaderLatch::close() noexcept {
 }
 
 std::vector<LatchParticipant> LeaderLatch::Impl::read_participants(std::size_t limit) const {
-  const auto& internals = queue.internals;
   detail::ClientLifeline::Visit visit(*queue.lifeline);
   if (!visit) throw detail::client_gone(path());
-  std::vector<LatchParticipant> found;
-  for (const auto& node : detail::participant_nodes_naming(*queue.lifeline, internals)) {
-    // Curator's reading: a node gone since the listing is skipped, and the
-    // first node read is the leader's.
-    auto data = internals.client().with_retry([&](Keeper& keeper) {
-      auto read = keeper.try_get(node);
-      if (read.error() == Errc::no_node) return std::optional<std::string>();
-      return std::optional<std::string>(std::move(read).value().data);
-    });
-    if (!data) continue;
-    found.push_back({std::move(*data), found.empty()});
-    if (found.size() == limit) break;
-  }
-  return found;
+  return detail::read_participants(
+      queue.internals.client(), detail::participant_nodes_naming(*queue.lifeline, queue.internals),
+      limit);
 }
 
 std::vector<LatchParticipant> LeaderLatch::participants() const {

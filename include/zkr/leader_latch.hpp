@@ -59,6 +59,7 @@
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/lock_options.hpp"
+#include "zkr/participant.hpp"
 #include "zkr/types.hpp"
 
 namespace zkr {
@@ -78,11 +79,8 @@ struct LeaderLatchOptions {
   SuspendedPolicy suspended_policy = SuspendedPolicy::lost;
 };
 
-/// One participant as read from its node: its id, and whether it leads.
-struct LatchParticipant {
-  std::string id;
-  bool is_leader = false;
-};
+/// A latch's participant (zkr/participant.hpp).
+using LatchParticipant = Participant;
 
 /// A participant in a leader election (see the file comment).
 class LeaderLatch {
