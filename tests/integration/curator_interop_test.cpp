@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -44,6 +45,7 @@
 #include "support/ensemble.hpp"
 #include "support/waits.hpp"
 #include "zkr/leader_latch.hpp"
+#include "zkr/leader_selector.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
 #include "zkr/read_write_lock.hpp"
@@ -969,6 +971,44 @@ TEST_F(CuratorInteropTest, CuratorLeaderLatchAndOursElectOneLeaderAtATime) {
   EXPECT_EQ(java.call("latch-await " + ms(kWait)), "leader");
   EXPECT_EQ(ours.leader().value_or(LatchParticipant{}).id, "java-again");
   EXPECT_EQ(java.call("latch-close"), "closed");
+}
+
+// Curator's LeaderSelector and ours on one path: one mutex queue, one leader
+// at a time, each naming the other's leader by the id in its node.
+TEST_F(CuratorInteropTest, CuratorLeaderSelectorAndOursLeadOneAtATime) {
+  auto& java = peer();
+  Client& c = client();
+  test::Latch ours_leads;
+  LeaderSelector ours(c, dir_, "cpp", [&](const LeaderTerm& term) {
+    ours_leads.open();
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lock(m);
+    cv.wait(lock, term.stop, [] { return false; });
+  });
+  ASSERT_EQ(java.reply(), "ready");
+  ASSERT_EQ(java.call("selector-start " + dir_ + " java"), "started");
+  ASSERT_EQ(java.call("selector-await " + ms(kWait)), "leader");
+  ours.start();
+  ASSERT_TRUE(wait_queue_length(2));
+  EXPECT_FALSE(ours.has_leadership());
+  EXPECT_EQ(ours.leader().value_or(Participant{}).id, "java");
+  EXPECT_EQ(java.call("selector-leader"), "leader-id java true");
+  EXPECT_EQ(java.call("selector-end"), "ended");  // Curator's term ends: ours leads
+  ASSERT_TRUE(ours_leads.wait(kWait));
+  EXPECT_TRUE(ours.has_leadership());
+  EXPECT_EQ(java.call("selector-leader"), "leader-id cpp true");
+  EXPECT_EQ(java.call("selector-close"), "closed");
+  // Curator queues again, behind ours: it does not lead until ours closes.
+  ASSERT_EQ(java.call("selector-start " + dir_ + " java-again"), "started");
+  ASSERT_TRUE(wait_queue_length(2));
+  EXPECT_EQ(java.call("selector-await 300"), "timeout");
+  EXPECT_EQ(java.call("selector-has"), "has false");
+  ours.close();
+  EXPECT_EQ(java.call("selector-await " + ms(kWait)), "leader");
+  EXPECT_EQ(ours.leader().value_or(Participant{}).id, "java-again");
+  EXPECT_EQ(java.call("selector-end"), "ended");
+  EXPECT_EQ(java.call("selector-close"), "closed");
 }
 
 }  // namespace

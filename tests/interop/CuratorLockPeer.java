@@ -42,6 +42,14 @@
 //   latch-has                     -> has true|false   (hasLeadership)
 //   latch-leader                  -> leader-id <id> <isLeader>   (getLeader)
 //   latch-close                   -> closed
+//   selector-start <path> <id>    -> started: Curator's LeaderSelector with that id,
+//                                    started without autoRequeue (one at a time);
+//                                    its takeLeadership holds until selector-end
+//   selector-await <timeout_ms>   -> leader | timeout   (takeLeadership was called)
+//   selector-has                  -> has true|false   (hasLeadership)
+//   selector-leader               -> leader-id <id> <isLeader>   (getLeader)
+//   selector-end                  -> ended: takeLeadership returns, the term ends
+//   selector-close                -> closed
 //   quit                          -> bye
 // Anything that goes wrong           -> error <message> (details on stderr).
 // It prints "ready" once connected. stdout carries nothing but replies: every
@@ -55,10 +63,13 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.Deque;
 import java.util.List;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -98,6 +109,11 @@ public final class CuratorLockPeer {
   private final Deque<InterProcessLock> held = new ArrayDeque<>();
   // The latch `latch-start` started, until `latch-close`.
   private LeaderLatch latch;
+  // The selector `selector-start` started, until `selector-close`; a permit
+  // in `termsBegun` for each takeLeadership call, one in `termEnds` ends it.
+  private LeaderSelector selector;
+  private final Semaphore termsBegun = new Semaphore(0);
+  private final Semaphore termEnds = new Semaphore(0);
 
   private CuratorLockPeer(CuratorFramework client, PrintStream out) {
     this.client = client;
@@ -203,6 +219,35 @@ public final class CuratorLockPeer {
       case "latch-close":
         latch.close();
         latch = null;
+        return "closed";
+      case "selector-start":
+        if (selector != null) return "error a selector is already started";
+        termsBegun.drainPermits();
+        termEnds.drainPermits();
+        selector = new LeaderSelector(client, words[1], new LeaderSelectorListenerAdapter() {
+          @Override
+          public void takeLeadership(CuratorFramework unused) throws Exception {
+            termsBegun.release();
+            termEnds.acquire();
+          }
+        });
+        selector.setId(words[2]);
+        selector.start();
+        return "started";
+      case "selector-await":
+        return termsBegun.tryAcquire(Long.parseLong(words[1]), TimeUnit.MILLISECONDS) ? "leader" : "timeout";
+      case "selector-has":
+        return "has " + selector.hasLeadership();
+      case "selector-leader": {
+        Participant leader = selector.getLeader();
+        return "leader-id " + leader.getId() + " " + leader.isLeader();
+      }
+      case "selector-end":
+        termEnds.release();
+        return "ended";
+      case "selector-close":
+        selector.close();
+        selector = null;
         return "closed";
       default:
         return "error unknown command: " + words[0];
