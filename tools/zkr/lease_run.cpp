@@ -161,7 +161,7 @@ int run_under_lease(Client& client, const LockLease& lease, const LeaseRun& run,
 
   // Proves the lease while the command runs, and stops the command when
   // zkr cannot (lease_watch.hpp).
-  LeaseWatch watch(client.keeper(), lease.node_path(), log);
+  LeaseWatch watch(client.keeper(), lease, log);
   if (loss->lost || !watch.prove_first()) {
     print_error(run.held + " was lost (" +
                 (loss->lost ? lost_reason() : std::string("the server did not confirm it")) +
