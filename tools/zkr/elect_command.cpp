@@ -131,7 +131,7 @@ std::string elect_help() {
          "Options:\n" +
          format_options(elect_specs()) + "\n" + connection_help_footer() +
          "\n"
-         "Exit status: zkr lock's (zkr lock --help), leadership read for the lock:\n"
+         "Exit status (zkr lock's, with leadership for the lock):\n"
          "  CMD's own      CMD ran, and the server confirmed after it ended that this\n"
          "                 participant led throughout\n"
          "  64             bad usage: options, PATH, durations, --id\n"
@@ -143,7 +143,9 @@ std::string elect_help() {
          "                 ran; its group was terminated\n"
          "  126, 127       CMD could not be run, or was not found\n"
          "  128+S          zkr got signal S while waiting for leadership\n"
-         "--status-file PATH writes zkr lock's line, with the term's epoch once\n"
+         "--status-file PATH tells them apart from CMD's own codes as under zkr lock:\n"
+         "outcome held_throughout (led throughout), lock_lost (leadership lost),\n"
+         "timeout, command_not_run, interrupted or error, and the term's epoch once\n"
          "this participant led, e.g.\n"
          "  "
          "{\"outcome\":\"held_throughout\",\"exit\":0,\"command_status\":0,\"epoch\":4294967302}\n"
