@@ -9,10 +9,11 @@
 // participant leads.
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <optional>
 #include <stop_token>
+#include <string>
+#include <vector>
 
 #include <spdlog/logger.h>
 

@@ -6,14 +6,11 @@
 // that the lock is still ours, so that the command's own code is returned
 // only if the lock was held throughout; release the lock (delete our node)
 // whatever happened, including when the command could not be started.
-#include <signal.h>
-
-#include <stop_token>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
 
 #include <spdlog/logger.h>
 
@@ -22,7 +19,6 @@
 #include "errors.hpp"
 #include "exit_codes.hpp"
 #include "lease_run.hpp"
-#include "signal_inbox.hpp"
 #include "status_file.hpp"
 #include "verbs.hpp"
 #include "zkr/lock.hpp"
