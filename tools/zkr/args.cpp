@@ -163,6 +163,28 @@ std::uint64_t parse_count(std::string_view text, std::string_view what, std::uin
   return value;
 }
 
+void check_label(const std::string& text, std::string_view option, std::string_view metavar) {
+  const std::string named = std::string(option) + ": " + std::string(metavar);
+  if (text.empty())
+    throw UsageError(std::string(option) + " needs a non-empty " + std::string(metavar));
+  if (text.size() > kMaxLabelBytes)
+    throw UsageError(named + " is " + std::to_string(text.size()) + " bytes long, more than " +
+                     std::to_string(kMaxLabelBytes));
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    // C0 controls and DEL; and C1 controls, which UTF-8 writes as C2 80..9F.
+    const bool c1 = byte == 0xc2 && i + 1 < text.size() &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9f;
+    if (byte < 0x20 || byte == 0x7f || c1) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", c1 ? static_cast<unsigned char>(text[i + 1]) : byte);
+      throw UsageError(named + " has a control character (" + std::string(hex) + ") at byte " +
+                       std::to_string(i) + "; use printable text");
+    }
+  }
+}
+
 std::string format_duration(std::chrono::milliseconds d) {
   const std::int64_t ms = std::max<std::int64_t>(0, d.count());
   char buffer[32];

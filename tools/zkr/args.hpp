@@ -80,6 +80,16 @@ std::chrono::milliseconds parse_duration(std::string_view text, std::string_view
 std::uint64_t parse_count(std::string_view text, std::string_view what, std::uint64_t min = 1,
                           std::uint64_t max = std::numeric_limits<std::uint64_t>::max());
 
+// A label written into a queue node for people to read (zkr lock --holder,
+// zkr elect --id): it ends up in the node, one line of `zkr ls`, and a log
+// line of whoever reads it, so a control character would forge or break
+// lines there. It is a label: kMaxLabelBytes is plenty, and keeps listings of
+// many locks small. Checked before anything is sent, whatever the library
+// checks. Throws UsageError naming `option` and its `metavar`: empty, too
+// long, or with a C0 or C1 control character or DEL.
+inline constexpr std::size_t kMaxLabelBytes = 1024;
+void check_label(const std::string& text, std::string_view option, std::string_view metavar);
+
 // The most --max-depth may say: far deeper than any lock layout (the hashed
 // one uses 2), and the walk recurses once per level, so a bound keeps a typo
 // from meaning "unlimited".

@@ -48,8 +48,11 @@ int run_reporting_errors(std::string_view verb, const std::function<int()>& body
       // A deployment error, not ZooKeeper's: say what is on the path and
       // what zkr lock can share a path with.
       print_error(std::string(e.what()) +
-                  " (zkr lock shares a path only with zkrecipes locks, Curator's "
-                  "InterProcessMutex and, with --with-kazoo, kazoo's locks)");
+                  (verb == "elect"
+                       ? " (zkr elect joins only a leader latch: zkrecipes' or Curator's "
+                         "LeaderLatch)"
+                       : " (zkr lock shares a path only with zkrecipes locks, Curator's "
+                         "InterProcessMutex and, with --with-kazoo, kazoo's locks)"));
       return exit_code::foreign_lock;
     }
     if (is_connection_error(e.errc())) {

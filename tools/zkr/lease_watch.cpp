@@ -11,6 +11,7 @@
 
 #include "pause_rule.hpp"
 #include "zkr/keeper.hpp"
+#include "zkr/lock.hpp"
 
 namespace zkr::cli {
 namespace {
@@ -21,9 +22,9 @@ std::int64_t to_ns(std::chrono::milliseconds d) {
 
 }  // namespace
 
-LeaseWatch::LeaseWatch(std::shared_ptr<Keeper> keeper, std::string node_path, spdlog::logger& log)
+LeaseWatch::LeaseWatch(std::shared_ptr<Keeper> keeper, const LockLease& lease, spdlog::logger& log)
     : keeper_(std::move(keeper)),
-      node_path_(std::move(node_path)),
+      node_path_(lease.node_path()),
       log_(log),
       session_timeout_(keeper_->session_timeout()) {}
 
@@ -39,7 +40,7 @@ std::optional<std::int64_t> LeaseWatch::prove_once() noexcept {
     const auto stat = keeper_->exists(node_path_, {}, session_timeout_ / 2);
     if (stat && stat->ephemeral_owner == keeper_->session_id()) return sent;
     log_.debug("lease not proved: {}",
-               stat ? "our lock node belongs to another session" : "our lock node is gone");
+               stat ? "our node belongs to another session" : "our node is gone");
   } catch (const std::exception& e) {
     log_.debug("lease not proved: {}", e.what());
   }

@@ -1,7 +1,8 @@
-// tools/zkr/lease_watch.hpp: keeping the command of `zkr lock` from running
-// longer than zkr can prove that its lock is still held.
+// tools/zkr/lease_watch.hpp: keeping the command of `zkr lock` or `zkr elect`
+// from running longer than zkr can prove that its lease (a lock, a
+// leadership term: any LockLease) is still held.
 //
-// A thread reads the lock node every T/6 (T: the session timeout the server
+// A thread reads the lease's node every T/6 (T: the session timeout the server
 // granted). Each reply that shows the node, owned by the lease's session, is
 // a proof dated by the request's send time, passed on to the group guard
 // (group_guard.hpp), which stops the command's group when the latest proof
@@ -14,7 +15,7 @@
 // the group, then zkr, and returns once zkr is continued; the group goes on
 // if the lease is still proved.
 //
-//   LeaseWatch watch(keeper, lease.node_path(), log);
+//   LeaseWatch watch(client.keeper(), lease, log);
 //   if (!watch.prove_first()) ...;                 // lost before the command
 //   spawn_command(..., [&](pid_t pgid) { watch.arm(pgid); });
 //   supervise(...);                                // may_run(), stop_with_command()
@@ -39,14 +40,17 @@ class logger;
 
 namespace zkr {
 class Keeper;
-}
+class LockLease;
+}  // namespace zkr
 
 namespace zkr::cli {
 
 class LeaseWatch {
  public:
-  // `keeper`: the session the lock was granted in; `node_path`: our lock node.
-  LeaseWatch(std::shared_ptr<Keeper> keeper, std::string node_path, spdlog::logger& log);
+  // `keeper`: the session `lease` was granted in. A node that exists, owned
+  // by that session, proves the lease: a lock's or a latch's node is ours
+  // until deleted, and no node can come back before it in the queue.
+  LeaseWatch(std::shared_ptr<Keeper> keeper, const LockLease& lease, spdlog::logger& log);
   // Stops proving and disarms the guard (see disarm()).
   ~LeaseWatch();
   LeaseWatch(const LeaseWatch&) = delete;
@@ -64,11 +68,11 @@ class LeaseWatch {
   void arm(pid_t pgid);
 
   // Whether the command's group may run now: zkr has a proof young enough,
-  // and is not stopping; or it is ending for a lost lock (may_end_gently()).
+  // and is not stopping; or it is ending for a lost lease (may_end_gently()).
   // The guard's own view lags behind it, never ahead.
   bool may_run() const noexcept;
 
-  // The lock is lost. True if the group may still act on a SIGTERM: the
+  // The lease is lost. True if the group may still act on a SIGTERM: the
   // server cannot have expired the session yet (the last proof is less than
   // a session timeout old), and the guard is told to stop it no more. False
   // if zkr was stopped or starved past that point: the next holder may be

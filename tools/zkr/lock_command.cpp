@@ -1,46 +1,25 @@
 // `zkr lock PATH [options] [--] CMD ARGS...`: flock(1) across machines.
 //
-// Four steps, each with its own way out:
-//   1. queue for the lock (signals are watched on another thread meanwhile):
-//      a signal stops the acquire, which takes our node out of the queue, and
-//      zkr exits 128+S; a second one while that is under way closes the
-//      session; a timeout exits 75;
-//   2. run the command in a process group of its own (command.hpp) and
-//      supervise it until the whole group is gone (supervisor.hpp): signals
-//      passed on, and if the lease says lost, the group is terminated and zkr
-//      exits 79; a guard process kills the group if zkr dies, and stops it
-//      while zkr cannot prove its lease (stopped, starved: lease_watch.hpp);
-//   3. check with the server that the lock is still ours, so that the
-//      command's own code is returned only if the lock was held throughout;
-//   4. release the lock (delete our node) whatever happened, including when
-//      the command could not be started (127, 126).
-#include <signal.h>
-
-#include <sys/prctl.h>
-#include <unistd.h>
-#include <stop_token>
-
-#include <atomic>
-#include <cerrno>
+// Four steps (lease_run.hpp has the first three, shared with `zkr elect`):
+// queue for the lock with signals watched; run the command in a process
+// group of its own, terminated if the lock is lost; check with the server
+// that the lock is still ours, so that the command's own code is returned
+// only if the lock was held throughout; release the lock (delete our node)
+// whatever happened, including when the command could not be started.
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <exception>
-#include <mutex>
 #include <optional>
-#include <thread>
+#include <stop_token>
+#include <string>
+#include <vector>
 
 #include <spdlog/logger.h>
 
 #include "args.hpp"
-#include "command.hpp"
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "lease_watch.hpp"
-#include "signal_inbox.hpp"
+#include "lease_run.hpp"
 #include "status_file.hpp"
-#include "supervisor.hpp"
 #include "verbs.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
@@ -89,33 +68,6 @@ struct LockSettings {
   std::optional<std::string> status_file;
 };
 
-// The holder text ends up in the lock node, one line of `zkr ls`, and a log
-// line of whoever reads it: a control character would forge or break lines
-// there. It is a label: 1024 bytes is plenty, and keeps listings of many
-// locks small. Checked here, before anything is sent, whatever the library
-// checks of LockOptions::holder_id.
-inline constexpr std::size_t kMaxHolderBytes = 1024;
-
-void check_holder(const std::string& text) {
-  if (text.empty()) throw UsageError("--holder needs a non-empty TEXT");
-  if (text.size() > kMaxHolderBytes)
-    throw UsageError("--holder: TEXT is " + std::to_string(text.size()) +
-                     " bytes long, more than " + std::to_string(kMaxHolderBytes));
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    // C0 controls and DEL; and C1 controls, which UTF-8 writes as C2 80..9F.
-    const bool c1 = byte == 0xc2 && i + 1 < text.size() &&
-                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-                    static_cast<unsigned char>(text[i + 1]) <= 0x9f;
-    if (byte < 0x20 || byte == 0x7f || c1) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02x", c1 ? static_cast<unsigned char>(text[i + 1]) : byte);
-      throw UsageError("--holder: TEXT has a control character (" + std::string(hex) +
-                       ") at byte " + std::to_string(i) + "; use printable text");
-    }
-  }
-}
-
 LockSettings lock_settings(const ParsedArgs& parsed) {
   LockSettings s;
   const auto& operands = parsed.operands();
@@ -130,7 +82,7 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
   if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
   if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
   if (auto v = parsed.value("holder")) {
-    check_holder(*v);
+    check_label(*v, "--holder", "TEXT");
     s.lock_options.holder_id = *v;
   }
   if (auto v = parsed.value("status-file")) {
@@ -203,91 +155,6 @@ class CommandLock {
   std::optional<InterProcessReadWriteLock> read_write_;
   InterProcessReadWriteLock::Side* side_ = nullptr;
 };
-
-// Whether the lock is still ours, asked of the server after the command's
-// group is gone: a loss the library has not heard of yet (a deletion on its
-// way, a race with the command's exit) must not pass for "held throughout".
-// The sync makes our server catch up with the leader first; a lock node
-// cannot come back once deleted (its name is unique), so if it exists now,
-// owned by our session, it existed all along.
-bool still_held(Client& client, const LockLease& lease, const std::atomic<bool>& lost,
-                std::chrono::milliseconds timeout, std::string& why) {
-  if (lost) return false;
-  try {
-    const auto keeper = client.keeper();
-    keeper->sync(lease.node_path(), timeout);
-    const auto stat = keeper->exists(lease.node_path(), {}, timeout);
-    if (!stat) {
-      why = "our lock node " + lease.node_path() + " is gone";
-      return false;
-    }
-    if (stat->ephemeral_owner != keeper->session_id()) {
-      why = "our lock node belongs to another session";
-      return false;
-    }
-  } catch (const KeeperError& e) {
-    why = e.what();
-    return false;
-  }
-  return !lost;
-}
-
-// The outcome of step 1.
-struct Queued {
-  bool acquired = false;
-  std::optional<int> signal;  // that stopped the wait
-  std::exception_ptr error;
-};
-
-Queued queue_for_lock(Client& client, CommandLock& lock, const ConnectionSettings& connection,
-                      const LockSettings& settings, SignalInbox& inbox, StatusFile* status,
-                      spdlog::logger& log) {
-  // The acquire runs on this thread, the one that releases; signals while
-  // queued are watched on another. The first stops the acquire, which takes
-  // our node out of the queue (or leaves it to the background remover if the
-  // link is down) and returns. A second one while that is under way ends zkr
-  // at once: closing the session deletes our node, and so does the server
-  // when the session expires if even the close cannot be sent.
-  std::stop_source stop;
-  std::atomic<int> stopped_by{0};
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done) {
-      const auto event = inbox.wait(std::nullopt);
-      if (event.kind != SignalInbox::Event::Kind::signal || event.signo == SIGCHLD) continue;
-      if (event.signo == SIGTSTP) {
-        // ^Z while queued: nothing of ours runs yet; stop as any program does.
-        ::kill(::getpid(), SIGSTOP);
-        continue;
-      }
-      if (stopped_by.exchange(event.signo) == 0) {
-        log.info("signal {} while queued: leaving the queue", event.signo);
-        stop.request_stop();
-        continue;
-      }
-      log.info("signal {} while leaving the queue: closing the session", event.signo);
-      client.keeper()->close();
-      print_error("interrupted by signal " + std::to_string(event.signo) + " while waiting for " +
-                  settings.path);
-      if (status) status->write("interrupted", exit_code::signal_base + event.signo, std::nullopt);
-      std::fflush(nullptr);
-      std::_Exit(exit_code::signal_base + event.signo);
-    }
-  });
-  Queued out;
-  try {
-    wait_connected(client, connection);
-    log.info("connected; queueing for {}", settings.path);
-    out.acquired = lock.acquire(settings.timeout, stop.get_token());
-  } catch (...) {
-    out.error = std::current_exception();
-  }
-  done = true;
-  inbox.wake();
-  watcher.join();
-  if (const int signo = stopped_by.load(); signo != 0) out.signal = signo;
-  return out;
-}
 
 }  // namespace
 
@@ -382,114 +249,29 @@ int lock_main(const std::vector<std::string>& args) {
     if (settings.status_file) status.emplace(*settings.status_file);
     auto log = cli_logger(connection.verbosity);
 
-    // Before any thread exists, so that every thread inherits the blocked mask.
-    SignalInbox inbox({SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGTSTP});
-    // Processes of the command's group whose parent exits are handed to zkr
-    // rather than to init: zkr sees them exit, and reaps them, so it can tell
-    // when the group is empty. Without it (it cannot fail on Linux 3.4 and
-    // later) the supervisor's once-a-second look still notices.
-    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-      log->warn("cannot become the subreaper of the command: {}", std::strerror(errno));
-    // Declared before the lock, so it outlives the lease callback that sets it.
-    std::atomic<bool> lost{false};
-    std::atomic<LostReason> lost_reason{LostReason::none};
-
+    // Before any thread exists (lease_run.hpp).
+    const auto inbox = supervision_inbox(*log);
     auto client = open_client(connection);
     CommandLock lock(*client, settings);
     StatusFile* status_file = status ? &*status : nullptr;
-    const auto queued =
-        queue_for_lock(*client, lock, connection, settings, inbox, status_file, *log);
-    if (queued.signal) {
-      // A signal that came as the lock was granted is honoured too.
-      if (queued.acquired) lock.release();
-      print_error("interrupted by signal " + std::to_string(*queued.signal) +
-                  " while waiting for " + settings.path);
-      const int code = exit_code::signal_base + *queued.signal;
-      if (status) status->write("interrupted", code, std::nullopt);
-      return code;
-    }
-    if (queued.error) std::rethrow_exception(queued.error);
-    if (!queued.acquired) {
-      print_error("timed out after " + format_duration(*settings.timeout) + " waiting for " +
-                  settings.path);
-      if (status) status->write("timeout", exit_code::timeout, std::nullopt);
-      return exit_code::timeout;
-    }
+    const auto waited =
+        wait_for_lease(*client, connection, settings.path, *inbox, status_file, *log,
+                       [&](std::stop_token stop) { return lock.acquire(settings.timeout, stop); });
+    if (auto code = end_of_wait(waited, settings.path, settings.timeout, status_file,
+                                [&] { lock.release(); }))
+      return *code;
 
     const LockLease lease = lock.lease();
     log->info("holding {} as {} (fencing token {})", settings.path, lease.node_path(),
               lease.fencing_token());
-    lease.on_lost([&](LostReason why) {
-      // On a library thread: record and wake the supervisor, nothing more.
-      lost_reason = why;
-      lost = true;
-      inbox.wake();
-    });
-
-    int code = exit_code::ok;
-    // Proves the lease while the command runs, and stops the command when
-    // zkr cannot (lease_watch.hpp).
-    LeaseWatch watch(client->keeper(), lease.node_path(), *log);
-    if (lost || !watch.prove_first()) {
-      print_error("lock " + settings.path + " was lost (" +
-                  (lost ? std::string(to_string(lost_reason.load()))
-                        : std::string("the server did not confirm it")) +
-                  ") before the command started");
-      code = exit_code::lock_lost;
-      if (status) status->write("lock_lost", code, std::nullopt);
-    } else {
-      const auto spawned =
-          spawn_command(settings.command,
-                        {"ZKR_LOCK_PATH=" + settings.path, "ZKR_LOCK_NODE=" + lease.node_path(),
-                         "ZKR_FENCING_TOKEN=" + std::to_string(lease.fencing_token())},
-                        inbox.original_mask(), [&](pid_t pgid) { watch.arm(pgid); });
-      if (!spawned.pid) {
-        print_error(settings.command[0] + ": " +
-                    (spawned.error == ENOENT ? std::string("command not found")
-                                             : std::string(std::strerror(spawned.error))));
-        watch.disarm();  // nothing of the command runs
-        code = exit_code_for_spawn_error(spawned.error);
-        if (status) status->write("command_not_run", code, std::nullopt);
-      } else {
-        const pid_t pgid = *spawned.pid;
-        log->info("running {} as pid {}, in a process group of its own", settings.command[0], pgid);
-        const LeaseHooks hooks{[&] { return watch.may_run(); },
-                               [&] { return watch.may_end_gently(); },
-                               [&] { watch.stop_with_command(pgid); }};
-        SupervisionResult result;
-        try {
-          result = supervise(
-              pgid, inbox, [&] { return lost.load(); },
-              [&] {
-                print_error("lock " + settings.path + " lost (" +
-                            std::string(to_string(lost_reason.load())) +
-                            "): terminating the command's group (" + std::to_string(pgid) + ")");
-              },
-              hooks, settings.kill_after, *log);
-        } catch (...) {
-          // We can no longer tell when the group ends: end it before the
-          // lock is released.
-          ::kill(-pgid, SIGKILL);
-          throw;
-        }
-        watch.disarm();  // the group is empty
-        bool held = false;
-        std::string why;
-        if (result.terminated_for_loss) {
-          // said so when it happened
-        } else if (!still_held(*client, lease, lost, connection.session_timeout, why)) {
-          print_error("the command ended (" + std::to_string(result.exit_code) + "), but lock " +
-                      settings.path + " was lost meanwhile (" +
-                      (why.empty() ? std::string(to_string(lost_reason.load())) : why) + ")");
-        } else {
-          held = true;
-        }
-        code = held ? result.exit_code : exit_code::lock_lost;
-        if (status) status->write(held ? "held_throughout" : "lock_lost", code, result.exit_code);
-        log->info("command's group gone (the command exited {}); releasing {}", result.exit_code,
-                  settings.path);
-      }
-    }
+    const LeaseRun run{
+        .held = "lock " + settings.path,
+        .command = settings.command,
+        .env = {"ZKR_LOCK_PATH=" + settings.path, "ZKR_LOCK_NODE=" + lease.node_path(),
+                "ZKR_FENCING_TOKEN=" + std::to_string(lease.fencing_token())},
+        .kill_after = settings.kill_after,
+        .session_timeout = connection.session_timeout};
+    const int code = run_under_lease(*client, lease, run, *inbox, status_file, *log);
     lock.release();
     return code;
   });

@@ -1,4 +1,5 @@
-// `zkr ls ROOT`: the locks under a root, one line each: holder, waiters, age.
+// `zkr ls ROOT`: the locks under a root, one line each: holder, waiters, age;
+// or, for ROOT a leader latch, its participants in order.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -58,6 +59,16 @@ std::string json_line(const LockInfo& lock, std::int64_t now) {
   line["kind"] = std::string(to_string(holder.kind));
   line["holders"] = lock.holders();
   line["waiters"] = lock.waiters();
+  if (holder.kind == LockNodeKind::latch) {
+    // A latch's participants as its own participants() reads them: in
+    // queue order, the first leads; the epoch is the czxid its term has (a
+    // participant standing by: will have).
+    auto& participants = line["participants"] = nlohmann::ordered_json::array();
+    for (const auto& n : lock.queue)
+      if (n.kind == LockNodeKind::latch)
+        participants.push_back(
+            {{"id", n.holder_id}, {"leader", participants.empty()}, {"epoch", n.czxid}});
+  }
   auto& queue = line["queue"] = nlohmann::ordered_json::array();
   for (const auto& n : lock.queue)
     queue.push_back({{"name", n.name},
@@ -69,22 +80,8 @@ std::string json_line(const LockInfo& lock, std::int64_t now) {
   return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-void print_table(const std::vector<LockInfo>& locks, std::int64_t now) {
-  std::vector<std::vector<std::string>> rows{{"LOCK", "HOLDER", "WAITERS", "AGE"}};
-  for (const auto& lock : locks) {
-    const auto& holder = lock.queue.front();
-    // A read/write lock says which side holds: "write: <holder>", or
-    // "read: <first reader> (+N readers)" when readers share it.
-    std::string holder_column = holder_text(holder);
-    if (holder.kind != LockNodeKind::mutex)
-      holder_column = std::string(to_string(holder.kind)) + ": " + holder_column;
-    if (lock.holders() > 1)
-      holder_column += " (+" + std::to_string(lock.holders() - 1) +
-                       (holder.kind == LockNodeKind::lease ? " leases)" : " readers)");
-    rows.push_back({lock.path, holder_column, std::to_string(lock.waiters()),
-                    format_duration(std::chrono::milliseconds(now - holder.ctime_ms))});
-  }
-  std::vector<std::size_t> width(4, 0);
+void print_rows(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(rows.front().size(), 0);
   for (const auto& row : rows)
     for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
   for (const auto& row : rows) {
@@ -96,6 +93,37 @@ void print_table(const std::vector<LockInfo>& locks, std::int64_t now) {
     line += '\n';
     std::fputs(line.c_str(), stdout);
   }
+}
+
+// `zkr ls` of a latch itself: its participants in queue order, the leader
+// first and marked, with each one's epoch and how long it has taken part.
+void print_participants(const LockInfo& latch, std::int64_t now) {
+  std::vector<std::vector<std::string>> rows{{"", "PARTICIPANT", "EPOCH", "AGE"}};
+  for (const auto& n : latch.queue) {
+    if (n.kind != LockNodeKind::latch) continue;
+    rows.push_back({rows.size() == 1 ? "*" : "", holder_text(n), std::to_string(n.czxid),
+                    format_duration(std::chrono::milliseconds(now - n.ctime_ms))});
+  }
+  print_rows(rows);
+}
+
+void print_table(const std::vector<LockInfo>& locks, std::int64_t now) {
+  std::vector<std::vector<std::string>> rows{{"LOCK", "HOLDER", "WAITERS", "AGE"}};
+  for (const auto& lock : locks) {
+    const auto& holder = lock.queue.front();
+    // A read/write lock says which side holds: "write: <holder>", or
+    // "read: <first reader> (+N readers)" when readers share it.
+    std::string holder_column = holder_text(holder);
+    if (holder.kind == LockNodeKind::latch) holder_column = "leader: " + holder_column;
+    else if (holder.kind != LockNodeKind::mutex)
+      holder_column = std::string(to_string(holder.kind)) + ": " + holder_column;
+    if (lock.holders() > 1)
+      holder_column += " (+" + std::to_string(lock.holders() - 1) +
+                       (holder.kind == LockNodeKind::lease ? " leases)" : " readers)");
+    rows.push_back({lock.path, holder_column, std::to_string(lock.waiters()),
+                    format_duration(std::chrono::milliseconds(now - holder.ctime_ms))});
+  }
+  print_rows(rows);
 }
 
 }  // namespace
@@ -113,6 +141,11 @@ std::string ls_help() {
          "sharing it are counted as \"(+N readers)\", not as waiters. A semaphore shows\n"
          "as its leases/ directory, \"lease: ... (+N leases)\", and its internal\n"
          "mutex (held by the contender waiting for a lease) as a lock at PATH/locks.\n"
+         "A leader latch (zkr elect, LeaderLatch) reads \"leader: ...\", with the\n"
+         "participants standing by as waiters; `zkr ls` of the latch itself lists\n"
+         "its participants in order, the leader first and marked \"*\", with each\n"
+         "one's epoch (ZKR_LEADER_EPOCH of its term) and age; --json gives a latch a\n"
+         "\"participants\" array: id, leader, epoch.\n"
          "\n"
          "Before listing a directory zkr reads its child count, and refuses one with\n"
          "more than --max-children rather than pull a reply of unbounded size.\n"
@@ -152,6 +185,9 @@ int ls_main(const std::vector<std::string>& args) {
       for (const auto& lock : locks) std::fputs(json_line(lock, now).c_str(), stdout);
     } else if (locks.empty()) {
       print_error("no locks under " + root);
+    } else if (locks.size() == 1 && locks.front().path == root &&
+               locks.front().queue.front().kind == LockNodeKind::latch) {
+      print_participants(locks.front(), now);
     } else {
       print_table(locks, now);
     }

@@ -25,6 +25,8 @@ struct Verb {
 
 constexpr Verb kVerbs[] = {
     {"lock", "run a command while holding a lock (flock(1) across machines)", lock_main, lock_help},
+    {"elect", "run a command only while leader of an election (one instance, with failover)",
+     elect_main, elect_help},
     {"ls", "list the locks under a root: holder, waiters, age", ls_main, ls_help},
     {"cleanup", "remove empty lock directories and orphaned lock nodes", cleanup_main,
      cleanup_help},
@@ -42,7 +44,7 @@ std::string main_help() {
       "Usage: zkr VERB [options] [ARGS...]\n"
       "       zkr help VERB | zkr VERB --help | zkr --version\n"
       "\n"
-      "ZooKeeper locks from the shell, over the zkrecipes library.\n"
+      "ZooKeeper locks and leader elections from the shell, over the zkrecipes library.\n"
       "\n"
       "Verbs:\n";
   for (const auto& v : kVerbs) {
@@ -55,16 +57,18 @@ std::string main_help() {
       "Every verb takes --connect HOSTS (default $ZK_CONNECT), --session-timeout D,\n"
       "--connect-timeout D (default 15s: zkr never hangs on a dead ensemble) and -v.\n"
       "\n"
-      "Exit status of zkr's own (zkr lock passes its command's through):\n"
+      "Exit status of zkr's own (zkr lock and zkr elect pass their command's through):\n"
       "  64 bad usage   65 directory too large to list   66 no such path\n"
       "  69 ZooKeeper unreachable   70 internal error   71 operating system error\n"
-      "  75 lock timeout   76 ZooKeeper refused   79 lock lost while the command ran\n"
+      "  75 lock (or leadership) timeout   76 ZooKeeper refused\n"
+      "  79 lock (or leadership) lost while the command ran\n"
       "  126/127 command not runnable/not found   128+S signal S\n"
-      "A command may return these too: zkr lock --status-file tells them apart.\n"
+      "A command may return these too: --status-file tells them apart.\n"
       "\n"
       "Example:\n"
       "  export ZK_CONNECT=zk1:2181,zk2:2181,zk3:2181\n"
       "  zkr lock /app/locks/deploy --timeout 30s -- ./deploy.sh\n"
+      "  zkr elect /app/leaders/scheduler -- ./scheduler --serve\n"
       "  zkr ls /app/locks\n";
   return text;
 }
@@ -76,7 +80,7 @@ int help_main(const std::vector<std::string>& args) {
   }
   const Verb* verb = find_verb(args[0]);
   if (args.size() > 1 || !verb) {
-    print_error("help: unknown verb '" + args[0] + "' (verbs: lock, ls, cleanup, bench)");
+    print_error("help: unknown verb '" + args[0] + "' (verbs: lock, elect, ls, cleanup, bench)");
     return exit_code::usage;
   }
   const std::string text = verb->help();
@@ -107,6 +111,7 @@ int main(int argc, char** argv) {
   if (first.starts_with("-"))
     print_error("unknown option '" + first + "': options go after the verb (try 'zkr --help')");
   else
-    print_error("unknown verb '" + first + "' (verbs: lock, ls, cleanup, bench; try 'zkr --help')");
+    print_error("unknown verb '" + first +
+                "' (verbs: lock, elect, ls, cleanup, bench; try 'zkr --help')");
   return exit_code::usage;
 }

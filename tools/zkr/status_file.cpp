@@ -21,6 +21,13 @@ StatusFile::StatusFile(const std::string& path)
 
 StatusFile::~StatusFile() { ::close(fd_); }
 
+void StatusFile::add(std::string name, std::int64_t value) noexcept {
+  try {
+    extra_.emplace_back(std::move(name), value);
+  } catch (const std::exception&) {  // out of memory: the line goes without it
+  }
+}
+
 void StatusFile::write(const char* outcome, int exit, std::optional<int> command_status) noexcept {
   if (written_) return;
   written_ = true;
@@ -29,6 +36,7 @@ void StatusFile::write(const char* outcome, int exit, std::optional<int> command
     // Ordered: "outcome" first, as --help shows it and scripts may match it.
     nlohmann::ordered_json status{{"outcome", outcome}, {"exit", exit}};
     if (command_status) status["command_status"] = *command_status;
+    for (const auto& [name, value] : extra_) status[name] = value;
     line = status.dump() + "\n";
   } catch (const std::exception& e) {  // out of memory: say so, zkr's exit code still tells
     print_error(std::string("--status-file: ") + e.what());

@@ -10,6 +10,9 @@ namespace zkr::cli {
 int lock_main(const std::vector<std::string>& args);
 std::string lock_help();
 
+int elect_main(const std::vector<std::string>& args);
+std::string elect_help();
+
 int ls_main(const std::vector<std::string>& args);
 std::string ls_help();
 
