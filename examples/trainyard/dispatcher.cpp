@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -94,7 +95,15 @@ class Dispatcher {
     zkr::LeaderLatch latch(
         client_, latch_path(options_),
         "dispatcher-" + std::to_string(options_.dispatcher) + "-pid" + std::to_string(getpid()));
-    std::jthread finisher([this](std::stop_token stop) { watch_until_published(stop); });
+    std::jthread finisher([this](std::stop_token stop) {
+      try {
+        watch_until_published(stop);
+      } catch (...) {  // ends this candidate: run() throws it once this thread is joined
+        failure_ = std::current_exception();
+        done_.request_stop();
+        wake_->raise();
+      }
+    });
     std::int64_t last_epoch = 0;
     while (!done_.stop_requested()) {
       try {
@@ -114,7 +123,8 @@ class Dispatcher {
     }
     latch.close();
     finisher.request_stop();
-    wake_->raise();
+    finisher.join();
+    if (failure_) std::rethrow_exception(failure_);
     stats_.done = true;
     client_.with_retry([&](zkr::Keeper& k) { return k.set(stats_path_, encode(stats_)); });
     return 0;
@@ -240,7 +250,8 @@ class Dispatcher {
   const std::string name_;
   const std::string stats_path_;
   DispatcherStats stats_;
-  std::stop_source done_;  // the whole stream is published
+  std::stop_source done_;       // the whole stream is published (or the finisher failed)
+  std::exception_ptr failure_;  // the finisher's, read once it is joined
   std::shared_ptr<Signal> wake_ = std::make_shared<Signal>();
 };
 

@@ -170,6 +170,7 @@ class Orchestrator {
         pids.push_back(spawn(child_args("--worker", w)));
       } catch (const std::exception&) {
         for (pid_t pid : pids) kill(pid, SIGKILL);  // so that the reapers return
+        pool_->kill_all();
         throw;
       }
       reapers.emplace_back([this, w, pid = pids.back()] {
