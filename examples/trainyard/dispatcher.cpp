@@ -154,9 +154,17 @@ class Dispatcher {
         done_.request_stop();
         return;
       }
-      if (cursor.epoch > epoch)
-        throw std::runtime_error("epoch " + std::to_string(cursor.epoch) +
-                                 " published while we lead with epoch " + std::to_string(epoch));
+      if (cursor.epoch > epoch) {
+        // A newer leader published, so our node is gone; the lost signal may
+        // still be on its way to this thread.
+        const auto deadline = Clock::now() + kRequestTimeout;
+        while (!term.lost() && Clock::now() < deadline)
+          wake_->wait_past(wake_->count(), kRecheckEvery);
+        if (!term.lost())
+          throw std::runtime_error("epoch " + std::to_string(cursor.epoch) +
+                                   " published while we lead with epoch " + std::to_string(epoch));
+        return;
+      }
       if (cursor.next - applied(*keeper) >= kPublishWindow) {
         wake_->wait_past(seen, kRecheckEvery);
         continue;
