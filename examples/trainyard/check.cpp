@@ -5,14 +5,14 @@ namespace {
 
 constexpr int kMaxDetails = 3;  // violations quoted per invariant
 
+}  // namespace
+
 void violated(Invariant& invariant, const std::string& what) {
   invariant.holds = false;
   if (++invariant.violations <= kMaxDetails)
     invariant.detail += (invariant.detail.empty() ? "" : "; ") + what;
   else if (invariant.violations == kMaxDetails + 1) invariant.detail += "; ...";
 }
-
-}  // namespace
 
 std::vector<Invariant> check(const StreamConfig& config, const std::vector<Message>& stream,
                              const std::vector<TrainRecord>& trains,

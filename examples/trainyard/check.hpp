@@ -22,6 +22,9 @@ struct Invariant {
   std::string detail;  // the first few violations
 };
 
+// Marks `invariant` broken, quoting the first few violations in its detail.
+void violated(Invariant& invariant, const std::string& what);
+
 std::vector<Invariant> check(const StreamConfig& config, const std::vector<Message>& stream,
                              const std::vector<TrainRecord>& trains,
                              const std::vector<LocationRecord>& locations);

@@ -3,9 +3,11 @@
 //   zkr-trainyard [--connect HOSTS] [--trains T] [--locations L] [--messages M]
 //                 [--workers W] [--seed S] [--no-locks] [--chaos] [--timeout SECONDS]
 //
-// The orchestrator (this process) lays out a fresh run in ZooKeeper, starts W
-// worker processes (this binary again, with --worker I), shows progress, and at
-// the end checks the invariants from the records and prints a summary. Exit
+// The orchestrator (this process) lays out a fresh run in ZooKeeper, starts
+// three dispatcher candidates (this binary again, with --dispatcher I: the
+// leader among them publishes the stream) and W worker processes (with
+// --worker I: they apply what is published), shows progress, and at the end
+// checks the invariants from the records and prints a summary. Exit
 // code: 0 when every invariant holds, 1 when one is broken (always the case
 // with --no-locks, which is the point of it), 2 for bad usage, 3 when the run
 // itself failed (no connection, a worker crashed, timeout).
@@ -30,7 +32,8 @@ constexpr const char* kUsage =
     "  --no-locks   unversioned read-modify-write with no locks: watch invariants break\n"
     "  --chaos      mid-run, kill and restart the leader (needs ZKR_ENSEMBLE_SCRIPT and\n"
     "               ZKR_ENSEMBLE_DIR), expire worker 0's session while it holds locks,\n"
-    "               and delete a lock node of the last worker just before it writes\n";
+    "               delete a lock node of the last worker just before it writes, and\n"
+    "               SIGKILL the leading dispatcher twice (a new candidate replaces it)\n";
 
 int to_int(std::string_view flag, const char* value) {
   char* end = nullptr;
@@ -63,8 +66,9 @@ trainyard::Options parse(int argc, char** argv) {
     else if (flag == "--workers") o.workers = to_int(flag, value);
     else if (flag == "--seed") o.stream.seed = static_cast<std::uint64_t>(to_int(flag, value));
     else if (flag == "--timeout") o.timeout = std::chrono::seconds(to_int(flag, value));
-    else if (flag == "--worker") o.worker = to_int(flag, value);  // internal
-    else if (flag == "--run") o.run = value;                      // internal
+    else if (flag == "--worker") o.worker = to_int(flag, value);          // internal
+    else if (flag == "--dispatcher") o.dispatcher = to_int(flag, value);  // internal
+    else if (flag == "--run") o.run = value;                              // internal
     else throw std::invalid_argument("unknown flag " + std::string(flag));
   }
   if (o.chaos && !o.locks) throw std::invalid_argument("--chaos needs the locks: drop --no-locks");
@@ -75,6 +79,10 @@ trainyard::Options parse(int argc, char** argv) {
     throw std::invalid_argument("need trains >= 1, locations >= 2, messages >= trains");
   if (o.worker >= o.workers || (o.worker >= 0 && o.run.empty()))
     throw std::invalid_argument("--worker needs --run and a number below --workers");
+  if (o.dispatcher >= trainyard::kDispatchers || (o.dispatcher >= 0 && o.run.empty()) ||
+      (o.dispatcher >= 0 && o.worker >= 0))
+    throw std::invalid_argument("--dispatcher needs --run, no --worker and a number below " +
+                                std::to_string(trainyard::kDispatchers));
   return o;
 }
 
@@ -94,5 +102,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.worker >= 0) return trainyard::run_worker(options);
+  if (options.dispatcher >= 0) return trainyard::run_dispatcher(options);
   return trainyard::run_orchestrator(options);
 }

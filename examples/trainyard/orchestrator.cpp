@@ -1,6 +1,6 @@
-// The train yard's orchestrator: lays out a run, starts the workers, shows
-// progress, injects chaos, checks the invariants, prints the summary and
-// removes everything it created.
+// The train yard's orchestrator: lays out a run, starts the dispatcher
+// candidates and the workers, shows progress, injects chaos, checks the
+// invariants, prints the summary and removes everything it created.
 #include "orchestrator.hpp"
 
 #include <pthread.h>
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "check.hpp"
+#include "dispatch.hpp"
+#include "dispatch_pool.hpp"
 #include "process.hpp"
 #include "zkr/client.hpp"
 
@@ -30,6 +33,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kRequestTimeout = 10s;
 constexpr auto kProgressEvery = 1s;
+// The dispatcher candidates end once the stream is all published, which it
+// is before the last worker ends: this is only for a candidate that hangs.
+constexpr auto kDispatchersEnd = 30s;
 
 // Pipelined blocking requests: all sent, then all awaited.
 template <class T>
@@ -109,6 +115,9 @@ class Orchestrator {
     create(root + "/trains", "");
     create(root + "/locations", "");
     create(root + "/workers", "");
+    create(cursor_path(options_), encode(Cursor{}));
+    create(batches_path(options_), "");
+    create(dispatchers_path(options_), "");
     for (int t = 0; t < options_.stream.trains; ++t)
       create(train_path(options_, t), encode(TrainRecord{}));
     for (int l = 0; l < options_.stream.locations; ++l)
@@ -129,7 +138,15 @@ class Orchestrator {
       replies.push_back(keeper->async_remove(location_path(options_, l)));
     for (int w = 0; w < options_.workers; ++w)
       replies.push_back(keeper->async_remove(worker_path(options_, w)));
-    for (const char* dir : {"/trains", "/locations", "/workers", ""})
+    // The batches and the candidates' reports: as many as there were.
+    for (const auto& dir : {batches_path(options_), dispatchers_path(options_)}) {
+      auto listed = keeper->try_children(dir, {}, kRequestTimeout);
+      if (!listed.ok() && listed.error() == zkr::Errc::no_node) continue;
+      for (const auto& name : listed.value().names)
+        replies.push_back(keeper->async_remove(dir + "/" + name));
+    }
+    replies.push_back(keeper->async_remove(cursor_path(options_)));
+    for (const char* dir : {"/trains", "/locations", "/workers", "/batches", "/dispatchers", ""})
       replies.push_back(keeper->async_remove(root + dir));
     for (auto& r : await_all(replies))
       if (!r.ok() && r.error() != zkr::Errc::no_node) (void)r.value();
@@ -142,13 +159,18 @@ class Orchestrator {
         static_cast<int>(stream_.size()), static_cast<unsigned long long>(options_.stream.seed),
         options_.locks ? "with locks" : "WITHOUT locks", options_.chaos ? ", chaos" : "");
     const auto started = Clock::now();
+    pool_ = std::make_unique<DispatcherPool>(
+        options_, *client_, static_cast<int>(stream_.size()),
+        [this](int slot) { return child_args("--dispatcher", slot); });
+    pool_->start();
     std::vector<pid_t> pids;
     std::vector<std::jthread> reapers;
     for (int w = 0; w < options_.workers; ++w) {
       try {
-        pids.push_back(spawn(worker_args(w)));
+        pids.push_back(spawn(child_args("--worker", w)));
       } catch (const std::exception&) {
         for (pid_t pid : pids) kill(pid, SIGKILL);  // so that the reapers return
+        pool_->kill_all();
         throw;
       }
       reapers.emplace_back([this, w, pid = pids.back()] {
@@ -159,8 +181,11 @@ class Orchestrator {
         changed_.notify_all();
       });
     }
-    std::jthread chaos;
-    if (options_.chaos) chaos = std::jthread([this] { inject_chaos(); });
+    std::jthread chaos, dispatcher_chaos;
+    if (options_.chaos) {
+      chaos = std::jthread([this] { inject_chaos(); });
+      dispatcher_chaos = std::jthread([this] { kill_dispatchers(); });
+    }
 
     // Progress, once a second, until every worker has exited.
     const auto deadline = started + options_.timeout;
@@ -180,10 +205,16 @@ class Orchestrator {
           std::fprintf(stderr, "trainyard: timed out after %lld s, stopping the workers\n",
                        static_cast<long long>(options_.timeout.count()));
         for (pid_t pid : pids) kill(pid, SIGKILL);
+        pool_->kill_all();
         std::unique_lock lock(mutex_);
         changed_.wait_for(lock, kRequestTimeout, [&] { return exited_ == options_.workers; });
         break;
       }
+    }
+    if (!pool_->wait_exited(timed_out ? kRequestTimeout : kDispatchersEnd)) {
+      std::fprintf(stderr, "trainyard: a dispatcher candidate did not end, stopping it\n");
+      pool_->kill_all();
+      pool_->wait_exited(kRequestTimeout);
     }
     const auto elapsed = Clock::now() - started;
     {
@@ -192,6 +223,7 @@ class Orchestrator {
       changed_.notify_all();
     }
     if (chaos.joinable()) chaos.join();  // restarts the server if it killed one
+    if (dispatcher_chaos.joinable()) dispatcher_chaos.join();
     for (auto& r : reapers) r.join();
     if (interrupted()) return 128 + interrupted();
     return report(elapsed, timed_out);
@@ -202,15 +234,15 @@ class Orchestrator {
     return interrupted_;
   }
 
-  // The same binary, told which worker it is and everything it needs to
-  // generate the same stream.
-  std::vector<std::string> worker_args(int w) const {
+  // The same binary, told which worker or dispatcher candidate (`role`) it
+  // is and everything it needs to generate the same stream.
+  std::vector<std::string> child_args(const char* role, int n) const {
     std::vector<std::string> args{"/proc/self/exe"};
     auto add = [&](const char* flag, std::string value) {
       args.push_back(flag);
       args.push_back(std::move(value));
     };
-    add("--worker", std::to_string(w));
+    add(role, std::to_string(n));
     add("--run", options_.run);
     add("--connect", options_.connect);
     add("--trains", std::to_string(options_.stream.trains));
@@ -288,6 +320,28 @@ class Orchestrator {
     chaos_ok_ = killed == 0 && restarted == 0;
   }
 
+  // SIGKILLs the leading dispatcher at a fifth of the stream published (before
+  // the server's kill at a quarter applied) and again at three fifths (after
+  // its restart at half), each after the failover before it ended.
+  void kill_dispatchers() {
+    const auto total = static_cast<int>(stream_.size());
+    auto finished = [this] {
+      std::lock_guard lock(mutex_);
+      return finished_;
+    };
+    try {
+      for (int at : {total / 5, total * 3 / 5})
+        if (!pool_->kill_leader(at, finished)) break;
+    } catch (const std::exception& e) {  // reported: fewer than two failovers
+      std::fprintf(stderr, "trainyard: chaos: killing the dispatcher failed: %s\n", e.what());
+    }
+    // This thread started the replacement candidates, and they die with it
+    // (PR_SET_PDEATHSIG follows the thread that forked): it ends only after
+    // they all have.
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return finished_; });
+  }
+
   int report(Clock::duration elapsed, bool timed_out) {
     const auto stats = read_stats();
     WorkerStats sum;
@@ -331,6 +385,7 @@ class Orchestrator {
                 options_.locks ? std::to_string(sum.conflicts).c_str()
                                : "not detectable: writes carry no version");
 
+    auto dispatched = pool_->report(options_.chaos);
     std::vector<Invariant> invariants;
     Invariant workers{"every worker finished its share"};
     for (int w = 0; w < options_.workers; ++w)
@@ -346,6 +401,7 @@ class Orchestrator {
     if (options_.locks)
       invariants.emplace_back("no concurrent-modification conflicts", sum.conflicts == 0,
                               std::to_string(sum.conflicts) + " conflicts");
+    for (auto& i : dispatched) invariants.push_back(std::move(i));
     if (options_.chaos)
       invariants.emplace_back(
           "the chaos happened: leader killed and restarted, a session expired, "
@@ -395,6 +451,7 @@ class Orchestrator {
   Options options_;
   zkr::Client* client_ = nullptr;
   std::vector<Message> stream_;
+  std::unique_ptr<DispatcherPool> pool_;
 
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -1,13 +1,17 @@
 // A train yard worker: one process, one zkr::Client (one session), applying
-// its share of the stream.
+// its share of the published stream.
 //
 // Work distribution: every worker generates the same stream from the seed and
 // takes the messages whose index is its number modulo the worker count, in
-// stream order. A train's next message may belong to another worker, so before
-// applying message k of a train a worker waits (on a watch) until the train's
-// record says k-1 were applied. This cannot deadlock: the unapplied message
-// with the smallest index always has its predecessor applied, and its worker
-// has finished all its earlier messages, so it is working on that one.
+// stream order, each once the leading dispatcher has published it (the
+// cursor node, watched, says how far the stream is out). A train's next
+// message may belong to another worker, so before applying message k of a
+// train a worker waits (on a watch) until the train's record says k-1 were
+// applied. This cannot deadlock: what is published is a prefix of the stream,
+// the unapplied published message with the smallest index always has its
+// predecessor applied, and its worker has finished all its earlier messages,
+// so it is working on that one. Before waiting for a publish a worker reports
+// what it applied, as the dispatcher publishes only that far ahead of it.
 //
 // Exactly once: the train record holds the count of its applied messages
 // (seq), and every write is one multi that sets the train and its locations
@@ -17,6 +21,7 @@
 // nodes in the same multi), so nothing is half applied or applied twice.
 #include <sys/prctl.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -27,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "dispatch.hpp"
 #include "yard.hpp"
 #include "zkr/client.hpp"
 #include "zkr/multi_lock.hpp"
@@ -122,6 +128,7 @@ class Worker {
     const auto deadline = Clock::now() + kMessageDeadline;
     for (int attempt = 0; attempt < kMaxAttempts && Clock::now() < deadline; ++attempt) {
       try {
+        wait_for_published(m, deadline);
         // An earlier attempt whose reply was lost may have applied it already.
         if (wait_for_predecessor(m, deadline) >= m.seq ||
             (options_.locks ? apply_locked(m) : apply_unlocked(m)) == Outcome::applied) {
@@ -136,6 +143,28 @@ class Worker {
     throw std::runtime_error("message " + std::to_string(m.index) + " not applied after " +
                              std::to_string(kMaxAttempts) + " attempts or " +
                              std::to_string(kMessageDeadline.count()) + " s");
+  }
+
+  // Waits until the dispatcher has published message m.
+  void wait_for_published(const Message& m, Clock::time_point deadline) {
+    if (published_ > m.index) return;
+    const auto path = cursor_path(options_);
+    // The cursor only grows; a round ends on its change, a session event, or
+    // after kReportEvery to try a report that failed again.
+    while (Clock::now() < deadline) {
+      // The dispatcher publishes only so far ahead of what we report applied.
+      if (reported_applied_ != stats_.applied) report(false);
+      auto changed = std::make_shared<Flag>();
+      auto keeper = client_.keeper_when_connected();
+      const auto data = await(
+          keeper->async_get(path, [changed](const zkr::WatchEvent&) { changed->raise(); }), path);
+      const auto cursor = decode_cursor(data.data);
+      if (!cursor) throw std::runtime_error("not a cursor at " + path);
+      published_ = cursor->next;
+      if (published_ > m.index) return;
+      changed->wait_until(std::min(deadline, Clock::now() + kReportEvery));
+    }
+    throw std::runtime_error("message " + std::to_string(m.index) + " was not published in time");
   }
 
   // Waits until the train's previous message is applied; returns the train's seq.
@@ -318,6 +347,7 @@ class Worker {
     // Only this worker writes its znode, so an unversioned set is safe to repeat.
     try {
       client_.with_retry([&](zkr::Keeper& k) { return k.set(path, data); });
+      reported_applied_ = progress.applied;
     } catch (const zkr::KeeperError&) {
       if (done) throw;  // the orchestrator needs the final report
       // A progress report can wait for the next one (the ensemble may be in chaos).
@@ -329,6 +359,8 @@ class Worker {
   WorkerStats stats_;
   int expire_at_ = -1;  // stream index of the message to expire our session on
   int steal_at_ = -1;   // stream index of the message to lose a lock node on
+  int published_ = 0;   // messages [0, published_) are published, as last read
+  std::int64_t reported_applied_ = 0;
 };
 
 }  // namespace

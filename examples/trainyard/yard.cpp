@@ -1,8 +1,15 @@
 #include "yard.hpp"
 
+#include <cstdio>
 #include <sstream>
 
 namespace trainyard {
+
+std::string batch_path(const Options& o, int first) {
+  char name[16];
+  std::snprintf(name, sizeof name, "b%010d", first);
+  return batches_path(o) + "/" + name;
+}
 
 // "done applied conflicts refused abandoned timeouts errors expired | wait wait ..."
 std::string encode(const WorkerStats& s) {

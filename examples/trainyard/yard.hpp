@@ -5,8 +5,12 @@
 //   /zkr-trainyard/<run>/trains/t<i>      "seq location"
 //   /zkr-trainyard/<run>/locations/l<i>   "created deleted arrived departed"
 //   /zkr-trainyard/<run>/workers/w<i>     the worker's statistics (see WorkerStats)
+//   /zkr-trainyard/<run>/cursor           what is published: "next epoch slot"
+//   /zkr-trainyard/<run>/batches/b<first>  one per publish: "first count epoch"
+//   /zkr-trainyard/<run>/dispatchers/d<slot>-<pid>  a candidate's DispatcherStats
 //   /zkr-trainyard-locks/<run>/train-<i>, loc-<i>   lock directories (containers,
 //                                                   reaped by the server)
+//   /zkr-trainyard-locks/<run>/dispatcher  the dispatchers' LeaderLatch (a container)
 #pragma once
 
 #include <chrono>
@@ -20,6 +24,13 @@
 namespace trainyard {
 
 inline constexpr int kMaxWorkers = 64;
+// Dispatcher candidates: one leads and publishes, the others stand by.
+inline constexpr int kDispatchers = 3;
+// The leader publishes batches of kBatchSize messages while fewer than
+// kPublishWindow published messages are not yet applied: the stream is
+// handed out as the workers take it, so a failover leaves them idle.
+inline constexpr int kBatchSize = 25;
+inline constexpr int kPublishWindow = 200;
 
 struct Options {
   std::string connect;  // ZooKeeper connect string
@@ -30,7 +41,8 @@ struct Options {
   std::chrono::seconds timeout{300};  // the whole run
   // Set only in a worker process.
   int worker = -1;
-  std::string run;  // "run-<pid>-<ms>"
+  int dispatcher = -1;  // set only in a dispatcher candidate: its slot
+  std::string run;      // "run-<pid>-<ms>"
 };
 
 inline std::string run_root(const Options& o) { return "/zkr-trainyard/" + o.run; }
@@ -44,6 +56,12 @@ inline std::string location_path(const Options& o, int l) {
 inline std::string worker_path(const Options& o, int w) {
   return run_root(o) + "/workers/w" + std::to_string(w);
 }
+inline std::string cursor_path(const Options& o) { return run_root(o) + "/cursor"; }
+inline std::string batches_path(const Options& o) { return run_root(o) + "/batches"; }
+// Zero-padded, so that a listing sorts in stream order.
+std::string batch_path(const Options& o, int first);
+inline std::string dispatchers_path(const Options& o) { return run_root(o) + "/dispatchers"; }
+inline std::string latch_path(const Options& o) { return lock_root(o) + "/dispatcher"; }
 
 // What a worker saw, written to its znode about once a second and at the end.
 struct WorkerStats {
@@ -60,7 +78,11 @@ struct WorkerStats {
 std::string encode(const WorkerStats& stats);
 std::optional<WorkerStats> decode_stats(const std::string& data);
 
-// The worker's main: applies its share of the stream, reports, returns the exit code.
+// The worker's main: applies its share of the published stream, reports,
+// returns the exit code.
 int run_worker(const Options& options);
+// A dispatcher candidate's main: publishes the stream while it leads, until
+// all of it is published; returns the exit code.
+int run_dispatcher(const Options& options);
 
 }  // namespace trainyard

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # tests/scripts/trainyard_test.sh — small train yards on the test ensemble:
-#   with locks     every invariant must hold (exit 0);
-#   --chaos        the same through a leader kill and a session expiry (needs
+#   with locks     every invariant must hold (exit 0), the dispatcher's too;
+#   --chaos        the same through a leader kill, a session expiry and two
+#                  kills of the leading dispatcher, each failover reported (needs
 #                  ZKR_ENSEMBLE_SCRIPT and ZKR_ENSEMBLE_DIR: without them the
 #                  test ends skipped, exit 77, once the other runs passed);
 #   --no-locks     the invariants must be reported broken (exit 1): this is
 #                  what the locks are for, so a clean run here is a failure of
-#                  the demonstration.
+#                  the demonstration. The dispatcher's still hold.
 # Environment: ZK_CONNECT (without it: skipped, exit 77), ZKR_BUILD_DIR.
 # 77 is the SKIP_RETURN_CODE of tests/CMakeLists.txt: ctest shows a skip.
 set -euo pipefail
@@ -21,16 +22,41 @@ bin=${ZKR_BUILD_DIR:?}/examples/zkr-trainyard
 out=$(mktemp "${TMPDIR:-/tmp}/trainyard-test.XXXXXX")
 trap 'rm -f "$out"' EXIT
 
+# The dispatcher's invariants, as the summary names them: each must be there
+# and hold in every run.
+dispatched=(
+  "[ ok ] every batch node holds a batch"
+  "[ ok ] every message published exactly once and in order"
+  "[ ok ] epochs only rise across publishes"
+  "[ ok ] no publish by a deposed leader accepted"
+  "[ ok ] every dispatcher candidate not killed ended cleanly"
+)
+
 failures=0
-# run WANTED_RC WANTED_LINE ARGS...: runs a train yard, checks its exit code
-# and that its summary has WANTED_LINE.
+# run WANTED_RC FAILOVERS WANTED_LINE... -- ARGS...: runs a train yard, checks
+# its exit code, that its summary has every WANTED_LINE, and that it reports
+# at least FAILOVERS dispatcher failovers, each to a newer epoch.
 run() {
-  local want_rc=$1 want_line=$2 rc=0
+  local want_rc=$1 want_failovers=$2 rc=0 line failovers problems=()
   shift 2
+  local wanted=()
+  while [[ $1 != -- ]]; do
+    wanted+=("$1")
+    shift
+  done
+  shift
   say "zkr-trainyard $*"
   "$bin" --trains 20 --timeout 120 "$@" >"$out" 2>&1 || rc=$?
-  if [[ $rc -ne $want_rc ]] || ! grep -qF -- "$want_line" "$out"; then
-    say "FAILED: exit $rc (wanted $want_rc), summary line '$want_line' $(grep -qF -- "$want_line" "$out" && echo found || echo missing)"
+  [[ $rc -eq $want_rc ]] || problems+=("exit $rc (wanted $want_rc)")
+  for line in "${wanted[@]}"; do
+    grep -qF -- "$line" "$out" || problems+=("summary line '$line' missing")
+  done
+  # "dispatcher failover N   4.2 s to the next first publish, epoch A -> B"
+  failovers=$(awk '/^  dispatcher failover [0-9]+ .* epoch [0-9]+ -> [0-9]+$/ && $NF > $(NF-2)' "$out" | wc -l)
+  ((failovers >= want_failovers)) ||
+    problems+=("$failovers failover(s) to a newer epoch reported (wanted $want_failovers)")
+  if ((${#problems[@]})); then
+    say "FAILED: $(printf '%s; ' "${problems[@]}")"
     cat "$out" >&2
     failures=$((failures + 1))
   else
@@ -38,15 +64,18 @@ run() {
   fi
 }
 
-run 0 "result: every invariant holds" --locations 6 --messages 400
+run 0 0 "result: every invariant holds" "${dispatched[@]}" -- --locations 6 --messages 400
 # Three locations, so that lost updates come at once.
-run 1 "result: INVARIANTS BROKEN" --locations 3 --messages 300 --no-locks
+run 1 0 "result: INVARIANTS BROKEN" "${dispatched[@]}" -- --locations 3 --messages 300 --no-locks
 chaos=1
 if [[ -n ${ZKR_ENSEMBLE_SCRIPT:-} && -n ${ZKR_ENSEMBLE_DIR:-} ]]; then
   # Long enough (a few seconds) for the orchestrator, which looks at progress
   # once a second, to see a quarter done and kill the leader before the end:
-  # 400 messages were over in under two seconds once, and no leader died.
-  run 0 "result: every invariant holds" --locations 6 --messages 1500 --chaos
+  # 400 messages were over in under two seconds once, and no leader died. The
+  # dispatcher's failovers (about a session timeout each) come on top.
+  run 0 2 "result: every invariant holds" "${dispatched[@]}" \
+    "[ ok ] the leading dispatcher was killed at least 2 times" -- \
+    --locations 6 --messages 1500 --chaos
 else
   chaos=0
 fi
