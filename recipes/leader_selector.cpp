@@ -17,7 +17,6 @@
 #include "lock_internals.hpp"
 #include "zkr/lock_guard.hpp"
 
-
 namespace zkr {
 
 namespace {
@@ -44,7 +43,8 @@ struct LeaderSelector::Impl {
         mutex(c, std::move(path), std::move(lock)),
         take_leadership(std::move(take)),
         options(std::move(opts)) {
-    if (!take_leadership) throw std::invalid_argument("LeaderSelector: no take_leadership function");
+    if (!take_leadership)
+      throw std::invalid_argument("LeaderSelector: no take_leadership function");
   }
 
   // The selector's thread: waits to be queued, holds the mutex, runs a term,
@@ -129,10 +129,10 @@ struct LeaderSelector::Impl {
 
   mutable std::mutex m;
   std::condition_variable_any changed;
-  bool started = false;                     // guarded by m
-  bool closed = false;                      // guarded by m
-  bool queued = false;                      // guarded by m: wants a term, or has one
-  std::optional<LockLease> term;            // guarded by m: the term under way
+  bool started = false;                         // guarded by m
+  bool closed = false;                          // guarded by m
+  bool queued = false;                          // guarded by m: wants a term, or has one
+  std::optional<LockLease> term;                // guarded by m: the term under way
   std::optional<std::stop_source> term_ending;  // guarded by m: stops that term
 
   std::mutex joining;  // one close() at a time joins the thread

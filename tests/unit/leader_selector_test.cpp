@@ -154,7 +154,8 @@ TEST_F(LeaderSelectorTest, TermsFollowTheQueueOneAtATimeAndEndWhenTheFunctionRet
 TEST_F(LeaderSelectorTest, AutoRequeueTakesTurnsWithOneLeaderAtATime) {
   constexpr std::size_t kTerms = 12;
   std::vector<std::unique_ptr<LeaderSelector>> selectors;
-  for (const char* id : {"p0", "p1", "p2"}) selectors.push_back(selector(contender(), id, requeueing()));
+  for (const char* id : {"p0", "p1", "p2"})
+    selectors.push_back(selector(contender(), id, requeueing()));
   for (auto& s : selectors) s->start();
   for (std::size_t n = 1; n <= kTerms; ++n) {
     ASSERT_TRUE(wait_terms(n));
