@@ -7,7 +7,7 @@
 //   KeyLedger& key = ledgers[k];
 //   handoff_ms = key.granted(guard.lease().fencing_token(), monotonic_ns());
 //   key.releasing(monotonic_ns());
-//   guard.release();
+//   guard.unlock();
 //
 // Atomics: holders of one key may be on different threads (the first holder
 // on the bench's thread, waiters on theirs), and a violation is precisely two

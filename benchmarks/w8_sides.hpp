@@ -42,7 +42,7 @@ struct MutexKeys {
   }
   static bool held(const Held& held) { return static_cast<bool>(held); }
   static std::int64_t token(const Held& held) { return held.lease().fencing_token(); }
-  static void release(Held& held) { (void)held.release(); }
+  static void release(Held& held) { (void)held.unlock(); }
   // Whether the key's directories show its holder and `waiters` queued.
   static bool queued(Keeper& keeper, const Lock& lock, std::size_t waiters,
                      Clock::time_point deadline) {

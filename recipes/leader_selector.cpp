@@ -67,7 +67,7 @@ struct LeaderSelector::Impl {
       // the stop is given back unused.
       if (!guard || closing.stop_requested()) return;
       hold_term(guard.lease(), closing);
-      guard.release();
+      guard.unlock();
     }
   }
 

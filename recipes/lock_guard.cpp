@@ -17,7 +17,7 @@ LockGuard::LockGuard(std::shared_ptr<detail::LeaseState> state,
                      std::shared_ptr<detail::ClientLifeline> lifeline, Client& client) noexcept
     : state_(std::move(state)), lifeline_(std::move(lifeline)), client_(&client) {}
 
-LockGuard::~LockGuard() { (void)release(); }
+LockGuard::~LockGuard() { (void)unlock(); }
 
 LockGuard::LockGuard(LockGuard&& other) noexcept
     : state_(std::move(other.state_)),
@@ -26,7 +26,7 @@ LockGuard::LockGuard(LockGuard&& other) noexcept
 
 LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
   if (this != &other) {
-    (void)release();
+    (void)unlock();
     state_ = std::move(other.state_);
     lifeline_ = std::move(other.lifeline_);
     client_ = std::exchange(other.client_, nullptr);
@@ -39,7 +39,7 @@ LockLease LockGuard::lease() const {
   return LockLease(state_);
 }
 
-bool LockGuard::release() noexcept {
+bool LockGuard::unlock() noexcept {
   const auto state = std::exchange(state_, nullptr);
   if (!state) return false;
   // The Client may be gone (then its session, and our node, went with it).

@@ -5,7 +5,7 @@
 // on another thread of a pool, a task handed to a worker) cannot keep that
 // rule. A LockGuard is the other way to own a grant: the guard owns it,
 // whatever thread or coroutine has the guard; moving the guard moves the
-// grant; destroying it, or release(), gives the grant back, from any thread.
+// grant; destroying it, or unlock(), gives the grant back, from any thread.
 // For a coroutine, owning means holding the guard in its frame: it owns the
 // lock across suspensions and resumptions on any thread until the guard goes.
 //
@@ -55,7 +55,7 @@ class ClientLifeline;
 class LockGuard {
  public:
   LockGuard() noexcept;  // owns nothing
-  ~LockGuard();          // release()
+  ~LockGuard();          // unlock()
   LockGuard(LockGuard&& other) noexcept;
   // Gives back what this guard owned, then takes other's grant.
   LockGuard& operator=(LockGuard&& other) noexcept;
@@ -69,8 +69,10 @@ class LockGuard {
   LockLease lease() const;
   // Gives the grant back as InterProcessMutex::release() does (the delete is
   // sent, not awaited), from whatever thread. False if the guard owned none.
-  // Never throws.
-  bool release() noexcept;
+  // Never throws. (std::unique_lock's meaning: unlock() gives the lock back.
+  // There is no release() that lets go of a grant without giving it back: a
+  // grant no guard owns would leave its node queued until the session ends.)
+  bool unlock() noexcept;
 
   // For the locks: a grant of `client`'s, given back through it while it lives.
   LockGuard(std::shared_ptr<detail::LeaseState> state,

@@ -118,7 +118,7 @@ TEST_F(LockAsyncIntegrationTest, TwoThousandWaitersOnTwoClientsAreGrantedOneAtAT
                                     violations.fetch_add(1);
                                   granted.fetch_add(1);
                                   exclusion.leave(key);
-                                  (void)guard.release();  // the next waiter of the key may go
+                                  (void)guard.unlock();  // the next waiter of the key may go
                                 }
                                 if (ended.fetch_add(1) + 1 == kWaiters) all_ended.set_value();
                               });
@@ -158,7 +158,7 @@ TEST_F(LockAsyncIntegrationTest, AcquiresStoppedAtRandomUnderLoadLeaveNothing) {
                                     violations.fetch_add(1);
                                   granted.fetch_add(1);
                                   exclusion.leave(key);
-                                  (void)guard.release();
+                                  (void)guard.unlock();
                                 } else if (!error && !was_stopped[i].load()) {
                                   ADD_FAILURE()
                                       << "acquire " << i << " not granted, and not stopped";

@@ -77,7 +77,7 @@ TEST_F(AsioTest, UseFutureAndDeferredAndACallbackAllComplete) {
   ASSERT_EQ(future.wait_for(kWait), std::future_status::ready);
   LockGuard first = future.get();
   ASSERT_TRUE(first);
-  EXPECT_TRUE(first.release());
+  EXPECT_TRUE(first.unlock());
 
   // Deferred: nothing is sent until the operation is started.
   auto op = asio::async_acquire_guard(*lock, in(kWait), net::deferred);

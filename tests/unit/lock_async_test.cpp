@@ -62,7 +62,7 @@ TYPED_TEST(LockAsyncTest, AnUncontendedAcquireGrantsAGuard) {
   EXPECT_FALSE(out.guard.lease().lost());
   EXPECT_EQ(this->lock_nodes().size(), 1u);
   EXPECT_FALSE(lock->is_acquired_in_this_process());  // the guard's, not the lock's
-  EXPECT_TRUE(out.guard.release());
+  EXPECT_TRUE(out.guard.unlock());
   EXPECT_TRUE(this->next_is_granted_at_once());
 }
 
@@ -266,7 +266,7 @@ TYPED_TEST(LockAsyncTest, TheLockObjectMayGoBeforeTheGrant) {
   auto out = ended.get();
   ASSERT_TRUE(out.guard);
   EXPECT_EQ(this->lock_nodes().size(), 1u);
-  EXPECT_TRUE(out.guard.release());
+  EXPECT_TRUE(out.guard.unlock());
   EXPECT_TRUE(this->wait_queue_length(0));
 }
 
@@ -318,8 +318,8 @@ TEST_F(ReadWriteAsyncTest, ReadersWaitForTheWriterThenShare) {
   auto write = start(writer.write_lock(), in(200ms));
   ASSERT_EQ(write.wait_for(kWait), std::future_status::ready);
   EXPECT_FALSE(write.get().guard);  // not while they read
-  EXPECT_TRUE(a.guard.release());
-  EXPECT_TRUE(b.guard.release());
+  EXPECT_TRUE(a.guard.unlock());
+  EXPECT_TRUE(b.guard.unlock());
   EXPECT_TRUE(wait_queue_length(0));
 }
 

@@ -60,7 +60,7 @@ TYPED_TEST(LockGuardTest, MovingMovesTheGrantAndAssigningGivesTheOldOneBack) {
   const LockLease first = a.lease();
   LockGuard b(std::move(a));
   EXPECT_FALSE(a);  // NOLINT(bugprone-use-after-move): moved-from is empty, by contract
-  EXPECT_FALSE(a.release());
+  EXPECT_FALSE(a.unlock());
   EXPECT_THROW((void)a.lease(), std::logic_error);
   EXPECT_TRUE(b);
   EXPECT_TRUE(first.held());
@@ -71,9 +71,9 @@ TYPED_TEST(LockGuardTest, MovingMovesTheGrantAndAssigningGivesTheOldOneBack) {
   b = std::move(second);
   EXPECT_TRUE(first.released());
   EXPECT_TRUE(second_lease.held());
-  EXPECT_TRUE(b.release());
+  EXPECT_TRUE(b.unlock());
   EXPECT_TRUE(second_lease.released());
-  EXPECT_FALSE(b.release());
+  EXPECT_FALSE(b.unlock());
   EXPECT_TRUE(this->no_ephemerals_of(c));
 }
 
@@ -88,7 +88,7 @@ TYPED_TEST(LockGuardTest, AGuardsGrantIsNotTheCallingThreadsHold) {
   EXPECT_TRUE(guard.lease().held());
   EXPECT_FALSE(lock->try_acquire_guard_for(100ms));  // queues behind the first, times out
   EXPECT_EQ(this->lock_nodes().size(), 1u);          // and leaves nothing behind
-  EXPECT_TRUE(guard.release());
+  EXPECT_TRUE(guard.unlock());
   EXPECT_TRUE(this->free_now());
 }
 
@@ -118,7 +118,7 @@ TYPED_TEST(LockGuardTest, AGuardOutlivesItsLockObject) {
   ASSERT_TRUE(guard);
   EXPECT_TRUE(guard.lease().held());
   EXPECT_FALSE(this->free_now());
-  EXPECT_TRUE(guard.release());
+  EXPECT_TRUE(guard.unlock());
   EXPECT_TRUE(this->free_now());
 }
 
@@ -135,7 +135,7 @@ TYPED_TEST(LockGuardTest, AGuardOutlivesItsClient) {
   const LockLease lease = guard.lease();
   c.client.reset();
   EXPECT_TRUE(this->free_now());  // the closed session's node went with it
-  EXPECT_TRUE(guard.release());
+  EXPECT_TRUE(guard.unlock());
   EXPECT_TRUE(lease.released() || lease.lost());
 }
 
@@ -148,7 +148,7 @@ TEST_F(ReadWriteGuardTest, AWriteGuardExcludesReadersUntilAnotherThreadGivesItBa
   ASSERT_TRUE(writing);
   InterProcessReadWriteLock other(*contender().client, kDir);
   EXPECT_FALSE(other.read_lock().try_acquire_for(100ms));
-  std::jthread([w = std::move(writing)]() mutable { EXPECT_TRUE(w.release()); }).join();
+  std::jthread([w = std::move(writing)]() mutable { EXPECT_TRUE(w.unlock()); }).join();
   EXPECT_TRUE(other.read_lock().try_acquire_for(kWait));
   // Readers share, guards or not.
   LockGuard reading = lock.read_lock().try_acquire_guard_for(kWait);

@@ -175,7 +175,7 @@ TEST_F(SemaphoreAsyncTest, CuratorSemaphoreMutexGuards) {
   ASSERT_TRUE(held);
   EXPECT_FALSE(mutex.is_acquired_in_this_process()) << "a guard's grant is its own";
   EXPECT_FALSE(other.try_acquire());
-  std::thread([held = std::move(held)]() mutable { EXPECT_TRUE(held.release()); }).join();
+  std::thread([held = std::move(held)]() mutable { EXPECT_TRUE(held.unlock()); }).join();
   EXPECT_TRUE(wait_leases(0));
   run_io();
   auto guard =
@@ -184,7 +184,7 @@ TEST_F(SemaphoreAsyncTest, CuratorSemaphoreMutexGuards) {
   LockGuard second = guard.get();
   ASSERT_TRUE(second);
   EXPECT_FALSE(mutex.try_acquire());
-  EXPECT_TRUE(second.release());
+  EXPECT_TRUE(second.unlock());
   EXPECT_TRUE(mutex.try_acquire_for(kWait));
   EXPECT_TRUE(mutex.release());
 }

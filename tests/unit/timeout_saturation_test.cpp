@@ -159,7 +159,7 @@ TEST_F(TimeoutSaturationTest, GuardFormWaitsAtMax) {
         return static_cast<bool>(guard);
       },
       [] {}));
-  EXPECT_TRUE(guard.release());
+  EXPECT_TRUE(guard.unlock());
 }
 
 TEST_F(TimeoutSaturationTest, ReadWriteSidesAndMultiLockWaitAtMax) {
