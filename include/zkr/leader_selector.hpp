@@ -39,6 +39,11 @@
 // exception thrown by take_leadership ends its term (the mutex is released)
 // and goes to `on_error` too; auto_requeue then queues again as after any
 // term. Unset, on_error logs.
+//
+// A coroutine can own a term with no thread: the protocol is a hold of our
+// InterProcessMutex with the id as LockOptions::holder_id, so a coroutine
+// that awaits that mutex's guard (zkr::asio::async_acquire_guard) leads, in
+// the same queue, while it keeps the guard (docs/locks.md has the example).
 #pragma once
 
 #include <cstdint>
