@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "flag.hpp"
 #include "process.hpp"
 #include "zkr/leader_latch.hpp"
 
@@ -24,22 +25,6 @@ constexpr auto kRecheckEvery = 1s;
 // The next leader comes once the killed one's session expires (4 s), and may
 // have to wait for a server election in between.
 constexpr auto kFailoverPatience = 90s;
-
-// A one-shot flag set from a watch.
-struct Flag {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool set = false;
-  void raise() {
-    std::lock_guard lock(mutex);
-    set = true;
-    cv.notify_all();
-  }
-  void wait_for(Clock::duration at_most) {
-    std::unique_lock lock(mutex);
-    cv.wait_for(lock, at_most, [&] { return set; });
-  }
-};
 
 std::string latch_id(int slot, pid_t pid) {
   return "dispatcher-" + std::to_string(slot) + "-pid" + std::to_string(pid);

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "dispatch.hpp"
+#include "flag.hpp"
 #include "yard.hpp"
 #include "zkr/client.hpp"
 #include "zkr/multi_lock.hpp"
@@ -48,22 +49,6 @@ constexpr auto kMessageDeadline = 120s;  // per message, all attempts
 constexpr auto kLockTimeout = 5s;        // per acquisition, then retry
 constexpr auto kRequestTimeout = 10s;    // per read or write
 constexpr auto kReportEvery = 1s;
-
-// A one-shot flag set from a watch (on the keeper's event thread).
-struct Flag {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool set = false;
-  void raise() {
-    std::lock_guard lock(mutex);
-    set = true;
-    cv.notify_all();
-  }
-  bool wait_until(Clock::time_point deadline) {
-    std::unique_lock lock(mutex);
-    return cv.wait_until(lock, deadline, [&] { return set; });
-  }
-};
 
 zkr::NodeData await(std::future<zkr::Result<zkr::NodeData>> reply, const std::string& path) {
   return zkr::await_reply(std::move(reply), kRequestTimeout, path).value();
