@@ -42,6 +42,20 @@ bool wait_children(Keeper& keeper, const std::string& dir, const ChildrenPredica
       timeout);
 }
 
+bool wait_node(Keeper& keeper, const std::string& path, const NodePredicate& pred,
+               std::chrono::milliseconds timeout) {
+  return watch_until(
+      [&](const std::shared_ptr<Latch>& changed) {
+        // The exists watch fires on a create, a data change and a delete.
+        if (!keeper.exists(path, [changed](const WatchEvent&) { changed->open(); }))
+          return pred(std::nullopt);
+        auto read = keeper.try_get(path);
+        if (read.error() == Errc::no_node) return pred(std::nullopt);
+        return pred(std::move(read).value());
+      },
+      timeout);
+}
+
 bool wait_gone(Keeper& keeper, const std::string& path, std::chrono::milliseconds timeout) {
   return watch_until(
       [&](const std::shared_ptr<Latch>& changed) {

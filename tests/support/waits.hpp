@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ using ChildrenPredicate = std::function<bool(const std::vector<std::string>&)>;
 
 // True once path does not exist; false if the timeout passed first.
 [[nodiscard]] bool wait_gone(Keeper& keeper, const std::string& path,
+                             std::chrono::milliseconds timeout);
+
+// True once pred(the node at path: its data and stat, nullopt if absent)
+// holds; false if the timeout passed first.
+using NodePredicate = std::function<bool(const std::optional<NodeData>&)>;
+[[nodiscard]] bool wait_node(Keeper& keeper, const std::string& path, const NodePredicate& pred,
                              std::chrono::milliseconds timeout);
 
 // A flag one thread raises and another waits for, with a deadline.
