@@ -41,6 +41,8 @@
 //   w7-mutex <lock path> <workers> <ms> <interval file>
 //       -> done <acquisitions> <wait us>...: the same on an
 //          InterProcessSemaphoreMutex, a yield while held; kind "mutex", token 0
+//   w9-close <latch path> <participants> <rounds> <ms>
+//       -> LeaderLatch failover (CuratorFailover.java, compiled with this file)
 //   quit -> bye
 // Anything that goes wrong -> error <message>. "ready" once every session is up.
 import java.io.BufferedReader;
@@ -184,6 +186,9 @@ public final class CuratorBench {
               Long.parseLong(w[5]), w[6]));
         } else if (w[0].equals("w7-mutex") && w.length == 5) {
           out.println(w7Mutex(w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]), w[4]));
+        } else if (w[0].equals("w9-close") && w.length == 5) {
+          out.println(CuratorFailover.close(sessions, w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]),
+              Long.parseLong(w[4])));
         } else {
           out.println("error unknown command: " + line);
         }
