@@ -128,7 +128,10 @@ int run_workloads(const Options& options) {
   if (options.wants("W5")) run_w5_queue_depth(ctx);
   if (options.wants("W6")) run_w6_read_write(ctx);
   if (options.wants("W7")) run_w7_semaphore(ctx);
-  if (options.wants("W9")) run_w9_failover(ctx);
+  if (options.wants("W9")) {
+    run_w9_failover(ctx);
+    run_w9_kill(ctx);
+  }
   ctx.curator = nullptr;
   curator.reset();
   // Last, and with no JVM beside it: its 10,000 threads raise the peak RSS

@@ -297,4 +297,19 @@ CuratorPeer::W9 CuratorPeer::w9_close(const std::string& path, std::size_t parti
   return result;
 }
 
+void CuratorPeer::w9_victim(const std::string& via, const std::string& path,
+                            std::chrono::milliseconds session_timeout, std::size_t participants) {
+  (void)command("w9-victim " + via + " " + path + " " + std::to_string(session_timeout.count()) +
+                    " " + std::to_string(participants),
+                std::chrono::seconds(120));
+}
+
+std::int64_t CuratorPeer::w9_standby_wait(std::chrono::milliseconds wait) {
+  const auto w =
+      command("w9-standby-wait " + std::to_string(wait.count()), wait + std::chrono::seconds(30));
+  return std::stoll(w.at(0));
+}
+
+void CuratorPeer::w9_victim_close() { (void)command("w9-victim-close", std::chrono::seconds(60)); }
+
 }  // namespace zkr::bench

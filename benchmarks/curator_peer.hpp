@@ -108,6 +108,16 @@ class CuratorPeer {
   };
   W9 w9_close(const std::string& path, std::size_t participants, std::uint64_t rounds,
               std::chrono::milliseconds duration);
+  // W9's kill, around the caller cutting the victim's link: a new session
+  // through `via` (the victim's proxies) joins the latch at path and leads,
+  // participants - 1 of the peer's sessions queue behind it (standbys).
+  void w9_victim(const std::string& via, const std::string& path,
+                 std::chrono::milliseconds session_timeout, std::size_t participants);
+  // CLOCK_MONOTONIC ns when a standby's await returned; RunError if none
+  // led within `wait`. The standbys close.
+  std::int64_t w9_standby_wait(std::chrono::milliseconds wait);
+  // The victim's latch and session closed (once its link is back).
+  void w9_victim_close();
 
  private:
   // Both W7 commands: their words up to the duration, which it appends with

@@ -178,6 +178,7 @@ Plan make_plan(const Options& options) {
   // W9: failovers of 3 participants, a few seconds either way.
   plan.w9_rounds = options.quick ? 10 : 100;
   plan.w9_duration = milliseconds(options.quick ? 3000 : 30000);
+  plan.w9_kill_rounds = options.quick ? 1 : 5;
   std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });
   if (plan.w4_keys.empty() || plan.w4_keys.back() < options.max_keys)
     if (options.max_keys < (options.quick ? 1000u : 1000000u))
@@ -221,7 +222,9 @@ Workloads:
   W9  leader failover: 3 participants, each on its own session, on one
       LeaderLatch; the leader closes once the others are queued (100 times,
       30 s at most): time from close() to the next leader's term, p50/p99,
-      quorum writes per election, one leader at a time
+      quorum writes per election, one leader at a time; then 5 kills: the
+      leader's link cut (its session of 2 s abandoned, as by SIGKILL), the
+      time to the next term and its ratio to the session timeout
 
 Every workload also shows requests and writes per operation, counted by the
 servers (mntr's zk_packets_received over every server, the leader's zxid from

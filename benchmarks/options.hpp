@@ -59,9 +59,11 @@ struct Plan {
   std::vector<double> rtts_ms = {0};      // W1 and W2 at each added round trip (0: direct)
   std::uint64_t w8_keys = 1000;           // W8: keys, each with as many waiters queued
   std::uint64_t w8_waiters_per_key = 10;
-  unsigned w9_participants = 3;                  // W9: each on a session of its own
-  std::uint64_t w9_rounds = 100;                 // failovers timed, at most
-  std::chrono::milliseconds w9_duration{30000};  // and no new round after this
+  unsigned w9_participants = 3;                        // W9: each on a session of its own
+  std::uint64_t w9_rounds = 100;                       // failovers timed, at most
+  std::chrono::milliseconds w9_duration{30000};        // and no new round after this
+  std::uint64_t w9_kill_rounds = 5;                    // kills of the leader's link
+  std::chrono::milliseconds w9_session_timeout{2000};  // the killed leader's session
 };
 
 Plan make_plan(const Options& options);

@@ -16,7 +16,8 @@ void run_w5_queue_depth(Context& ctx);
 void run_w6_read_write(Context& ctx);
 void run_w7_semaphore(Context& ctx);
 void run_w8_many_waiters(Context& ctx);
-void run_w9_failover(Context& ctx);
+void run_w9_failover(Context& ctx);  // the leader closes
+void run_w9_kill(Context& ctx);      // the leader's session is abandoned
 
 // Workers of W6 and of W7's semaphore, each on a session of its own: the
 // Curator peer opens as many.

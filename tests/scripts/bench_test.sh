@@ -104,11 +104,17 @@ jq -e -s '[.[] | select(.workload == "W7")] | length == 5 and
     (.[1:] | all(.writes_per_op | type == "number"))' \
   "$work/lines.jsonl" >/dev/null || fail "W7: a bound broken, a record missing, or no cost per acquisition"
 # W9: the leader's close timed to the next term, every term judged (one
-# leader at a time, rising epochs), and the servers' writes per election.
-jq -e -s '[.[] | select(.workload == "W9")] | length == 1 and
+# leader at a time, rising epochs), and the servers' writes per election;
+# the leader's link cut, the next term no sooner than its session could
+# expire (a standby that led at once would mean the cut did not count).
+jq -e -s '[.[] | select(.workload == "W9" and .params.failure == "close")] | length == 1 and
     all(.[]; .ops > 0 and .violations == 0 and .terms == .ops + 1 and .p50_ms > 0 and
              (.writes_per_op | type == "number"))' \
   "$work/lines.jsonl" >/dev/null || fail "W9: no failover timed, a violation, or no writes per election"
+jq -e -s '[.[] | select(.workload == "W9" and (.params.session_timeout_ms | type == "number"))] | length == 1 and
+    all(.[]; .ops > 0 and .violations == 0 and .p50_x_session_timeout >= 0.5 and
+             (.writes_per_op | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W9 kill: no failover timed, one before the session could expire, or no cost"
 jq -e -s '[.[] | select(.workload == "W3") | .leftover_znodes] | length == 3 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W3 left znodes behind (or did not say)"
 jq -e -s '[.[] | select(.workload == "W3") | .znodes_after_settle] | all(type == "number")' \
@@ -190,10 +196,10 @@ jq -e -s '[.[] | select(.impl == "curator" and .workload == "W7")] | length == 3
 jq -e -s '[.[] | select(.impl == "zkr" and (.workload == "W6" or .workload == "W7"))] | length == 6 and
     all(.[]; .x_curator_rate | type == "number")' \
   "$work/curator.jsonl" >/dev/null || fail "--peers curator: W6 or W7 of ours without its ratio to Curator's"
-jq -e -s '[.[] | select(.workload == "W9")] | length == 2 and
-    (map(.impl) == ["curator", "zkr"]) and
+jq -e -s '[.[] | select(.workload == "W9")] | length == 4 and
+    (map(.impl) == ["curator", "zkr", "curator", "zkr"]) and
     all(.[]; .ops > 0 and .violations == 0 and .p50_ms > 0 and (.writes_per_op | type == "number")) and
-    (.[1].x_curator_p50 | type == "number")' \
+    (.[1].x_curator_p50 | type == "number") and (.[2:] | all(.p50_x_session_timeout >= 0.5))' \
   "$work/curator.jsonl" >/dev/null || fail "--peers curator: W9 of Curator's LeaderLatch or ours missing, unjudged or without cost"
 took=$((SECONDS - start))
 
