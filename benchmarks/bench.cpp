@@ -88,7 +88,7 @@ int run_workloads(const Options& options) {
   std::optional<CuratorBuild> curator_build;
   std::unique_ptr<CuratorPeer> curator;
   bool curator_wanted = false;
-  for (const char* w : {"W1", "W2", "W3", "W5", "W6", "W7"})
+  for (const char* w : {"W1", "W2", "W3", "W5", "W6", "W7", "W9"})
     curator_wanted = curator_wanted || options.wants(w);
   curator_wanted = curator_wanted && options.curator;
   if (curator_wanted) {
@@ -98,6 +98,7 @@ int run_workloads(const Options& options) {
     unsigned sessions = plan.w2_workers;
     if (options.wants("W6")) sessions = std::max(sessions, kW6Workers);
     if (options.wants("W7")) sessions = std::max(sessions, kW7SemaphoreWorkers);
+    if (options.wants("W9")) sessions = std::max(sessions, plan.w9_participants);
     curator = std::make_unique<CuratorPeer>(*curator_build, options.connect, sessions);
     ctx.curator = curator.get();
   }
@@ -127,6 +128,10 @@ int run_workloads(const Options& options) {
   if (options.wants("W5")) run_w5_queue_depth(ctx);
   if (options.wants("W6")) run_w6_read_write(ctx);
   if (options.wants("W7")) run_w7_semaphore(ctx);
+  if (options.wants("W9")) {
+    run_w9_failover(ctx);
+    run_w9_kill(ctx);
+  }
   ctx.curator = nullptr;
   curator.reset();
   // Last, and with no JVM beside it: its 10,000 threads raise the peak RSS

@@ -104,8 +104,13 @@ CuratorBuild::CuratorBuild() {
   std::string dir = (std::filesystem::temp_directory_path() / "zkr-bench-curator-XXXXXX").string();
   if (!::mkdtemp(dir.data())) throw RunError("cannot make a temporary directory for javac");
   dir_ = dir;
-  const pid_t pid = spawn({javac, "-nowarn", "-d", dir_, "-cp", classpath_, ZKR_CURATOR_BENCH_JAVA},
-                          nullptr, nullptr);
+  // W9's LeaderLatch side is a class of its own beside it.
+  const std::string failover =
+      (std::filesystem::path(ZKR_CURATOR_BENCH_JAVA).parent_path() / "CuratorFailover.java")
+          .string();
+  const pid_t pid =
+      spawn({javac, "-nowarn", "-d", dir_, "-cp", classpath_, ZKR_CURATOR_BENCH_JAVA, failover},
+            nullptr, nullptr);
   int status = 0;
   if (pid < 0 || !wait_exit(pid, Clock::now() + std::chrono::seconds(180), status) ||
       !WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -278,5 +283,33 @@ CuratorPeer::W7 CuratorPeer::w7(const std::string& command_words,
   result.waits_ms = waits_ms(w, 1, w.size() - 1);
   return result;
 }
+
+CuratorPeer::W9 CuratorPeer::w9_close(const std::string& path, std::size_t participants,
+                                      std::uint64_t rounds, std::chrono::milliseconds duration) {
+  const auto w = command("w9-close " + path + " " + std::to_string(participants) + " " +
+                             std::to_string(rounds) + " " + std::to_string(duration.count()),
+                         duration + std::chrono::seconds(90));
+  W9 result;
+  result.elections = std::stoull(w.at(0));
+  result.violations = std::stoull(w.at(1));
+  result.seconds = std::stod(w.at(2)) / 1e9;
+  result.failovers_ms = waits_ms(w, 3, result.elections);
+  return result;
+}
+
+void CuratorPeer::w9_victim(const std::string& via, const std::string& path,
+                            std::chrono::milliseconds session_timeout, std::size_t participants) {
+  (void)command("w9-victim " + via + " " + path + " " + std::to_string(session_timeout.count()) +
+                    " " + std::to_string(participants),
+                std::chrono::seconds(120));
+}
+
+std::int64_t CuratorPeer::w9_standby_wait(std::chrono::milliseconds wait) {
+  const auto w =
+      command("w9-standby-wait " + std::to_string(wait.count()), wait + std::chrono::seconds(30));
+  return std::stoll(w.at(0));
+}
+
+void CuratorPeer::w9_victim_close() { (void)command("w9-victim-close", std::chrono::seconds(60)); }
 
 }  // namespace zkr::bench

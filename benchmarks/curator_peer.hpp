@@ -1,7 +1,7 @@
 // Apache Curator's recipes as a third implementation in the same run (`zkr
 // bench --peers curator`): InterProcessMutex (W1-W3, W5),
 // InterProcessReadWriteLock (W6), InterProcessSemaphoreV2 and
-// InterProcessSemaphoreMutex (W7). benchmarks/curator/CuratorBench.java,
+// InterProcessSemaphoreMutex (W7), LeaderLatch (W9). benchmarks/curator/CuratorBench.java,
 // compiled with javac against Debian's Curator 5.4 jars (/usr/share/java, as
 // the interop test finds them) and driven one command per line, so that its
 // slices interleave with the floor's and ours.
@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -95,6 +96,28 @@ class CuratorPeer {
                   std::chrono::milliseconds duration);
   // InterProcessSemaphoreMutex.
   W7 w7_mutex(const std::string& path, unsigned workers, std::chrono::milliseconds duration);
+
+  // W9: LeaderLatch participants, each on its own session; the leader closes
+  // once the others are queued, and joins again; failovers timed from the
+  // close() call to the next leader's await returning.
+  struct W9 {
+    std::uint64_t elections = 0;
+    std::uint64_t violations = 0;  // terms begun while another was held
+    double seconds = 0;
+    std::vector<double> failovers_ms;
+  };
+  W9 w9_close(const std::string& path, std::size_t participants, std::uint64_t rounds,
+              std::chrono::milliseconds duration);
+  // W9's kill, around the caller cutting the victim's link: a new session
+  // through `via` (the victim's proxies) joins the latch at path and leads,
+  // participants - 1 of the peer's sessions queue behind it (standbys).
+  void w9_victim(const std::string& via, const std::string& path,
+                 std::chrono::milliseconds session_timeout, std::size_t participants);
+  // CLOCK_MONOTONIC ns when a standby's await returned; RunError if none
+  // led within `wait`. The standbys close.
+  std::int64_t w9_standby_wait(std::chrono::milliseconds wait);
+  // The victim's latch and session closed (once its link is back).
+  void w9_victim_close();
 
  private:
   // Both W7 commands: their words up to the duration, which it appends with

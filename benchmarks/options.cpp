@@ -9,7 +9,8 @@
 namespace zkr::bench {
 namespace {
 
-const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"};
+const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5",
+                                                "W6", "W7", "W8", "W9"};
 
 std::vector<std::string> parse_workloads(const std::string& text) {
   std::vector<std::string> picked;
@@ -20,7 +21,7 @@ std::vector<std::string> parse_workloads(const std::string& text) {
     for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), name) == kAllWorkloads.end())
       throw UsageError("unknown workload '" + name +
-                       "' in --workloads (use W1,W2,W3,W4,W5,W6,W7,W8)");
+                       "' in --workloads (use W1,W2,W3,W4,W5,W6,W7,W8,W9)");
     if (std::find(picked.begin(), picked.end(), name) == picked.end()) picked.push_back(name);
     start = comma + 1;
   }
@@ -174,6 +175,10 @@ Plan make_plan(const Options& options) {
     plan.w8_keys = 50;
     plan.w8_waiters_per_key = 4;
   }
+  // W9: failovers of 3 participants, a few seconds either way.
+  plan.w9_rounds = options.quick ? 10 : 100;
+  plan.w9_duration = milliseconds(options.quick ? 3000 : 30000);
+  plan.w9_kill_rounds = options.quick ? 1 : 5;
   std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });
   if (plan.w4_keys.empty() || plan.w4_keys.back() < options.max_keys)
     if (options.max_keys < (options.quick ? 1000u : 1000000u))
@@ -214,6 +219,12 @@ Workloads:
       first as 10,000 coroutines on one Asio thread (async_acquire_guard),
       then as 10,000 threads in the blocking acquire: threads and RSS added
       while queued, hand-off p50/p99, time until all are granted
+  W9  leader failover: 3 participants, each on its own session, on one
+      LeaderLatch; the leader closes once the others are queued (100 times,
+      30 s at most): time from close() to the next leader's term, p50/p99,
+      quorum writes per election, one leader at a time; then 5 kills: the
+      leader's link cut (its session of 2 s abandoned, as by SIGKILL), the
+      time to the next term and its ratio to the session timeout
 
 Every workload also shows requests and writes per operation, counted by the
 servers (mntr's zk_packets_received over every server, the leader's zxid from
@@ -237,9 +248,9 @@ Options:
                       compiled with javac at the start) run beside the floor
                       and ours: InterProcessMutex in W1, W2, W3 and W5,
                       InterProcessReadWriteLock in W6, InterProcessSemaphoreV2
-                      and NonReentrantMutex in W7 (W1 in interleaved
-                      slices; W2, W6 and W7 in interleaved rounds; the others
-                      one after the other)
+                      and NonReentrantMutex in W7, LeaderLatch in W9 (W1 in
+                      interleaved slices; W2, W6 and W7 in interleaved rounds;
+                      the others one after the other)
   --no-lock           W2 and W5 run their critical sections without the lock:
                       the control of the exclusion checks, which must report
                       overlaps and lost updates (and so exit 1)

@@ -18,7 +18,7 @@ class UsageError : public std::runtime_error {
 
 struct Options {
   std::string connect;                 // --connect, else $ZK_CONNECT
-  std::vector<std::string> workloads;  // W1..W8, in run order
+  std::vector<std::string> workloads;  // W1..W9, in run order
   bool quick = false;                  // tiny sizes: a smoke test
   bool json = false;
   bool strict = false;                 // a missed target also exits 1
@@ -29,7 +29,7 @@ struct Options {
   // W2 and W5 take no lock: the control of their exclusion checks, which
   // must then report overlaps and lost updates (exit 1).
   bool no_lock = false;
-  // --peers curator: Curator's recipes run W1, W2, W3, W5, W6 and W7 too.
+  // --peers curator: Curator's recipes run W1, W2, W3, W5, W6, W7 and W9 too.
   bool curator = false;
   bool help = false;
 
@@ -59,6 +59,11 @@ struct Plan {
   std::vector<double> rtts_ms = {0};      // W1 and W2 at each added round trip (0: direct)
   std::uint64_t w8_keys = 1000;           // W8: keys, each with as many waiters queued
   std::uint64_t w8_waiters_per_key = 10;
+  unsigned w9_participants = 3;                        // W9: each on a session of its own
+  std::uint64_t w9_rounds = 100;                       // failovers timed, at most
+  std::chrono::milliseconds w9_duration{30000};        // and no new round after this
+  std::uint64_t w9_kill_rounds = 5;                    // kills of the leader's link
+  std::chrono::milliseconds w9_session_timeout{2000};  // the killed leader's session
 };
 
 Plan make_plan(const Options& options);

@@ -41,6 +41,11 @@
 //   w7-mutex <lock path> <workers> <ms> <interval file>
 //       -> done <acquisitions> <wait us>...: the same on an
 //          InterProcessSemaphoreMutex, a yield while held; kind "mutex", token 0
+//   w9-close <latch path> <participants> <rounds> <ms>
+//   w9-victim <connect> <latch path> <session ms> <participants>
+//   w9-standby-wait <ms>
+//   w9-victim-close
+//       -> LeaderLatch failover (CuratorFailover.java, compiled with this file)
 //   quit -> bye
 // Anything that goes wrong -> error <message>. "ready" once every session is up.
 import java.io.BufferedReader;
@@ -184,6 +189,15 @@ public final class CuratorBench {
               Long.parseLong(w[5]), w[6]));
         } else if (w[0].equals("w7-mutex") && w.length == 5) {
           out.println(w7Mutex(w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]), w[4]));
+        } else if (w[0].equals("w9-close") && w.length == 5) {
+          out.println(CuratorFailover.close(sessions, w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]),
+              Long.parseLong(w[4])));
+        } else if (w[0].equals("w9-victim") && w.length == 5) {
+          out.println(CuratorFailover.victim(sessions, w[1], w[2], Integer.parseInt(w[3]), Integer.parseInt(w[4])));
+        } else if (w[0].equals("w9-standby-wait") && w.length == 2) {
+          out.println(CuratorFailover.standbyWait(Long.parseLong(w[1])));
+        } else if (w[0].equals("w9-victim-close") && w.length == 1) {
+          out.println(CuratorFailover.victimClose());
         } else {
           out.println("error unknown command: " + line);
         }

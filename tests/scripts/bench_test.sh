@@ -11,7 +11,7 @@
 # control, which the exclusion checker must catch (overlaps and lost
 # updates), W1 at +2 ms round trip with Curator's InterProcessMutex, and W6
 # and W7 with Curator's read/write lock, semaphore and semaphore mutex beside
-# ours.
+# ours, and W9 with Curator's LeaderLatch.
 # Environment: ZK_CONNECT (without it: skipped, exit 77), ZKR_BUILD_DIR.
 set -euo pipefail
 say() { printf 'bench_test: %s\n' "$*" >&2; }
@@ -38,7 +38,7 @@ failures=0
 fail() { say "FAILED: $*"; failures=$((failures + 1)); }
 
 # Usage errors: exit 2, a message, no run.
-for bad in "--bogus" "--workloads W9" "--max-keys lots"; do
+for bad in "--bogus" "--workloads W10" "--max-keys lots"; do
   rc=0
   # shellcheck disable=SC2086  # split on purpose
   "${bench[@]}" $bad >"$work/usage.out" 2>&1 || rc=$?
@@ -75,7 +75,7 @@ if ! jq -e -s 'length > 0 and all(.[];
   head -c 2000 "$work/lines.jsonl" >&2
 fi
 # Each workload and the floor are there.
-for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8; do
+for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8 W9; do
   jq -e -s --arg w "$w" 'any(.[]; .impl == "zkr" and .workload == $w)' "$work/lines.jsonl" >/dev/null ||
     fail "no zkr $w line"
 done
@@ -103,6 +103,18 @@ jq -e -s '[.[] | select(.workload == "W7")] | length == 5 and
     (map(.most_holders_at_once) | . == [(.[0] | select(. <= 4)), 1, 1, 1, 1]) and
     (.[1:] | all(.writes_per_op | type == "number"))' \
   "$work/lines.jsonl" >/dev/null || fail "W7: a bound broken, a record missing, or no cost per acquisition"
+# W9: the leader's close timed to the next term, every term judged (one
+# leader at a time, rising epochs), and the servers' writes per election;
+# the leader's link cut, the next term no sooner than its session could
+# expire (a standby that led at once would mean the cut did not count).
+jq -e -s '[.[] | select(.workload == "W9" and .params.failure == "close")] | length == 1 and
+    all(.[]; .ops > 0 and .violations == 0 and .terms == .ops + 1 and .p50_ms > 0 and
+             (.writes_per_op | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W9: no failover timed, a violation, or no writes per election"
+jq -e -s '[.[] | select(.workload == "W9" and (.params.session_timeout_ms | type == "number"))] | length == 1 and
+    all(.[]; .ops > 0 and .violations == 0 and .p50_x_session_timeout >= 0.5 and
+             (.writes_per_op | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W9 kill: no failover timed, one before the session could expire, or no cost"
 jq -e -s '[.[] | select(.workload == "W3") | .leftover_znodes] | length == 3 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W3 left znodes behind (or did not say)"
 jq -e -s '[.[] | select(.workload == "W3") | .znodes_after_settle] | all(type == "number")' \
@@ -162,15 +174,16 @@ jq -e -s '[.[] | select((.impl == "zkr" or .impl == "floor") and .workload == "W
   fail "--rtt: no floor and zkr W1 records at +2 ms"
 jq -e -s 'any(.[]; .impl == "floor" and .added_rtt_ms == 2 and .p50_ms >= 6)' "$work/rtt.jsonl" >/dev/null ||
   fail "--rtt: the floor's cycle at +2 ms took under three added round trips (is the delay applied?)"
-# W6 and W7 with Curator's recipes in the same run: Curator's holds judged by
+# W6, W7 and W9 with Curator's recipes in the same run: Curator's holds judged by
 # the same checker (its read/write lock's every write counted, no violation;
 # its semaphore within its 4 leases, its semaphore mutex one holder at a
-# time), its cost per acquisition, and each of ours as a ratio to it.
-say "${bench[*]} --quick --workloads W6,W7 --rtt 0 --peers curator"
+# time), its cost per acquisition, and each of ours as a ratio to it; its
+# LeaderLatch's failovers timed, one leader at a time.
+say "${bench[*]} --quick --workloads W6,W7,W9 --rtt 0 --peers curator"
 rc=0
-timeout 240 "${bench[@]}" --quick --json --workloads W6,W7 --rtt 0 --peers curator --root "$root-curator" \
+timeout 240 "${bench[@]}" --quick --json --workloads W6,W7,W9 --rtt 0 --peers curator --root "$root-curator" \
   >"$work/curator.jsonl" 2>"$work/curator.txt" || rc=$?
-[[ $rc -eq 0 ]] || { fail "W6,W7 --peers curator exited $rc"; tail -n 20 "$work/curator.txt" >&2; }
+[[ $rc -eq 0 ]] || { fail "W6,W7,W9 --peers curator exited $rc"; tail -n 20 "$work/curator.txt" >&2; }
 jq -e -s '[.[] | select(.impl == "curator" and .workload == "W6")] | length == 1 and
     all(.[]; .ops > 0 and .violations == 0 and .counter == .writes and .reads > 0 and
              (.most_readers_at_once | type == "number") and (.writer_wait_p99_ms | type == "number") and
@@ -183,6 +196,11 @@ jq -e -s '[.[] | select(.impl == "curator" and .workload == "W7")] | length == 3
 jq -e -s '[.[] | select(.impl == "zkr" and (.workload == "W6" or .workload == "W7"))] | length == 6 and
     all(.[]; .x_curator_rate | type == "number")' \
   "$work/curator.jsonl" >/dev/null || fail "--peers curator: W6 or W7 of ours without its ratio to Curator's"
+jq -e -s '[.[] | select(.workload == "W9")] | length == 4 and
+    (map(.impl) == ["curator", "zkr", "curator", "zkr"]) and
+    all(.[]; .ops > 0 and .violations == 0 and .p50_ms > 0 and (.writes_per_op | type == "number")) and
+    (.[1].x_curator_p50 | type == "number") and (.[2:] | all(.p50_x_session_timeout >= 0.5))' \
+  "$work/curator.jsonl" >/dev/null || fail "--peers curator: W9 of Curator's LeaderLatch or ours missing, unjudged or without cost"
 took=$((SECONDS - start))
 
 if [[ $failures -ne 0 ]]; then
