@@ -30,7 +30,9 @@ class Checker {
     for (const auto& life : input_.lives) {
       lives_[life.path].push_back(&life);
       if (!life.path.starts_with(std::string(kSupervisedLockRoot) + "/") &&
-          !life.path.starts_with(std::string(kTickRoot) + "/"))
+          !life.path.starts_with(std::string(kTickRoot) + "/") &&
+          !life.path.starts_with(std::string(kLatchRoot) + "/") &&
+          !life.path.starts_with(std::string(kLeaderWriteRoot) + "/"))
         ++result_.server_lives;
     }
     if (!input_.has_server_record)
@@ -50,6 +52,7 @@ class Checker {
     check_orphans();
     check_bystanders(input_.bystanders, result_);
     check_supervised_commands(input_.lives, result_);
+    check_leader_latch(input_, result_);
     find_stall();
     return std::move(result_);
   }

@@ -588,8 +588,9 @@ TEST(ChaosChecker, ALeaseWithNoLimitOrBesideALockIsAProblem) {
 }
 
 TEST(ChaosChecker, EveryKindOfLockNodeIsOneAndAnOrphanIfLeft) {
-  for (const std::string_view name : {"_c_x-lock-0000000001", "_c_x-__READ__0000000001",
-                                      "_c_x-__WRIT__0000000001", "leases/_c_x-lease-0000000001"}) {
+  for (const std::string_view name :
+       {"_c_x-lock-0000000001", "_c_x-__READ__0000000001", "_c_x-__WRIT__0000000001",
+        "leases/_c_x-lease-0000000001", "_c_x-latch-0000000001"}) {
     const auto path = "/chaos/locks/k0/" + std::string(name);
     EXPECT_TRUE(is_lock_node_name(path)) << name;
     auto in = input({}, 0, 0);
