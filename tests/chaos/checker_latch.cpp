@@ -106,17 +106,17 @@ void judge_record(const std::vector<NodeLife>& lives, CheckResult& result) {
                           std::to_string(node.czxid));
       if (!alive_at(node, z)) {
         add_violation(result, "leader_write_after_loss",
-                      "leader write " + write.life->path + " applied at zxid " +
-                          std::to_string(z) + ", after its latch node ended at zxid " +
-                          std::to_string(node.dzxid) + " (" + node.end + ")");
+                      "leader write " + write.life->path + " applied at zxid " + std::to_string(z) +
+                          ", after its latch node ended at zxid " + std::to_string(node.dzxid) +
+                          " (" + node.end + ")");
         continue;
       }
       for (const NodeLife* other : latch_by_dir[dir]) {
         if (other == &node || !alive_at(*other, z)) continue;
         if (sequence_of(name_of(other->path)) < sequence_of(name_of(node.path)))
           add_violation(result, "two_leaders",
-                        "leader write " + write.life->path + at + " applied while " +
-                            other->path + " (alive from zxid " + std::to_string(other->czxid) +
+                        "leader write " + write.life->path + at + " applied while " + other->path +
+                            " (alive from zxid " + std::to_string(other->czxid) +
                             ") was before its node in the latch queue");
       }
     }
@@ -145,8 +145,8 @@ void judge_participants(const RunInput& input, CheckResult& result) {
           ++result.latch_late_refused;
         } else if (e.get("lost") != "1") {
           add_violation(result, "leader_silent_loss",
-                        "term " + e.get("term") + " (" + source + "): leader write " +
-                            e.get("n") + " was refused (its latch node was gone) and the term " +
+                        "term " + e.get("term") + " (" + source + "): leader write " + e.get("n") +
+                            " was refused (its latch node was gone) and the term " +
                             "had not said lost by the reply");
         }
       }

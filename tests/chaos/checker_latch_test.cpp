@@ -124,18 +124,16 @@ TEST(ChaosLatch, ARefusedWriteBeforeTheLostSignalIsASilentLoss) {
 }
 
 TEST(ChaosLatch, ARefusedWriteAfterTheLostSignalPasses) {
-  const auto r = judge({}, {event("lterm", {{"term", "1.0.L.3"}, {"epoch", "10"}}),
-                            event("lwrite", {{"term", "1.0.L.3"},
-                                             {"n", "1"},
-                                             {"result", "ok"},
-                                             {"lost", "0"},
-                                             {"late", "0"}}),
-                            event("llost", {{"term", "1.0.L.3"}, {"reason", "session_lost"}}),
-                            event("lwrite", {{"term", "1.0.L.3"},
-                                             {"n", "2"},
-                                             {"result", "rejected"},
-                                             {"lost", "1"},
-                                             {"late", "1"}})});
+  const auto r = judge(
+      {}, {event("lterm", {{"term", "1.0.L.3"}, {"epoch", "10"}}),
+           event("lwrite",
+                 {{"term", "1.0.L.3"}, {"n", "1"}, {"result", "ok"}, {"lost", "0"}, {"late", "0"}}),
+           event("llost", {{"term", "1.0.L.3"}, {"reason", "session_lost"}}),
+           event("lwrite", {{"term", "1.0.L.3"},
+                            {"n", "2"},
+                            {"result", "rejected"},
+                            {"lost", "1"},
+                            {"late", "1"}})});
   EXPECT_EQ(r.violation_count(), 0);
   EXPECT_EQ(r.latch_writes_ok, 1);
   EXPECT_EQ(r.latch_late_writes, 1);
