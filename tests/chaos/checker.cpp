@@ -536,6 +536,12 @@ std::vector<std::string> bite_problems(const CheckResult& result,
   }
   if (ends_holds && result.late_rejected == 0)
     problems.push_back("no late write was made and refused: fencing was never put to the test");
+  // The latch participants run beside the lock workers in every run that
+  // judges them: leadership that never moved tested nothing.
+  if (result.latch_terms == 0) problems.push_back("no leader latch participant ever led");
+  else if (result.latch_failovers == 0)
+    problems.push_back("the leader latch participants led " + std::to_string(result.latch_terms) +
+                       " terms and the servers' record shows no failover between them");
   return problems;
 }
 

@@ -229,7 +229,8 @@ void check_leader_latch(const RunInput& input, CheckResult& result);
 // What a run with these fault kinds must have shown to mean something: every
 // kind of kHolderFaultKinds it used hit a holder, and (if it used one that
 // ends a holder's session or node) at least one late write was made and
-// refused. One line per shortfall.
+// refused; and the leader latch participants led, with at least one failover
+// on the servers' record. One line per shortfall.
 std::vector<std::string> bite_problems(const CheckResult& result,
                                        const std::vector<std::string>& kinds);
 

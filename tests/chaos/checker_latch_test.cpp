@@ -141,5 +141,19 @@ TEST(ChaosLatch, ARefusedWriteAfterTheLostSignalPasses) {
   EXPECT_EQ(r.latch_lost_notices, 1);
 }
 
+TEST(ChaosLatch, ARunWhoseLeadershipNeverMovedProvesNothing) {
+  CheckResult r;
+  r.late_rejected = 1;
+  auto problems = bite_problems(r, {});
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("ever led"), std::string::npos);
+  r.latch_terms = 3;
+  problems = bite_problems(r, {});
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("no failover"), std::string::npos);
+  r.latch_failovers = 1;
+  EXPECT_TRUE(bite_problems(r, {}).empty());
+}
+
 }  // namespace
 }  // namespace zkr::chaos
