@@ -171,16 +171,17 @@ struct CheckResult {
   std::int64_t supervised_holds = 0;  // the lock nodes those ticks were made under
   std::int64_t void_grants = 0;       // grants whose node was gone before the worker had them
   // The leader latch participants (check_leader_latch).
-  std::int64_t latch_terms = 0;                  // terms begun, by the participants' records
-  std::int64_t latch_lost_notices = 0;           // terms whose lost signal came
-  std::int64_t latch_record_writes = 0;          // leaders' writes applied, by the servers' record
-  std::int64_t latch_failovers = 0;              // epoch changes between those writes, path by path
-  std::int64_t latch_writes_ok = 0;              // leaders' writes the participants saw applied
-  std::int64_t latch_writes_refused = 0;         // ...refused (the latch node was gone)
-  std::int64_t latch_writes_unknown = 0;         // ...with no outcome
-  std::int64_t latch_late_writes = 0;            // made after the term said lost, on purpose
-  std::int64_t latch_late_refused = 0;           // ...and refused
-  std::map<std::string, std::int64_t> counters;  // final, by key
+  std::int64_t latch_terms = 0;           // terms begun, by the participants' records
+  std::int64_t latch_lost_notices = 0;    // terms whose lost signal came
+  std::int64_t latch_record_writes = 0;   // leaders' writes applied, by the servers' record
+  std::int64_t latch_failovers = 0;       // epoch changes between those writes, path by path
+  std::int64_t latch_writes_ok = 0;       // leaders' writes the participants saw applied
+  std::int64_t latch_writes_refused = 0;  // ...refused (the latch node was gone)
+  std::int64_t latch_writes_unknown = 0;  // ...with no outcome
+  std::int64_t latch_late_writes = 0;     // made after the term said lost, on purpose
+  std::int64_t latch_late_refused = 0;    // ...and refused
+  std::int64_t latch_leader_hits = 0;     // delete_leader_node faults that deleted a term's node
+  std::map<std::string, std::int64_t> counters;        // final, by key
   std::map<std::string, std::int64_t> grants_by_kind;  // mutex, multi, read, write, lease...
 
   // Violations, by rule, with a few examples each.

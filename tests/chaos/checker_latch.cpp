@@ -12,6 +12,7 @@
 #include <charconv>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,10 +128,12 @@ void judge_record(const std::vector<NodeLife>& lives, CheckResult& result) {
 // guarded write and its outcome, `lost` whether the term had said lost when
 // the reply was back), "llost" (the term's lost signal).
 void judge_participants(const RunInput& input, CheckResult& result) {
+  std::set<std::string> term_nodes;  // the latch nodes of every term
   for (const auto& [source, events] : input.workers) {
     for (const auto& e : events) {
       if (e.name == "lterm") {
         ++result.latch_terms;
+        term_nodes.insert(e.get("node"));
       } else if (e.name == "llost") {
         ++result.latch_lost_notices;
       } else if (e.name == "lwrite") {
@@ -151,6 +154,15 @@ void judge_participants(const RunInput& input, CheckResult& result) {
         }
       }
     }
+  }
+  // The nemesis's delete_leader_node: a hit when the node deleted was a term's.
+  for (const auto& e : input.nemesis) {
+    if (e.name != "fault" || e.get("kind") != "delete_leader_node" || e.get("effective") != "1")
+      continue;
+    const auto& detail = e.get("detail");
+    if (!detail.starts_with("path=")) continue;
+    const auto path = detail.substr(5, detail.find(',') - 5);
+    if (term_nodes.count(path)) ++result.latch_leader_hits;
   }
 }
 

@@ -141,6 +141,21 @@ TEST(ChaosLatch, ARefusedWriteAfterTheLostSignalPasses) {
   EXPECT_EQ(r.latch_lost_notices, 1);
 }
 
+TEST(ChaosLatch, ADeletedLeaderNodeCountsAsAHitOnlyIfItWasATerms) {
+  RunInput input;
+  Event term = event("lterm", {{"term", "1.0.L.3"}, {"epoch", "10"}, {"node", kLatch + "/n1"}});
+  input.workers.emplace_back("worker-1-0.log", std::vector<Event>{term});
+  input.nemesis.push_back(event("fault", {{"kind", "delete_leader_node"},
+                                          {"effective", "1"},
+                                          {"detail", "path=" + kLatch + "/n1,pid=7,via=direct"}}));
+  input.nemesis.push_back(event("fault", {{"kind", "delete_leader_node"},
+                                          {"effective", "1"},
+                                          {"detail", "path=" + kLatch + "/n2,pid=8,via=direct"}}));
+  CheckResult result;
+  check_leader_latch(input, result);
+  EXPECT_EQ(result.latch_leader_hits, 1);
+}
+
 TEST(ChaosLatch, ARunWhoseLeadershipNeverMovedProvesNothing) {
   CheckResult r;
   r.late_rejected = 1;

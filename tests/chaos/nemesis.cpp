@@ -191,6 +191,7 @@ std::string Nemesis::inject(const std::string& kind) {
   if (kind == "delete_holder_node") return delete_holder_node();
   if (kind == "create_non_lock_child") return create_non_lock_child();
   if (kind == "create_foreign_lock_node") return create_foreign_lock_node();
+  if (kind == "delete_leader_node") return delete_leader_node();
   throw std::invalid_argument("unknown fault kind " + kind);
 }
 

@@ -59,7 +59,7 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
       << r.latch_failovers << " failovers among them; participants saw " << r.latch_writes_ok
       << " applied, " << r.latch_writes_refused << " refused, " << r.latch_writes_unknown
       << " unknown; late writes " << r.latch_late_writes << " (" << r.latch_late_refused
-      << " refused)\n";
+      << " refused); " << r.latch_leader_hits << " leaders' nodes deleted by delete_leader_node\n";
   out << "violations           " << r.violation_count();
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";
