@@ -90,15 +90,34 @@ class Participant {
     // A refused or unknown write: the node may be gone, and the lost signal
     // must come (the checker judges a refusal with no signal by the reply).
     if (doubt) (void)wait_lost(term, kLostWait);
-    // After a loss, one write anyway: fencing must refuse it if the node is
-    // gone (one applied while the node still lived is allowed: the record judges it).
-    if (term.lost() && !stop) (void)write(id, term, writes + 1, true);
+    // After a loss, once the term is surely void, one write anyway: fencing
+    // must refuse it if the node is gone (one applied while the node still
+    // lived is allowed: the record judges it).
+    if (term.lost() && !stop && surely_void(term)) (void)write(id, term, writes + 1, true);
     const bool lost = term.lost();
     latch.close();
     log_.write("lend", {{"term", id}, {"lost", lost ? "1" : "0"}});
   }
 
  private:
+  // The term can never come back: its node was deleted or its session lost,
+  // or the Client has moved on to a new session. A suspended link that comes
+  // back in the term's session may leave the node (and so the leadership on
+  // the servers) alive: then no late write is made, as it would prove nothing.
+  bool surely_void(const LockLease& term) const {
+    const auto gone = [&] {
+      return term.session_epoch() != client_.session_epoch() ||
+             term.lost_reason() != LostReason::suspended;
+    };
+    if (gone()) return true;
+    try {
+      (void)client_.keeper_when_connected(std::chrono::steady_clock::now() +
+                                          config_.session_timeout + milliseconds(2000));
+    } catch (const std::exception&) {
+    }
+    return gone();
+  }
+
   std::string write(const std::string& id, const LockLease& term, int n, bool late) {
     const auto node = term.node_path();
     const std::string path = config_.write_dir + "/" + node.substr(node.rfind('/') + 1) + "-e" +
