@@ -377,6 +377,9 @@ bool Nemesis::granted_in_log(const Holder& h) {
     }
     if (e.name == "enter") tail.open_holds[e.get("op")] = e.get("nodes");
     else if (e.name == "exit") tail.open_holds.erase(e.get("op"));
+    // A latch participant's term (latch_participant.hpp) holds its latch node.
+    else if (e.name == "lterm") tail.open_holds["latch:" + e.get("term")] = e.get("node");
+    else if (e.name == "lend") tail.open_holds.erase("latch:" + e.get("term"));
   }
   for (const auto& [op, nodes] : tail.open_holds)
     if (nodes.find(h.node) != std::string::npos) return true;
