@@ -130,9 +130,15 @@ class Participant {
                                                          config_.session_timeout)
                          : client_.keeper();
       std::vector<Op> ops{op::Create{path, "", CreateMode::persistent_sequential}};
-      const auto result = guarded_write(*keeper, term, std::move(ops), config_.session_timeout);
-      outcome = outcome_of(result);
-      err = std::string(errc_name(result.error));
+      if (config_.unguarded) {
+        const auto result = keeper->try_multi(std::move(ops));
+        outcome = result.ok() ? "ok" : "unknown";
+        err = std::string(errc_name(result.error));
+      } else {
+        const auto result = guarded_write(*keeper, term, std::move(ops), config_.session_timeout);
+        outcome = outcome_of(result);
+        err = std::string(errc_name(result.error));
+      }
     } catch (const std::exception& e) {
       err = std::string(e.what()).substr(0, 200);
     }

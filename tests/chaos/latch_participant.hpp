@@ -33,6 +33,9 @@ struct LatchParticipantConfig {
   std::string id_prefix;   // "<slot>.<gen>": term ids are "<slot>.<gen>.L.<n>"
   std::uint64_t seed = 1;
   std::chrono::milliseconds session_timeout{4000};
+  // The control's broken mode: writes with a plain multi, no guard, so that
+  // a deposed leader's writes land (the checker must say so).
+  bool unguarded = false;
 };
 
 // Loops until `stop` is set or `end` passes; never throws.
