@@ -295,6 +295,9 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
     bystander_log.write("before", chaos::bystander_fields(before[i]));
   }
   create_if_missing(client, kRoot + "/data", "");
+  // Where the workers' latch leaders write (latch_participant.hpp).
+  create_if_missing(client, chaos::kLeaderWriteRoot, "");
+  create_if_missing(client, std::string(chaos::kLeaderWriteRoot) + "/l0", "");
   std::string key_list;
   for (const auto& key : keys) key_list += (key_list.empty() ? "" : ",") + key;
   // Every key that keeps a counter: the mutexes' and the read/write lock's.

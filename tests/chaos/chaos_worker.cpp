@@ -73,6 +73,7 @@
 
 #include "checker.hpp"
 #include "event_log.hpp"
+#include "latch_participant.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/lock_factory.hpp"
@@ -814,10 +815,23 @@ int run(const Config& config) {
   (void)publish_session();  // the first connection may have come before the listener
   Worker worker(config, client, log, signal);
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(config.seconds);
+  // One leader latch participant per process, beside the lock threads:
+  // none under nolock (its control is about the locks), unguarded writes
+  // under unguarded (its control expects leader_write_after_loss too).
+  const zkr::chaos::LatchParticipantConfig latch{
+      std::string(zkr::chaos::kLatchRoot) + "/l0",
+      std::string(zkr::chaos::kLeaderWriteRoot) + "/l0",
+      std::to_string(config.slot) + "." + std::to_string(config.gen),
+      config.seed,
+      config.session_timeout,
+      config.broken == "unguarded"};
   {
     std::vector<std::jthread> threads;
     for (int t = 0; t < config.threads; ++t)
       threads.emplace_back([&, t] { worker.run_thread(t, end); });
+    if (config.broken != "nolock")
+      threads.emplace_back(
+          [&] { zkr::chaos::run_latch_participant(latch, client, log, stop_requested, end); });
   }
   log.write("stop", {});
   return 0;

@@ -30,7 +30,9 @@ class Checker {
     for (const auto& life : input_.lives) {
       lives_[life.path].push_back(&life);
       if (!life.path.starts_with(std::string(kSupervisedLockRoot) + "/") &&
-          !life.path.starts_with(std::string(kTickRoot) + "/"))
+          !life.path.starts_with(std::string(kTickRoot) + "/") &&
+          !life.path.starts_with(std::string(kLatchRoot) + "/") &&
+          !life.path.starts_with(std::string(kLeaderWriteRoot) + "/"))
         ++result_.server_lives;
     }
     if (!input_.has_server_record)
@@ -50,6 +52,7 @@ class Checker {
     check_orphans();
     check_bystanders(input_.bystanders, result_);
     check_supervised_commands(input_.lives, result_);
+    check_leader_latch(input_, result_);
     find_stall();
     return std::move(result_);
   }
@@ -533,6 +536,12 @@ std::vector<std::string> bite_problems(const CheckResult& result,
   }
   if (ends_holds && result.late_rejected == 0)
     problems.push_back("no late write was made and refused: fencing was never put to the test");
+  // The latch participants run beside the lock workers in every run that
+  // judges them: leadership that never moved tested nothing.
+  if (result.latch_terms == 0) problems.push_back("no leader latch participant ever led");
+  else if (result.latch_failovers == 0)
+    problems.push_back("the leader latch participants led " + std::to_string(result.latch_terms) +
+                       " terms and the servers' record shows no failover between them");
   return problems;
 }
 

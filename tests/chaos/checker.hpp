@@ -46,6 +46,16 @@
 //                    lock node ended, or while a lock node before it in its
 //                    queue still lived: the command made progress while it
 //                    did not hold the lock (a stopped zkr must stop it)
+//   two_leaders      a leader's guarded write (a leader latch's term) applied
+//                    while another latch node before its own on the latch
+//                    path was alive in the servers' record: two leaders
+//   leader_write_after_loss  a leader's write applied after its latch node
+//                    ended in the servers' record (it must have been refused)
+//   epoch_order      a leader's write applied, in zxid order on a latch path,
+//                    with a smaller epoch than an earlier applied write
+//   wrong_epoch      a leader's write whose epoch is not its latch node's czxid
+//   leader_silent_loss       a leader's guarded write refused (its latch node
+//                    was gone) while its term had not said lost by the reply
 //
 // Nodes the nemesis made from a session of its own (`foreign` records) are
 // not the library's: one left at the end is a problem of the run, not an
@@ -160,6 +170,17 @@ struct CheckResult {
   std::int64_t supervised_ticks = 0;  // ticks of commands run by `zkr lock`, from the record
   std::int64_t supervised_holds = 0;  // the lock nodes those ticks were made under
   std::int64_t void_grants = 0;       // grants whose node was gone before the worker had them
+  // The leader latch participants (check_leader_latch).
+  std::int64_t latch_terms = 0;           // terms begun, by the participants' records
+  std::int64_t latch_lost_notices = 0;    // terms whose lost signal came
+  std::int64_t latch_record_writes = 0;   // leaders' writes applied, by the servers' record
+  std::int64_t latch_failovers = 0;       // epoch changes between those writes, path by path
+  std::int64_t latch_writes_ok = 0;       // leaders' writes the participants saw applied
+  std::int64_t latch_writes_refused = 0;  // ...refused (the latch node was gone)
+  std::int64_t latch_writes_unknown = 0;  // ...with no outcome
+  std::int64_t latch_late_writes = 0;     // made after the term said lost, on purpose
+  std::int64_t latch_late_refused = 0;    // ...and refused
+  std::int64_t latch_leader_hits = 0;     // delete_leader_node faults that deleted a term's node
   std::map<std::string, std::int64_t> counters;        // final, by key
   std::map<std::string, std::int64_t> grants_by_kind;  // mutex, multi, read, write, lease...
 
@@ -195,10 +216,22 @@ inline constexpr const char* kTickRoot = "/chaos/ticks";
 // Judges the ticks in `lives` (rule command_outside_lock) and counts them.
 void check_supervised_commands(const std::vector<NodeLife>& lives, CheckResult& result);
 
+// Where the workers' leader latch participants join (one latch path below
+// it, "l0"), and where their leaders' guarded writes land: a write of a
+// leader of kLatchRoot/l0 is a persistent sequential node in
+// kLeaderWriteRoot/l0 named "<its latch node's name>-e<epoch>-w<sequence>".
+inline constexpr const char* kLatchRoot = "/chaos/latch";
+inline constexpr const char* kLeaderWriteRoot = "/chaos/lwrites";
+// Judges the latch nodes and leaders' writes in `input.lives` (two_leaders,
+// leader_write_after_loss, epoch_order, wrong_epoch) and the participants'
+// records in `input.workers` (leader_silent_loss), and counts them.
+void check_leader_latch(const RunInput& input, CheckResult& result);
+
 // What a run with these fault kinds must have shown to mean something: every
 // kind of kHolderFaultKinds it used hit a holder, and (if it used one that
 // ends a holder's session or node) at least one late write was made and
-// refused. One line per shortfall.
+// refused; and the leader latch participants led, with at least one failover
+// on the servers' record. One line per shortfall.
 std::vector<std::string> bite_problems(const CheckResult& result,
                                        const std::vector<std::string>& kinds);
 

@@ -191,6 +191,7 @@ std::string Nemesis::inject(const std::string& kind) {
   if (kind == "delete_holder_node") return delete_holder_node();
   if (kind == "create_non_lock_child") return create_non_lock_child();
   if (kind == "create_foreign_lock_node") return create_foreign_lock_node();
+  if (kind == "delete_leader_node") return delete_leader_node();
   throw std::invalid_argument("unknown fault kind " + kind);
 }
 
@@ -376,6 +377,9 @@ bool Nemesis::granted_in_log(const Holder& h) {
     }
     if (e.name == "enter") tail.open_holds[e.get("op")] = e.get("nodes");
     else if (e.name == "exit") tail.open_holds.erase(e.get("op"));
+    // A latch participant's term (latch_participant.hpp) holds its latch node.
+    else if (e.name == "lterm") tail.open_holds["latch:" + e.get("term")] = e.get("node");
+    else if (e.name == "lend") tail.open_holds.erase("latch:" + e.get("term"));
   }
   for (const auto& [op, nodes] : tail.open_holds)
     if (nodes.find(h.node) != std::string::npos) return true;

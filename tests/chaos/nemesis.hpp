@@ -32,7 +32,8 @@
 // write_random_bytes, write_large_value (data written into a waiting node or
 // the holder's), delete_waiter_node, delete_holder_node,
 // create_non_lock_child, create_foreign_lock_node (removed again before the
-// move ends). The first round injects every kind once, in a
+// move ends); and delete_leader_node (the first node of the workers' leader
+// latch deleted). The first round injects every kind once, in a
 // seeded order; later ones pick at random. The same seed gives the same
 // choices (what happens in response still depends on timing).
 //
@@ -69,9 +70,9 @@ inline const std::vector<std::string> kClassicFaultKinds = {
     "drop_own_watch", "drop_listing",     "drop_release",   "pause_supervisor"};
 // What another client may legally do to lock directories.
 inline const std::vector<std::string> kAdversarialFaultKinds = {
-    "write_revoke",          "write_held_mark",         "write_random_bytes",
-    "write_large_value",     "delete_waiter_node",      "delete_holder_node",
-    "create_non_lock_child", "create_foreign_lock_node"};
+    "write_revoke",          "write_held_mark",          "write_random_bytes",
+    "write_large_value",     "delete_waiter_node",       "delete_holder_node",
+    "create_non_lock_child", "create_foreign_lock_node", "delete_leader_node"};
 inline const std::vector<std::string> kFaultKinds = [] {
   auto all = kClassicFaultKinds;
   all.insert(all.end(), kAdversarialFaultKinds.begin(), kAdversarialFaultKinds.end());
@@ -139,6 +140,8 @@ class Nemesis {
   std::string delete_holder_node();
   std::string create_non_lock_child();
   std::string create_foreign_lock_node();
+  // nemesis_latch.cpp: the latch leader's node deleted.
+  std::string delete_leader_node();
 
   struct Holder {
     pid_t pid = 0;

@@ -54,6 +54,12 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
       << r.void_grants << " grants came after their node was gone (void)\n";
   out << "zkr lock commands    " << r.supervised_ticks << " ticks under " << r.supervised_holds
       << " lock nodes of `zkr lock` supervisors, judged by the servers' record\n";
+  out << "leader latch         " << r.latch_terms << " terms, " << r.latch_lost_notices
+      << " lost signals; " << r.latch_record_writes << " leaders' writes on the servers' record, "
+      << r.latch_failovers << " failovers among them; participants saw " << r.latch_writes_ok
+      << " applied, " << r.latch_writes_refused << " refused, " << r.latch_writes_unknown
+      << " unknown; late writes " << r.latch_late_writes << " (" << r.latch_late_refused
+      << " refused); " << r.latch_leader_hits << " leaders' nodes deleted by delete_leader_node\n";
   out << "violations           " << r.violation_count();
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";

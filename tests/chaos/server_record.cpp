@@ -323,7 +323,7 @@ std::vector<NodeLife> read_server_record(const std::string& path) {
 
 bool is_lock_node_name(std::string_view path) {
   const auto name = path.substr(path.rfind('/') + 1);
-  for (const std::string_view mark : {"-lock-", "-__READ__", "-__WRIT__", "-lease-"})
+  for (const std::string_view mark : {"-lock-", "-__READ__", "-__WRIT__", "-lease-", "-latch-"})
     if (name.find(mark) != std::string_view::npos) return true;
   return false;
 }
