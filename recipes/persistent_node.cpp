@@ -159,8 +159,9 @@ struct PersistentNode::Impl {
   void refuse(const Stat& stat, std::int64_t session) {
     std::string why;
     if (stat.ephemeral_owner == 0)
-      why = path + " is a persistent node we did not make; an ephemeral PersistentNode "
-                   "cannot take its place";
+      why = path +
+            " is a persistent node we did not make; an ephemeral PersistentNode "
+            "cannot take its place";
     else
       why = path + " is held by session 0x" + hex(stat.ephemeral_owner) + ", not ours (0x" +
             hex(session) + "); waiting for it to go";
@@ -220,8 +221,8 @@ struct PersistentNode::Impl {
 
   mutable std::mutex mutex;
   mutable std::condition_variable present_changed;
-  std::string data;                   // guarded by mutex
-  bool data_to_write = false;         // guarded by mutex: set_data() since the last write
+  std::string data;            // guarded by mutex
+  bool data_to_write = false;  // guarded by mutex: set_data() since the last write
   PersistentNodeState state = PersistentNodeState::absent;  // guarded by mutex
   std::optional<std::string> refusal;                       // guarded by mutex
   std::optional<std::int64_t> our_czxid;  // guarded by mutex: a persistent node we made
@@ -251,8 +252,7 @@ void PersistentNode::start() {
     // first look writes it (a create clears this).
     impl.data_to_write = impl.mode == CreateMode::persistent;
   }
-  impl.listener =
-      impl.client.add_listener([w = impl.wakeup](ConnectionState) { w->wake(); });
+  impl.listener = impl.client.add_listener([w = impl.wakeup](ConnectionState) { w->wake(); });
   impl.wakeup->wake();
   impl.thread = std::jthread([&impl](std::stop_token stop) { impl.run(stop); });
 }

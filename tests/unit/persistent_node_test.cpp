@@ -29,9 +29,8 @@ class StateLog {
   }
   bool wait_for(PersistentNodeState s) {
     std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, kWait, [&] {
-      return std::find(states_.begin(), states_.end(), s) != states_.end();
-    });
+    return changed_.wait_for(
+        lock, kWait, [&] { return std::find(states_.begin(), states_.end(), s) != states_.end(); });
   }
   std::vector<PersistentNodeState> states() {
     std::lock_guard lock(mutex_);
@@ -59,8 +58,8 @@ class PersistentNodeTest : public LockUnitTest<InterProcessMutex> {
   template <class Pred>
   bool wait_node(Pred pred) {
     return test::wait_node(
-        raw(), kNode,
-        [&](const std::optional<NodeData>& n) { return n && pred(n->stat, n->data); }, kWait);
+        raw(), kNode, [&](const std::optional<NodeData>& n) { return n && pred(n->stat, n->data); },
+        kWait);
   }
   bool wait_gone() { return test::wait_gone(raw(), kNode, kWait); }
 
@@ -85,7 +84,8 @@ TEST_F(PersistentNodeTest, CreatesItsNodeWithItsDataAndMakesItAgainWhenDeleted) 
   EXPECT_EQ(ensemble_.exists_now(kNode)->ephemeral_owner, session_of(a));
 
   alive->set_data("10.0.0.7:9090");
-  ASSERT_TRUE(wait_node([](const Stat&, const std::string& data) { return data == "10.0.0.7:9090"; }));
+  ASSERT_TRUE(
+      wait_node([](const Stat&, const std::string& data) { return data == "10.0.0.7:9090"; }));
   alive->close();
   EXPECT_EQ(alive->state(), PersistentNodeState::closed);
   EXPECT_FALSE(ensemble_.exists_now(kNode));  // ours: deleted, before close() returned
