@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <stdexcept>
 
 namespace zkr::test {
@@ -67,8 +68,19 @@ int server_index_of(const std::string& host_port) {
 }
 
 std::string unique_path(const std::string& name) {
+  // The pid alone does not make a run's paths unique: pids wrap (at 32768
+  // by default, often within one CI run), and a test process may get the
+  // pid of an earlier one whose nodes, or whose orphaned child, are still
+  // there. A random token per process tells them apart.
+  static const std::string token = [] {
+    std::random_device random;
+    char text[9];
+    std::snprintf(text, sizeof text, "%08x", static_cast<unsigned>(random()));
+    return std::string(text);
+  }();
   static std::atomic<int> counter{0};
-  return "/t-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" + name;
+  return "/t-" + std::to_string(::getpid()) + "-" + token + "-" + std::to_string(++counter) + "-" +
+         name;
 }
 
 namespace {
@@ -90,6 +102,21 @@ std::string hosts_other_than(const std::string& host) {
 }
 
 }  // namespace
+
+bool wait_new_session(Client& client, std::uint64_t epoch, std::chrono::milliseconds timeout) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  const auto id = client.add_listener([&](ConnectionState) {
+    std::lock_guard lock(mutex);
+    changed.notify_all();
+  });
+  std::unique_lock lock(mutex);
+  const bool reached = changed.wait_for(
+      lock, timeout, [&] { return client.session_epoch() != epoch && client.is_connected(); });
+  lock.unlock();
+  client.remove_listener(id);
+  return reached;
+}
 
 void expire_session(const Keeper& victim, std::chrono::milliseconds timeout) {
   // The intruder joins the session, closes it, then joins again to prove it

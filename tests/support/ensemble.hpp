@@ -6,9 +6,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <utility>
 
+#include "zkr/client.hpp"
 #include "zkr/keeper.hpp"
 
 namespace zkr::test {
@@ -35,6 +37,12 @@ std::string unique_path(const std::string& name);
 // ended the session; throws std::runtime_error if that takes past `timeout`.
 void expire_session(const Keeper& victim,
                     std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// Waits until `client` is connected in a session after its session `epoch`
+// (Client::session_epoch()): after an expiry, the Client hears of it and
+// makes a new session in its own time. False if that takes past `timeout`.
+[[nodiscard]] bool wait_new_session(Client& client, std::uint64_t epoch,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 // Index (1-based) of the server `keeper` is connected to; throws if none.
 int connected_server(const Keeper& keeper);
