@@ -305,7 +305,13 @@ class ZkrCliTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (client_ && !root_.empty()) client_->with_retry([&](Keeper& k) { remove_tree(k, root_); });
+    // Synced first: our server may not have applied what zkr made through
+    // another one yet, and a listing it answers would miss those nodes.
+    if (client_ && !root_.empty())
+      client_->with_retry([&](Keeper& k) {
+        k.sync(root_);
+        remove_tree(k, root_);
+      });
   }
 
   static void remove_tree(Keeper& keeper, const std::string& path) {
