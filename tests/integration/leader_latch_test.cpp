@@ -166,6 +166,7 @@ TEST_F(LeaderLatchIntegrationTest, FailoverWhenTheLeadersSessionExpires) {
   old_term.on_lost([&](LostReason) { told.open(); });
   auto b_leads = await_async(b);
   ASSERT_TRUE(wait_queue_length(2));
+  const auto old_epoch = leader_client.session_epoch();
   test::expire_session(*leader_client.keeper());
   ASSERT_TRUE(ready(b_leads));
   EXPECT_TRUE(b_leads.get());
@@ -173,7 +174,7 @@ TEST_F(LeaderLatchIntegrationTest, FailoverWhenTheLeadersSessionExpires) {
   EXPECT_FALSE(a.has_leadership());
   EXPECT_GT(*b.epoch(), old_term.fencing_token());
   // The deposed leader's write fails; the new leader's applies.
-  ASSERT_TRUE(leader_client.block_until_connected(kWait));
+  ASSERT_TRUE(test::wait_new_session(leader_client, old_epoch));
   const auto stale = guarded_write(*leader_client.keeper(), old_term, {op::Set{resource_, "a"}});
   EXPECT_EQ(stale.outcome, GuardedWriteResult::Outcome::lock_lost);
   EXPECT_TRUE(guarded_write(*b_client.keeper(), b.term(), {op::Set{resource_, "b"}}).applied());

@@ -171,14 +171,19 @@ TEST_F(LeaderSelectorIntegrationTest, FailoverWhenTheLeadersSessionExpires) {
   ASSERT_TRUE(wait_queue_length(2));
   EXPECT_EQ(b.leader().value_or(Participant{}).id, "a");
 
+  const auto old_term = terms[0].second;
+  const auto old_epoch = a_client.session_epoch();
+  test::Latch told;
+  old_term.on_lost([&](LostReason) { told.open(); });
   test::expire_session(*a_client.keeper());
   ASSERT_TRUE(wait_terms(2));  // b leads
-  const auto old_term = terms[0].second;
   EXPECT_EQ(terms[1].first, "b");
-  EXPECT_TRUE(old_term.lost());
+  // a hears of its session's end in its own time, maybe after b leads: the
+  // gap its guarded writes are fenced for.
+  ASSERT_TRUE(told.wait(kWait));
   EXPECT_GT(terms[1].second.fencing_token(), old_term.fencing_token());
   // The deposed leader's write fails; the new leader's applies.
-  ASSERT_TRUE(a_client.block_until_connected(kWait));
+  ASSERT_TRUE(test::wait_new_session(a_client, old_epoch));
   EXPECT_EQ(guarded_write(*a_client.keeper(), old_term, {op::Set{resource_, "a"}}).outcome,
             GuardedWriteResult::Outcome::lock_lost);
   EXPECT_TRUE(
