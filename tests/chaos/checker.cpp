@@ -52,7 +52,7 @@ class Checker {
     check_orphans();
     check_bystanders(input_.bystanders, result_);
     check_supervised_commands(input_.lives, result_);
-    check_leader_latch(input_, result_);
+    check_leader_latch(input_, paused_, result_);
     find_stall();
     return std::move(result_);
   }
@@ -247,11 +247,7 @@ class Checker {
 
   // How long pid was stopped (SIGSTOP) within [from, to].
   std::int64_t paused_within(std::int64_t pid, std::int64_t from, std::int64_t to) const {
-    std::int64_t total = 0;
-    if (const auto it = paused_.find(pid); it != paused_.end())
-      for (const auto& [a, b] : it->second)
-        if (b > from && a < to) total += std::min(b, to) - std::max(a, from);
-    return total;
+    return chaos::paused_within(paused_, pid, from, to);
   }
 
   // Whether a lease of op had said lost by `at`.
@@ -499,8 +495,7 @@ class Checker {
   const std::set<std::string>& foreign_paths_ = parsed_.foreign_paths;
   const std::set<std::int64_t>& foreign_sessions_ = parsed_.foreign_sessions;
   const std::vector<Fault>& faults_ = parsed_.faults;
-  const std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>>& paused_ =
-      parsed_.paused;
+  const Pauses& paused_ = parsed_.paused;
   std::map<std::string, std::vector<Interval>> intervals_;
   std::map<std::string, std::vector<const NodeLife*>> lives_;  // by path, every incarnation
   std::map<std::string, std::int64_t> fences_;

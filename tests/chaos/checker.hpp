@@ -56,6 +56,10 @@
 //   wrong_epoch      a leader's write whose epoch is not its latch node's czxid
 //   leader_silent_loss       a leader's guarded write refused (its latch node
 //                    was gone) while its term had not said lost by the reply
+//   leader_lost_unnoticed    a term whose latch node had ended (servers' record)
+//                    that ran kLostNoticeGrace or longer (pauses of its
+//                    process not counted) before it said lost or began to
+//                    close: a leader that makes no write must still hear
 //
 // Nodes the nemesis made from a session of its own (`foreign` records) are
 // not the library's: one left at the end is a problem of the run, not an
@@ -78,6 +82,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "event_log.hpp"
@@ -222,10 +227,18 @@ void check_supervised_commands(const std::vector<NodeLife>& lives, CheckResult& 
 // kLeaderWriteRoot/l0 named "<its latch node's name>-e<epoch>-w<sequence>".
 inline constexpr const char* kLatchRoot = "/chaos/latch";
 inline constexpr const char* kLeaderWriteRoot = "/chaos/lwrites";
+// pid -> the spans [from, to] (ns) its process was stopped (SIGSTOP), from
+// the nemesis's "paused" records.
+using Pauses = std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>>;
+// How long pid was stopped within [from, to].
+std::int64_t paused_within(const Pauses& pauses, std::int64_t pid, std::int64_t from,
+                           std::int64_t to);
+
 // Judges the latch nodes and leaders' writes in `input.lives` (two_leaders,
 // leader_write_after_loss, epoch_order, wrong_epoch) and the participants'
-// records in `input.workers` (leader_silent_loss), and counts them.
-void check_leader_latch(const RunInput& input, CheckResult& result);
+// records in `input.workers` (leader_silent_loss, and with the lives and
+// `pauses`, leader_lost_unnoticed), and counts them.
+void check_leader_latch(const RunInput& input, const Pauses& pauses, CheckResult& result);
 
 // What a run with these fault kinds must have shown to mean something: every
 // kind of kHolderFaultKinds it used hit a holder, and (if it used one that

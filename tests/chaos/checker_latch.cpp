@@ -1,6 +1,7 @@
 // The leader latch rules (see checker.hpp): one leader at a time, judged by
 // the servers' record of the latch nodes' lives and of the leaders' writes,
-// and lost leadership noticed, judged by the participants' records.
+// and lost leadership noticed, judged by the participants' records beside
+// that record.
 //
 // A leader's guarded write creates a persistent sequential node under
 // kLeaderWriteRoot named after the leader's latch node and the epoch it
@@ -10,6 +11,7 @@
 // whether the writer's node was then alive and first on its latch path.
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -166,11 +168,52 @@ void judge_participants(const RunInput& input, CheckResult& result) {
   }
 }
 
+// A term whose latch node ended must hear of it: say lost, or begin to
+// close, within kLostNoticeGrace of the node's end (or of the term's start,
+// if the node ended first), counting only the time its process ran. A term
+// that never said either is judged up to the last record of its process
+// (a killed process hears nothing, and owes nothing after it died).
+void judge_lost_noticed(const RunInput& input, const Pauses& pauses, CheckResult& result) {
+  std::map<std::string, const NodeLife*> latch_by_path;
+  for (const auto& life : input.lives)
+    if (life.path.starts_with(kLatchRoot)) latch_by_path[life.path] = &life;
+  const auto grace = std::chrono::nanoseconds(kLostNoticeGrace).count();
+  for (const auto& [source, events] : input.workers) {
+    std::int64_t pid = 0;
+    std::int64_t last_at = 0;
+    std::map<std::string, const Event*> term_began;  // by term id
+    std::map<std::string, std::int64_t> heard;       // by term id: the first llost or lclose
+    for (const auto& e : events) {
+      last_at = std::max(last_at, e.at);
+      if (e.name == "start") pid = e.integer("pid");
+      if (e.name == "lterm") term_began[e.get("term")] = &e;
+      if ((e.name == "llost" || e.name == "lclose" || e.name == "lend") &&
+          !heard.count(e.get("term")))
+        heard[e.get("term")] = e.at;
+    }
+    for (const auto& [term, began] : term_began) {
+      const auto node = latch_by_path.find(began->get("node"));
+      if (node == latch_by_path.end() || !node->second->deleted) continue;
+      const auto from = std::max(*node->second->deleted, began->at);
+      const auto it = heard.find(term);
+      const auto to = it == heard.end() ? last_at : it->second;
+      if (to - from - paused_within(pauses, pid, from, to) < grace) continue;
+      add_violation(result, "leader_lost_unnoticed",
+                    "term " + term + " (" + source + "): its latch node " + node->first +
+                        " ended (" + node->second->end + ") and the term " +
+                        (it == heard.end() ? "never said lost nor closed in the "
+                                           : "said lost or closed only after ") +
+                        std::to_string((to - from) / 1'000'000) + " ms");
+    }
+  }
+}
+
 }  // namespace
 
-void check_leader_latch(const RunInput& input, CheckResult& result) {
+void check_leader_latch(const RunInput& input, const Pauses& pauses, CheckResult& result) {
   judge_record(input.lives, result);
   judge_participants(input, result);
+  judge_lost_noticed(input, pauses, result);
 }
 
 }  // namespace zkr::chaos

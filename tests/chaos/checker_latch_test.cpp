@@ -1,9 +1,11 @@
 // The leader latch rules (check_leader_latch) on hand-written servers'
 // records and participants' records: one leader at a time, epochs that never
-// go down, no write after the leader's node ended, and a refused write only
-// after the term said lost. No server.
+// go down, no write after the leader's node ended, a refused write only
+// after the term said lost, and a term that hears of its node's end in time.
+// No server.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -46,13 +48,14 @@ NodeLife leader_write(int seq, std::int64_t epoch, std::int64_t zxid) {
   return life;
 }
 
-CheckResult judge(const std::vector<NodeLife>& lives, std::vector<Event> events = {}) {
+CheckResult judge(const std::vector<NodeLife>& lives, std::vector<Event> events = {},
+                  const Pauses& pauses = {}) {
   RunInput input;
   input.lives = lives;
   input.has_server_record = true;
   input.workers.emplace_back("worker-0-0.log", std::move(events));
   CheckResult result;
-  check_leader_latch(input, result);
+  check_leader_latch(input, pauses, result);
   return result;
 }
 
@@ -152,8 +155,67 @@ TEST(ChaosLatch, ADeletedLeaderNodeCountsAsAHitOnlyIfItWasATerms) {
                                           {"effective", "1"},
                                           {"detail", "path=" + kLatch + "/n2,pid=8,via=direct"}}));
   CheckResult result;
-  check_leader_latch(input, result);
+  check_leader_latch(input, {}, result);
   EXPECT_EQ(result.latch_leader_hits, 1);
+}
+
+// The lost-notice rule's scene: process 42's term of latch node 1 begins at
+// 1 s; the node ends (deleted by another client) at 2 s. `records` follow.
+constexpr std::int64_t kSecond = 1'000'000'000;
+constexpr std::int64_t kNodeEnd = 2 * kSecond;
+
+CheckResult judge_notice(std::vector<Event> records, const Pauses& pauses = {}) {
+  NodeLife node = latch_life(1, 10, 20);
+  node.deleted = kNodeEnd;
+  node.end = "delete";
+  Event start = event("start", {{"pid", "42"}});
+  Event term = event("lterm", {{"term", "1.0.L.3"}, {"epoch", "10"}, {"node", node.path}});
+  term.at = kSecond;
+  records.insert(records.begin(), {start, term});
+  return judge({node}, std::move(records), pauses);
+}
+
+Event at(std::int64_t ns, Event e) {
+  e.at = ns;
+  return e;
+}
+
+TEST(ChaosLatch, ATermThatHearsOfItsNodesEndWithinTheGracePasses) {
+  const auto lost = at(kNodeEnd + kSecond, event("llost", {{"term", "1.0.L.3"}}));
+  const auto end = at(kNodeEnd + 9 * kSecond, event("lend", {{"term", "1.0.L.3"}}));
+  EXPECT_EQ(judge_notice({lost, end}).violation_count(), 0);
+  // Closing counts as hearing: close() may wait long for its delete.
+  const auto close = at(kNodeEnd + kSecond, event("lclose", {{"term", "1.0.L.3"}}));
+  EXPECT_EQ(judge_notice({close, end}).violation_count(), 0);
+}
+
+TEST(ChaosLatch, ATermThatNeverHearsOfItsNodesEndViolates) {
+  // Its process went on recording (a lock worker's records) for 5 s.
+  const auto later = at(kNodeEnd + 5 * kSecond, event("acq", {{"op", "1.0.1.1"}}));
+  const auto r = judge_notice({later});
+  EXPECT_EQ(r.violations.count("leader_lost_unnoticed"), 1u);
+  ASSERT_FALSE(r.examples.empty());
+  EXPECT_NE(r.examples[0].find("never said lost"), std::string::npos) << r.examples[0];
+}
+
+TEST(ChaosLatch, ATermThatHearsOnlyAfterTheGraceViolates) {
+  const auto grace = std::chrono::nanoseconds(kLostNoticeGrace).count();
+  const auto lost = at(kNodeEnd + grace + kSecond, event("llost", {{"term", "1.0.L.3"}}));
+  const auto r = judge_notice({lost});
+  EXPECT_EQ(r.violations.count("leader_lost_unnoticed"), 1u);
+  // The same, but its process was stopped for 2 s of that time: it ran less than the grace.
+  const Pauses pauses{{42, {{kNodeEnd + kSecond / 2, kNodeEnd + 5 * kSecond / 2}}}};
+  EXPECT_EQ(judge_notice({lost}, pauses).violation_count(), 0);
+  // A stop of another process does not count.
+  const Pauses other{{43, {{kNodeEnd + kSecond / 2, kNodeEnd + 5 * kSecond / 2}}}};
+  EXPECT_EQ(judge_notice({lost}, other).violations.count("leader_lost_unnoticed"), 1u);
+}
+
+TEST(ChaosLatch, AKilledLeaderOwesNoNoticeAfterItsLastRecord) {
+  // Killed half a second after its node ended (the kill ends the session
+  // that ends the node, in a real run): it ran too little to be judged.
+  const auto last = at(kNodeEnd + kSecond / 2, event("lwrite", {{"term", "1.0.L.3"}}));
+  EXPECT_EQ(judge_notice({last}).violations.count("leader_lost_unnoticed"), 0u);
 }
 
 TEST(ChaosLatch, ARunWhoseLeadershipNeverMovedProvesNothing) {

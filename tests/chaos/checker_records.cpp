@@ -129,6 +129,15 @@ void read_worker(const std::string& source, const std::vector<Event>& events, Ch
 
 }  // namespace
 
+std::int64_t paused_within(const Pauses& pauses, std::int64_t pid, std::int64_t from,
+                           std::int64_t to) {
+  std::int64_t total = 0;
+  if (const auto it = pauses.find(pid); it != pauses.end())
+    for (const auto& [a, b] : it->second)
+      if (b > from && a < to) total += std::min(b, to) - std::max(a, from);
+  return total;
+}
+
 ParsedRun parse_records(const RunInput& input, CheckResult& result) {
   ParsedRun run;
   read_nemesis(input, result, run);

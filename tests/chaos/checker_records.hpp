@@ -92,8 +92,7 @@ struct ParsedRun {
   std::set<std::string> foreign_paths;
   std::set<std::int64_t> foreign_sessions;
   std::vector<Fault> faults;
-  std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>>
-      paused;  // pid -> stops
+  Pauses paused;
   std::int64_t phase_from = 0;
   std::int64_t phase_to = 0;
 };

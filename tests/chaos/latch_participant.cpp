@@ -95,6 +95,9 @@ class Participant {
     // lived is allowed: the record judges it).
     if (term.lost() && !stop && surely_void(term)) (void)write(id, term, writes + 1, true);
     const bool lost = term.lost();
+    // From here the participant gives leadership up, whatever close() then
+    // waits for: the checker's leader_lost_unnoticed stops counting.
+    log_.write("lclose", {{"term", id}, {"lost", lost ? "1" : "0"}});
     latch.close();
     log_.write("lend", {{"term", id}, {"lost", lost ? "1" : "0"}});
   }
