@@ -28,7 +28,7 @@ class HolderLock {
     if (mutex_) mutex_->release();
   }
   // The grant's fencing token; 0 without a lock.
-  std::int64_t token() const { return mutex_ ? mutex_->lease().fencing_token() : 0; }
+  std::int64_t token() const { return mutex_ ? mutex_->grant().fencing_token() : 0; }
   const char* kind() const { return mutex_ ? "mutex" : "none"; }
 
  private:

@@ -50,7 +50,7 @@ void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, RoundSh
         break;
       }
       (write ? out.write_waits : out.read_waits).add(ms_between(t0, Clock::now()));
-      const auto token = side.lease().fencing_token();
+      const auto token = side.grant().fencing_token();
       if (write) out.holds.hold(shared.counter, token);
       else out.holds.shared_hold(shared.counter, token);
       side.release();

@@ -5,7 +5,7 @@
 // holder's release to this grant.
 //
 //   KeyLedger& key = ledgers[k];
-//   handoff_ms = key.granted(guard.lease().fencing_token(), monotonic_ns());
+//   handoff_ms = key.granted(guard.grant().fencing_token(), monotonic_ns());
 //   key.releasing(monotonic_ns());
 //   guard.unlock();
 //

@@ -293,7 +293,7 @@ void blocking_waiter(Side<MutexKeys>& side, std::size_t w, Clock::time_point dea
       side.failures.timed_out();
       return;
     }
-    side.granted(w, mutex.lease().fencing_token(), [&] { (void)mutex.release(); });
+    side.granted(w, mutex.grant().fencing_token(), [&] { (void)mutex.release(); });
   } catch (const std::exception& e) {
     side.failures.failed(e);
   }

@@ -41,7 +41,7 @@ struct MutexKeys {
     return zkr::asio::async_acquire_guard(lock, deadline, std::forward<Token>(token));
   }
   static bool held(const Held& held) { return static_cast<bool>(held); }
-  static std::int64_t token(const Held& held) { return held.lease().fencing_token(); }
+  static std::int64_t token(const Held& held) { return held.grant().fencing_token(); }
   static void release(Held& held) { (void)held.unlock(); }
   // Whether the key's directories show its holder and `waiters` queued.
   static bool queued(Keeper& keeper, const Lock& lock, std::size_t waiters,
@@ -61,7 +61,7 @@ struct SemaphoreKeys {
     return zkr::asio::async_acquire(lock, 1, deadline, std::forward<Token>(token));
   }
   static bool held(const Held& held) { return held.size() == 1; }
-  static std::int64_t token(const Held& held) { return held.front().lease().fencing_token(); }
+  static std::int64_t token(const Held& held) { return held.front().grant().fencing_token(); }
   static void release(Held& held) { (void)held.front().release(); }
   // The key's first waiter holds the internal lock and waits in leases/
   // beside the holder's lease; the others wait in locks/ (the holder gave

@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       zkr::InterProcessMutex lock(client, root + "-locks/demo");
       lock.acquire();
       step("holding lock " + lock.path() + " with fencing token " +
-           std::to_string(lock.lease().fencing_token()));
+           std::to_string(lock.grant().fencing_token()));
       lock.release();
       step("released it");
     }

@@ -68,7 +68,7 @@ void acquire_guard_async(std::shared_ptr<const void> owner, LockInternals& inter
   spawn(internals.acquisition(deadline, nullptr, std::move(stop)),
         [owner = std::move(owner), &internals, lifeline = std::move(lifeline),
          visit = std::move(visit), on_done = std::move(on_done)](
-            std::exception_ptr error, std::optional<std::shared_ptr<LeaseState>> state) mutable {
+            std::exception_ptr error, std::optional<std::shared_ptr<GrantState>> state) mutable {
           LockGuard guard;
           if (error) {
             error = naming(error, internals.dir());
@@ -81,7 +81,7 @@ void acquire_guard_async(std::shared_ptr<const void> owner, LockInternals& inter
         });
 }
 
-std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,
+std::shared_ptr<GrantState> acquire_naming(LockInternals& internals, Deadline deadline,
                                            const std::optional<HeldWriteNode>& held_write,
                                            std::stop_token stop) {
   try {
@@ -91,7 +91,7 @@ std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline de
   }
 }
 
-std::shared_ptr<LeaseState> acquire_when_connected(LockInternals& internals, Deadline deadline,
+std::shared_ptr<GrantState> acquire_when_connected(LockInternals& internals, Deadline deadline,
                                                    const std::optional<HeldWriteNode>& held_write,
                                                    std::stop_token stop) {
   if (stop.stop_requested()) return nullptr;
@@ -99,7 +99,7 @@ std::shared_ptr<LeaseState> acquire_when_connected(LockInternals& internals, Dea
 }
 
 void give_back(ClientLifeline& lifeline, LockInternals& internals,
-               const std::shared_ptr<LeaseState>& state) noexcept {
+               const std::shared_ptr<GrantState>& state) noexcept {
   ClientLifeline::Visit visit(lifeline);
   if (visit) internals.release(state);
   else state->mark_released();

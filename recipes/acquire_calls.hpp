@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "client_internals.hpp"
-#include "lease_state.hpp"
+#include "grant_state.hpp"
 #include "lock_internals.hpp"
 #include "zkr/client.hpp"
 #include "zkr/error.hpp"
@@ -40,7 +40,7 @@ void check_may_acquire(const ClientLifeline::Visit& visit, Client& client, std::
                        const std::string& dir);
 
 // internals.acquire, its errors naming the lock.
-std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline deadline,
+std::shared_ptr<GrantState> acquire_naming(LockInternals& internals, Deadline deadline,
                                            const std::optional<HeldWriteNode>& held_write = {},
                                            std::stop_token stop = {});
 
@@ -48,7 +48,7 @@ std::shared_ptr<LeaseState> acquire_naming(LockInternals& internals, Deadline de
 // a connection itself, within the deadline and the one retry budget).
 // nullptr if the deadline or a stop came first (a token already stopped:
 // nothing sent).
-std::shared_ptr<LeaseState> acquire_when_connected(
+std::shared_ptr<GrantState> acquire_when_connected(
     LockInternals& internals, Deadline deadline,
     const std::optional<HeldWriteNode>& held_write = {}, std::stop_token stop = {});
 
@@ -65,7 +65,7 @@ void acquire_guard_async(std::shared_ptr<const void> owner, LockInternals& inter
 // Deletes the node of a hold, if the Client still can; if it cannot, its
 // session has ended and taken the node.
 void give_back(ClientLifeline& lifeline, LockInternals& internals,
-               const std::shared_ptr<LeaseState>& state) noexcept;
+               const std::shared_ptr<GrantState>& state) noexcept;
 
 // internals.participant_nodes() while the Client lives, its errors naming
 // the lock.

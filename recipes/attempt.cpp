@@ -20,12 +20,12 @@ namespace zkr::detail {
 // its frame stays allocated while the attempt waits, for every waiter, and
 // each frame costs its header, its promise and the awaiting slot. For the
 // same reason each co_await is a slot of its own here, so the ways out
-// share one abandon(): an UnderLeaseLost thrown in the stages is abandoned
+// share one abandon(): an UnderGrantLost thrown in the stages is abandoned
 // as a failure below.
-Task<std::shared_ptr<LeaseState>> Attempt::acquire(LockInternals& lock, Deadline deadline,
+Task<std::shared_ptr<GrantState>> Attempt::acquire(LockInternals& lock, Deadline deadline,
                                                    const HeldWriteNode* held_write,
                                                    std::stop_token stop,
-                                                   std::shared_ptr<LeaseState> under) {
+                                                   std::shared_ptr<GrantState> under) {
   Client& client = lock.client_;
   RetryBudget sessions(client.retry_policy(), client.sleeper(), deadline);
   // Held only while we acquire: a lock object that outlives its Client must
@@ -44,7 +44,7 @@ Task<std::shared_ptr<LeaseState>> Attempt::acquire(LockInternals& lock, Deadline
     try {
       Attempt a(lock, inbox, deadline, ended_epoch, held_write, under);
       RetryBudget budget(client.retry_policy(), client.sleeper(), deadline);
-      std::shared_ptr<LeaseState> lease;
+      std::shared_ptr<GrantState> grant;
       for (;;) {
         std::exception_ptr failure;
         bool given_up = false;  // the deadline, or a stop
@@ -63,16 +63,16 @@ Task<std::shared_ptr<LeaseState>> Attempt::acquire(LockInternals& lock, Deadline
                 case Turn::deadline:
                 case Turn::stopped: given_up = true; break;
                 case Turn::vanished: a.start_over(); break;  // back to Stage::queue
-                case Turn::under_lost: throw UnderLeaseLost{};
+                case Turn::under_lost: throw UnderGrantLost{};
               }
             } else {
               co_await a.check_layout();  // a flag, unless the record's watch fired meanwhile
-              if (a.under_lost()) throw UnderLeaseLost{};
-              lease = a.grant();
+              if (a.under_lost()) throw UnderGrantLost{};
+              grant = a.grant();
               break;
             }
           }
-          if (lease) break;
+          if (grant) break;
           given_up = true;
         } catch (...) {
           failure = std::current_exception();
@@ -90,10 +90,10 @@ Task<std::shared_ptr<LeaseState>> Attempt::acquire(LockInternals& lock, Deadline
         else co_await a.abandon();
         if (next.action == Action::session_gone) throw SessionGone{a.epoch_};
         if (next.action == Action::fail) std::rethrow_exception(failure);
-        break;  // given back: lease is null
+        break;  // given back: grant is null
       }
       client.remove_listener(listener);
-      co_return lease;
+      co_return grant;
     } catch (const SessionGone& gone) {
       ended_epoch = std::max(ended_epoch, gone.epoch);
     } catch (...) {
@@ -156,10 +156,10 @@ Task<void> Attempt::bind_session() {
     throw SessionGone{epoch_};
   }
   keeper_ = std::move(keeper);
-  if (under_lost()) throw UnderLeaseLost{};  // before our create: nothing to undo
+  if (under_lost()) throw UnderGrantLost{};  // before our create: nothing to undo
 }
 
-// The lease we acquire under is lost, or of another session than ours.
+// The grant we acquire under is lost, or of another session than ours.
 bool Attempt::under_lost() const {
   return under_ && (under_->reason() != LostReason::none || under_->epoch != epoch_);
 }

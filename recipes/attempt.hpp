@@ -19,7 +19,7 @@
 
 #include "attempt_inbox.hpp"
 #include "directory_registry.hpp"
-#include "lease_state.hpp"
+#include "grant_state.hpp"
 #include "lock_driver.hpp"
 #include "lock_internals.hpp"
 #include "pending_reply.hpp"
@@ -58,7 +58,7 @@ class Attempt {
   // held_write, if not null, outlives the attempt.
   Attempt(LockInternals& lock, std::shared_ptr<AttemptInbox> inbox, Deadline deadline,
           std::uint64_t after_epoch, const HeldWriteNode* held_write,
-          std::shared_ptr<LeaseState> under)
+          std::shared_ptr<GrantState> under)
       : after_epoch_(after_epoch),
         held_write_(held_write),
         under_(std::move(under)),
@@ -73,7 +73,7 @@ class Attempt {
       guid_ = node.substr(kProtectedPrefix.size(), kGuidLength);
       create_sent_ = true;
     }
-    // The lease we acquire under, lost while we wait: wake and look.
+    // The grant we acquire under, lost while we wait: wake and look.
     if (under_)
       on_under_lost_ = std::make_unique<std::stop_callback<std::function<void()>>>(
           under_->token(), [weak = std::weak_ptr<AttemptInbox>(inbox_)] {
@@ -85,12 +85,12 @@ class Attempt {
   Attempt& operator=(const Attempt&) = delete;
 
   // LockInternals::acquisition(): attempts, one session after another, until
-  // one grants (the lease), gives up (nullptr: the deadline, or a stop), or
+  // one grants (the grant), gives up (nullptr: the deadline, or a stop), or
   // fails (KeeperError for what the retry policy will not retry).
-  static Task<std::shared_ptr<LeaseState>> acquire(LockInternals& lock, Deadline deadline,
+  static Task<std::shared_ptr<GrantState>> acquire(LockInternals& lock, Deadline deadline,
                                                    const HeldWriteNode* held_write,
                                                    std::stop_token stop,
-                                                   std::shared_ptr<LeaseState> under);
+                                                   std::shared_ptr<GrantState> under);
 
  private:
   enum class Action { retry, give_back, fail, session_gone };
@@ -100,7 +100,7 @@ class Attempt {
   };
   // What one look at the queue sends: a listing of it; for a semaphore's
   // leases, also a listing of the semaphore's path and a read of a
-  // SharedCount limit. Watched (by a waiter of the lease queue): what
+  // SharedCount limit. Watched (by a waiter of the grant queue): what
   // changes there may let us in.
   struct Look {
     PendingReply<Result<Children>> queue;
@@ -169,8 +169,8 @@ class Attempt {
   bool watched(const std::string& path) const;
   Clock::time_point change_deadline() const;
   std::optional<Change> what_changed(bool woken);
-  std::shared_ptr<LeaseState> new_lease() const;
-  std::shared_ptr<LeaseState> grant();
+  std::shared_ptr<GrantState> new_grant() const;
+  std::shared_ptr<GrantState> grant();
   Task<void> abandon_if_session_lives();
   void start_over();
   void drop_waiting_lease() noexcept;
@@ -181,7 +181,7 @@ class Attempt {
   // The attempt lives in a coroutine frame for as long as it waits, so
   // what only some locks use is held by pointer (8 bytes where unused).
   const HeldWriteNode* const held_write_;    // may be null
-  const std::shared_ptr<LeaseState> under_;  // granted only while it holds; may be null
+  const std::shared_ptr<GrantState> under_;  // granted only while it holds; may be null
   std::unique_ptr<std::stop_callback<std::function<void()>>> on_under_lost_;
   LockInternals& lock_;
   Client& client_;
@@ -205,7 +205,7 @@ class Attempt {
   //          our node: then waits_for_ names the last node before it;
   //   wait   until a reply after the last of those went shows none left
   //          (grant), our node gone (queue again), or the deadline;
-  //   grant  the lease is made and handed out.
+  //   grant  the grant is made and handed out.
   // A retry after a link error resumes the stage it was in.
   enum class Stage { queue, wait, grant };
   Stage stage_ = Stage::queue;
@@ -215,15 +215,15 @@ class Attempt {
   std::size_t lower_count_ = 0;
   std::string waits_for_;
   bool ahead_of_writers_ = false;      // see QueuePosition
-  std::shared_ptr<LeaseState> lease_;  // once someone was before us: watches our node
+  std::shared_ptr<GrantState> grant_;  // once someone was before us: watches our node
   // Granted at once through our thread's write node: that grant's token.
   std::optional<std::int64_t> downgrade_token_;
   std::int32_t shared_count_ = 0;  // a SharedCount limit, as the last look read it
-  // The queue's look that placed us set the lease waiter's watches, and its
+  // The queue's look that placed us set the grant waiter's watches, and its
   // reply came: the first wait needs no look of its own. Cleared as it is
   // used, and by a retry (a reply lost with the link set nothing).
   bool leases_watched_ = false;
-  // From our first create to the release (the lease takes it) or abandon().
+  // From our first create to the release (the grant takes it) or abandon().
   std::unique_ptr<DirectoryRegistry::Use> use_;
 };
 

@@ -83,7 +83,7 @@ Task<void> Attempt::enqueue() {
       keeper_->async_create(prefix_path(), lock_.holder_, CreateMode::ephemeral_sequential,
                             lock_.create_options_, std::move(on_reply));
     });
-    // A lease waiter needs the listing watched: watch it now, as Curator
+    // A grant waiter needs the listing watched: watch it now, as Curator
     // does, rather than look again once it knows it waits.
     const bool watch = lock_.leases_.has_value();
     auto looking = look(watch);
@@ -219,11 +219,11 @@ bool Attempt::position(const Children& listed) {
 }
 
 // Our thread's write node exempts us only while it is of this session and
-// its lease still held, as of this listing (a delete of it would have
-// reached the lease's watch before this reply).
+// its grant still held, as of this listing (a delete of it would have
+// reached the grant's watch before this reply).
 bool Attempt::write_held() const {
-  return held_write_ && held_write_->epoch == epoch_ && held_write_->lease &&
-         held_write_->lease->reason() == LostReason::none;
+  return held_write_ && held_write_->epoch == epoch_ && held_write_->grant &&
+         held_write_->grant->reason() == LostReason::none;
 }
 
 // Our node's standing by the queue's rule, taken as ours. False: not listed.
@@ -245,15 +245,15 @@ bool Attempt::place(QueuePosition where, const std::vector<std::string>& childre
   // read ends, and must get a larger token (see zkr/read_write_lock.hpp).
   if (where.holds && write_held() &&
       std::find(children.begin(), children.end(), held_write_->name) != children.end())
-    downgrade_token_ = held_write_->lease->fencing_token;
+    downgrade_token_ = held_write_->grant->fencing_token;
   stage_ = Stage::wait;
   // Someone is before us: watch our own node from now on, so that a delete
   // of it while we wait is known before any later event or reply (a
   // session's come in order): a node of its name made again by someone else
   // is never taken for ours by the listing that grants us the lock.
-  if (lower_count_ != 0 && !lease_) {
-    lease_ = new_lease();
-    watch_own_node(client_, lease_, keeper_);
+  if (lower_count_ != 0 && !grant_) {
+    grant_ = new_grant();
+    watch_own_node(client_, grant_, keeper_);
   }
   detail::ClientInternals::log(client_)->debug(
       "lock {}: queued as {} (session epoch {}), {} before us", lock_.dir_, node_, epoch_,
@@ -300,7 +300,7 @@ void Attempt::read_limit(const Result<NodeData>& node) {
   if (*count < 1)
     throw KeeperError(Errc::bad_arguments, path,
                       "the semaphore's SharedCount is " + std::to_string(*count) +
-                          "; at least 1 lease is needed");
+                          "; at least 1 grant is needed");
   shared_count_ = *count;
 }
 

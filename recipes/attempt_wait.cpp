@@ -1,5 +1,5 @@
 // The lock attempt's wait and grant stages (attempt.hpp): walking down the
-// nodes before ours (or, for a semaphore, waiting for a lease to go), the
+// nodes before ours (or, for a semaphore, waiting for a grant to go), the
 // wait for a change, the grant, and giving up (abandon deletes our node).
 // Apart because these are the stages driven by watch events and states, not
 // by the replies to our own requests.
@@ -19,7 +19,7 @@
 namespace zkr::detail {
 
 // Waits for our turn: walks down the nodes before ours until none is left
-// (walk_down), or for a semaphore's lease waits for a lease to go
+// (walk_down), or for a semaphore's grant waits for a grant to go
 // (wait_for_leases). Only the server's word says who is before us: a
 // node's existence, or a listing. What is written in a node (by its owner,
 // Curator's revoker, or anyone allowed to write it) is never read as a sign
@@ -34,14 +34,14 @@ namespace zkr::detail {
 Task<Turn> Attempt::wait_turn() { return lock_.leases_ ? wait_for_leases() : walk_down(); }
 
 // No node before ours. The grant needs our node's watch armed: a read whose
-// reply the link lost armed nothing (LeaseState::read_needed), and a delete
+// reply the link lost armed nothing (GrantState::read_needed), and a delete
 // after the grant would go unheard. True: so it is, and the caller must read
 // it again and list again (the read's reply comes first, and the listing
 // says where we stand after it). Once per lost read.
-bool Attempt::own_watch_lost() { return lease_ && lease_->read_if_needed(keeper_); }
+bool Attempt::own_watch_lost() { return grant_ && grant_->read_if_needed(keeper_); }
 
 // Why the wait must end now, if it must: the deadline, a stop, our node
-// gone, or the lease we acquire under lost.
+// gone, or the grant we acquire under lost.
 std::optional<Turn> Attempt::interrupted() {
   if (passed(deadline_)) return Turn::deadline;
   if (inbox_->stopped()) return Turn::stopped;
@@ -107,14 +107,14 @@ Task<bool> Attempt::watch_before() {
   co_return false;
 }
 
-// Lists the queue again (watched: for a lease waiter), and places us by
+// Lists the queue again (watched: for a grant waiter), and places us by
 // what it shows. False: our node is gone.
 Task<bool> Attempt::look_again(bool watch) {
   auto looking = look(watch);
   co_return position_from(co_await await_look(looking));
 }
 
-// The lease queue's wait: any lease going (or the count rising) may let us
+// The grant queue's wait: any grant going (or the count rising) may let us
 // in, so each look watches the listing (and the count), and the next look,
 // after an event or a reconnect, is what we are granted on. A look whose
 // reply was lost armed nothing: the retry looks again before it waits.
@@ -155,14 +155,14 @@ Watcher Attempt::watch_for_hand_off() {
 
 // Our node was deleted while we waited (the own-node watch says so).
 bool Attempt::own_node_lost() {
-  if (!lease_) return false;
-  const auto why = lease_->reason();
+  if (!grant_) return false;
+  const auto why = grant_->reason();
   if (why == LostReason::session_lost) throw SessionGone{epoch_};
   return why == LostReason::node_deleted;
 }
 
 // Whether a watch event on `path` is about what we wait for now: the node
-// before ours, or for a lease waiter the lease queue and the count.
+// before ours, or for a grant waiter the grant queue and the count.
 bool Attempt::watched(const std::string& path) const {
   if (lock_.leases_)
     return path == lock_.dir_ || (!lock_.leases_->fixed_max && path == lock_.leases_->count_path);
@@ -208,29 +208,29 @@ std::optional<Attempt::Change> Attempt::what_changed(bool woken) {
   return std::nullopt;
 }
 
-std::shared_ptr<LeaseState> Attempt::new_lease() const {
-  return std::make_shared<LeaseState>(join_path(lock_.dir_, node_), czxid_, epoch_, session_id_,
+std::shared_ptr<GrantState> Attempt::new_grant() const {
+  return std::make_shared<GrantState>(join_path(lock_.dir_, node_), czxid_, epoch_, session_id_,
                                       detail::ClientInternals::callback_thread(client_),
                                       downgrade_token_);
 }
 
-// The lease. A contender that waited watches its node since it queued
+// The grant. A contender that waited watches its node since it queued
 // (and wait_turn() saw that watch armed); one granted at once starts now,
 // without waiting for the reply: its node was in the listing that granted
-// it, and a reply saying it is gone, or not ours, marks the lease lost.
-std::shared_ptr<LeaseState> Attempt::grant() {
+// it, and a reply saying it is gone, or not ours, marks the grant lost.
+std::shared_ptr<GrantState> Attempt::grant() {
   // Taken before anything is sent: a suspension counted later fell after
   // the decision.
   const auto suspensions = detail::ClientInternals::suspensions(client_);
-  auto lease = std::exchange(lease_, nullptr);
-  if (!lease) {
-    lease = new_lease();
-    watch_own_node(client_, lease, keeper_);
+  auto grant = std::exchange(grant_, nullptr);
+  if (!grant) {
+    grant = new_grant();
+    watch_own_node(client_, grant, keeper_);
   }
-  lease->directory_use = std::move(use_);
-  lease->ahead_of_writers = ahead_of_writers_;
-  listen_for_loss(client_, lease, lock_.options_.suspended_policy, suspensions);
-  return lease;
+  grant->directory_use = std::move(use_);
+  grant->ahead_of_writers = ahead_of_writers_;
+  listen_for_loss(client_, grant, lock_.options_.suspended_policy, suspensions);
+  return grant;
 }
 
 // Our node went with our session, unless that session is still the
@@ -253,7 +253,7 @@ void Attempt::start_over() {
 
 // The own-node watch of a node we no longer wait with (its listener goes).
 void Attempt::drop_waiting_lease() noexcept {
-  if (lease_) stop_watching(client_, std::exchange(lease_, nullptr));
+  if (grant_) stop_watching(client_, std::exchange(grant_, nullptr));
 }
 
 // Deletes our node, known or not. When the link is up the delete is done by

@@ -1,5 +1,5 @@
 // guarded_write: the caller's writes in one multi behind a check of every
-// lease's lock node, the refusal of ops that would touch the locks
+// grant's lock node, the refusal of ops that would touch the locks
 // themselves, and the outcome read from the server's reply.
 #include <stdexcept>
 #include <string>
@@ -42,15 +42,15 @@ OpTarget target_of(const Op& o) {
 // transaction that the check admits, and a create under the lock directory,
 // or of a lock-named node anywhere, is a contender that never releases and
 // blocks a queue for everyone. So such ops are refused before anything is sent.
-void check_ops_leave_locks_alone(const std::vector<LockLease>& leases, const std::vector<Op>& ops) {
+void check_ops_leave_locks_alone(const std::vector<Grant>& leases, const std::vector<Op>& ops) {
   for (const auto& o : ops) {
     const auto t = target_of(o);
     const std::string& path = *t.path;
-    for (const auto& lease : leases) {
-      const std::string& node = lease.node_path();
+    for (const auto& grant : leases) {
+      const std::string& node = grant.node_path();
       const std::string_view dir = parent_path(node);
-      if (path == node) refuse(t, "it is the lock node of a lease it is guarded by");
-      if (path == dir) refuse(t, "it is the lock directory of a lease it is guarded by");
+      if (path == node) refuse(t, "it is the lock node of a grant it is guarded by");
+      if (path == dir) refuse(t, "it is the lock directory of a grant it is guarded by");
       if (std::holds_alternative<op::Create>(o) && parent_path(path) == dir)
         refuse(t, "it would create a node in the lock directory " + std::string(dir));
     }
@@ -103,12 +103,12 @@ std::string_view to_string(GuardedWriteResult::Outcome outcome) noexcept {
   return "unknown";
 }
 
-GuardedWriteResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
+GuardedWriteResult guarded_write(Keeper& keeper, const std::vector<Grant>& leases,
                                  std::vector<Op> ops, OptionalTimeout timeout) {
   check_ops_leave_locks_alone(leases, ops);
   std::vector<Op> guarded;
   guarded.reserve(leases.size() + ops.size());
-  for (const auto& lease : leases) guarded.push_back(op::Check{lease.node_path(), kAnyVersion});
+  for (const auto& grant : leases) guarded.push_back(op::Check{grant.node_path(), kAnyVersion});
   for (auto& o : ops) guarded.push_back(std::move(o));
   for (std::size_t i = 0; i < leases.size(); ++i) {
     if (!leases[i].released()) continue;
@@ -125,9 +125,9 @@ GuardedWriteResult guarded_write(Keeper& keeper, const std::vector<LockLease>& l
   return classify(keeper.try_multi(std::move(guarded), timeout), leases.size());
 }
 
-GuardedWriteResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
+GuardedWriteResult guarded_write(Keeper& keeper, const Grant& grant, std::vector<Op> ops,
                                  OptionalTimeout timeout) {
-  return guarded_write(keeper, std::vector<LockLease>{lease}, std::move(ops), timeout);
+  return guarded_write(keeper, std::vector<Grant>{grant}, std::move(ops), timeout);
 }
 
 }  // namespace zkr

@@ -22,7 +22,7 @@
 namespace zkr {
 
 using detail::Deadline;
-using detail::LeaseState;
+using detail::GrantState;
 
 namespace {
 
@@ -60,7 +60,7 @@ struct LeaderLatch::Impl {
 
   // Starts a join, or says there is no need: true while a term is held. The
   // last term, if lost, is handed back in `lost_term`.
-  bool begin_join(std::optional<LockLease>& lost_term) {
+  bool begin_join(std::optional<Grant>& lost_term) {
     std::lock_guard lock(queue.mutex);
     if (closed) throw std::logic_error("LeaderLatch " + path() + ": closed");
     if (joining)
@@ -68,22 +68,22 @@ struct LeaderLatch::Impl {
                              ": an await of this latch is already under way (one participant, "
                              "one await at a time)");
     if (term) {
-      if (LockLease(term).held()) return true;
-      lost_term = LockLease(term);
+      if (Grant(term).held()) return true;
+      lost_term = Grant(term);
     }
     joining = true;
     return false;
   }
 
   // Ends a join with what it got: true if it is now our term.
-  bool end_join(std::shared_ptr<LeaseState> granted) {
+  bool end_join(std::shared_ptr<GrantState> granted) {
     settle_adoption(granted);
     {
       std::lock_guard lock(queue.mutex);
       joining = false;
       if (!granted) return false;
       if (!closed) {
-        last_term = LockLease(granted);
+        last_term = Grant(granted);
         term = std::move(granted);
         return true;
       }
@@ -104,7 +104,7 @@ struct LeaderLatch::Impl {
   // (the engine checks that it still exists and is of our session), and
   // settle_adoption() gives it back unless it became the new term's.
   void set_aside_lost_term() {
-    std::shared_ptr<LeaseState> old;
+    std::shared_ptr<GrantState> old;
     {
       std::lock_guard lock(queue.mutex);
       old = std::move(term);
@@ -118,11 +118,11 @@ struct LeaderLatch::Impl {
   }
 
   // After a join: the node set aside for adoption is either the new term's
-  // (its old lease goes, the node stays) or given back (deleted if it is
+  // (its old grant goes, the node stays) or given back (deleted if it is
   // still ours: the join ended before its attempt took it up, or queued
   // another node).
-  void settle_adoption(const std::shared_ptr<LeaseState>& granted) noexcept {
-    std::shared_ptr<LeaseState> old;
+  void settle_adoption(const std::shared_ptr<GrantState>& granted) noexcept {
+    std::shared_ptr<GrantState> old;
     {
       std::lock_guard lock(queue.mutex);
       old = std::move(adopting);
@@ -138,7 +138,7 @@ struct LeaderLatch::Impl {
     give_back(old);
   }
 
-  void give_back(const std::shared_ptr<LeaseState>& state) noexcept {
+  void give_back(const std::shared_ptr<GrantState>& state) noexcept {
     detail::give_back(*queue.lifeline, queue.internals, state);
   }
 
@@ -149,9 +149,9 @@ struct LeaderLatch::Impl {
 
   const std::string id;  // as written into our node
   detail::QueueLock queue;
-  std::shared_ptr<LeaseState> term;      // guarded by queue.mutex: the current term, if any
-  std::optional<LockLease> last_term;    // guarded by queue.mutex: the current or last one
-  std::shared_ptr<LeaseState> adopting;  // guarded by queue.mutex: see set_aside_lost_term()
+  std::shared_ptr<GrantState> term;      // guarded by queue.mutex: the current term, if any
+  std::optional<Grant> last_term;        // guarded by queue.mutex: the current or last one
+  std::shared_ptr<GrantState> adopting;  // guarded by queue.mutex: see set_aside_lost_term()
   bool joining = false;                  // guarded by queue.mutex: an await is under way
   bool closed = false;                   // guarded by queue.mutex
   std::stop_source closing;              // stopped by close(): ends a join under way
@@ -170,7 +170,7 @@ bool LeaderLatch::take(Deadline deadline, std::stop_token stop) {
   detail::ClientLifeline::Visit visit(*impl.queue.lifeline);
   auto& internals = impl.queue.internals;
   detail::check_may_acquire(visit, internals.client(), "LeaderLatch", internals.dir());
-  std::optional<LockLease> lost_term;
+  std::optional<Grant> lost_term;
   if (impl.begin_join(lost_term)) return true;
   try {
     if (lost_term) {
@@ -208,7 +208,7 @@ bool LeaderLatch::try_await_leadership() { return take(std::chrono::steady_clock
 void LeaderLatch::start_await(Deadline deadline, std::stop_token stop,
                               std::function<void(std::exception_ptr, bool)> on_done) {
   auto impl = impl_;
-  std::optional<LockLease> lost_term;
+  std::optional<Grant> lost_term;
   if (impl->begin_join(lost_term)) return on_done(nullptr, true);
   auto joined = std::make_shared<JoinStop>(stop, impl->closing.get_token());
   auto start = [impl, joined, deadline, on_done = std::move(on_done)]() mutable {
@@ -221,7 +221,7 @@ void LeaderLatch::start_await(Deadline deadline, std::stop_token stop,
       detail::spawn(internals.acquisition(deadline, nullptr, joined->source.get_token()),
                     [impl, joined, visit, on_done](
                         std::exception_ptr error,
-                        std::optional<std::shared_ptr<LeaseState>> granted) mutable {
+                        std::optional<std::shared_ptr<GrantState>> granted) mutable {
                       error = detail::naming(error, impl->path());
                       const bool leader =
                           impl->end_join(error ? nullptr : std::move(granted).value_or(nullptr));
@@ -241,16 +241,16 @@ void LeaderLatch::start_await(Deadline deadline, std::stop_token stop,
 
 bool LeaderLatch::has_leadership() const {
   std::lock_guard lock(impl_->queue.mutex);
-  return impl_->term && LockLease(impl_->term).held();
+  return impl_->term && Grant(impl_->term).held();
 }
 
 std::optional<std::int64_t> LeaderLatch::epoch() const {
   std::lock_guard lock(impl_->queue.mutex);
-  if (!impl_->term || !LockLease(impl_->term).held()) return std::nullopt;
+  if (!impl_->term || !Grant(impl_->term).held()) return std::nullopt;
   return impl_->term->fencing_token;
 }
 
-LockLease LeaderLatch::term() const {
+Grant LeaderLatch::term() const {
   std::lock_guard lock(impl_->queue.mutex);
   if (!impl_->last_term)
     throw std::logic_error("LeaderLatch " + path() + ": this participant never led");
@@ -259,7 +259,7 @@ LockLease LeaderLatch::term() const {
 
 void LeaderLatch::close() noexcept {
   auto& impl = *impl_;
-  std::shared_ptr<LeaseState> ending;
+  std::shared_ptr<GrantState> ending;
   {
     std::lock_guard lock(impl.queue.mutex);
     if (impl.closed) return;

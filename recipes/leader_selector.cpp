@@ -66,23 +66,23 @@ struct LeaderSelector::Impl {
       // Closing: an acquire stopped left no node, and a grant that came with
       // the stop is given back unused.
       if (!guard || closing.stop_requested()) return;
-      hold_term(guard.lease(), closing);
+      hold_term(guard.grant(), closing);
       guard.unlock();
     }
   }
 
-  void hold_term(const LockLease& lease, const std::stop_token& closing) {
+  void hold_term(const Grant& grant, const std::stop_token& closing) {
     std::stop_source ending;
     const auto end_term = [&ending]() noexcept { ending.request_stop(); };
-    std::stop_callback on_lost(lease.lost_token(), end_term);
+    std::stop_callback on_lost(grant.lost_token(), end_term);
     std::stop_callback on_close(closing, end_term);
     {
       std::lock_guard lock(m);
-      term = lease;
+      term = grant;
       term_ending = ending;
     }
     try {
-      take_leadership(LeaderTerm{lease, ending.get_token()});
+      take_leadership(LeaderTerm{grant, ending.get_token()});
     } catch (...) {
       report(std::current_exception());
     }
@@ -94,7 +94,7 @@ struct LeaderSelector::Impl {
       queued = options.auto_requeue;
     }
     // A new term must not be reported before the old one's end.
-    if (lease.lost()) detail::await_lost_signal(client, lease);
+    if (grant.lost()) detail::await_lost_signal(client, grant);
   }
 
   void end_queueing() {
@@ -132,7 +132,7 @@ struct LeaderSelector::Impl {
   bool started = false;                         // guarded by m
   bool closed = false;                          // guarded by m
   bool queued = false;                          // guarded by m: wants a term, or has one
-  std::optional<LockLease> term;                // guarded by m: the term under way
+  std::optional<Grant> term;                    // guarded by m: the term under way
   std::optional<std::stop_source> term_ending;  // guarded by m: stops that term
 
   std::mutex joining;  // one close() at a time joins the thread

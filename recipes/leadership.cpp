@@ -25,7 +25,7 @@ std::vector<Participant> read_participants(Client& client, const std::vector<std
   return found;
 }
 
-void await_lost_signal(Client& client, const LockLease& lost) {
+void await_lost_signal(Client& client, const Grant& lost) {
   // Callbacks run in order on the callback thread: once one added now has
   // run, every earlier one has.
   const auto callbacks = ClientInternals::callback_thread(client);

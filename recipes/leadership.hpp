@@ -23,6 +23,6 @@ std::vector<Participant> read_participants(Client& client, const std::vector<std
 // callbacks) has been delivered, so that a new term is never reported before
 // the old one's end. At once on the callback thread itself, where the signal
 // is queued ahead of anything a new term can queue.
-void await_lost_signal(Client& client, const LockLease& lost);
+void await_lost_signal(Client& client, const Grant& lost);
 
 }  // namespace zkr::detail

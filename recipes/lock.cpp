@@ -12,7 +12,7 @@
 
 #include "acquire_calls.hpp"
 #include "client_internals.hpp"
-#include "lease_state.hpp"
+#include "grant_state.hpp"
 #include "lock_internals.hpp"
 #include "queue_lock.hpp"
 
@@ -20,7 +20,7 @@ namespace zkr {
 
 using detail::Clock;
 using detail::Deadline;
-using detail::LeaseState;
+using detail::GrantState;
 
 std::string_view to_string(LostReason reason) noexcept {
   switch (reason) {
@@ -32,34 +32,34 @@ std::string_view to_string(LostReason reason) noexcept {
   return "unknown";
 }
 
-LockLease::LockLease(std::shared_ptr<LeaseState> state) : state_(std::move(state)) {}
-std::int64_t LockLease::fencing_token() const noexcept { return state_->fencing_token; }
-const std::string& LockLease::node_path() const noexcept { return state_->node_path; }
-std::uint64_t LockLease::session_epoch() const noexcept { return state_->epoch; }
-bool LockLease::lost() const noexcept { return lost_reason() != LostReason::none; }
-LostReason LockLease::lost_reason() const noexcept {
+Grant::Grant(std::shared_ptr<GrantState> state) : state_(std::move(state)) {}
+std::int64_t Grant::fencing_token() const noexcept { return state_->fencing_token; }
+const std::string& Grant::node_path() const noexcept { return state_->node_path; }
+std::uint64_t Grant::session_epoch() const noexcept { return state_->epoch; }
+bool Grant::lost() const noexcept { return lost_reason() != LostReason::none; }
+LostReason Grant::lost_reason() const noexcept {
   try {
     return state_->reason();
   } catch (...) {
     return LostReason::session_lost;  // cannot tell: assume the worst
   }
 }
-bool LockLease::released() const noexcept { return state_->released(); }
-bool LockLease::revocation_requested() const noexcept {
+bool Grant::released() const noexcept { return state_->released(); }
+bool Grant::revocation_requested() const noexcept {
   try {
     return state_->revocation_requested();
   } catch (...) {
     return false;
   }
 }
-void LockLease::on_revocation_requested(std::function<void()> callback) const {
+void Grant::on_revocation_requested(std::function<void()> callback) const {
   state_->add_revocation_callback(std::move(callback));
 }
-std::stop_token LockLease::lost_token() const noexcept {
+std::stop_token Grant::lost_token() const noexcept {
   (void)lost_reason();  // a reply that says the node is gone stops it now
   return state_->token();
 }
-void LockLease::on_lost(std::function<void(LostReason)> callback) const {
+void Grant::on_lost(std::function<void(LostReason)> callback) const {
   state_->add_callback(std::move(callback));
 }
 
@@ -76,7 +76,7 @@ using detail::participant_nodes_naming;
 
 struct InterProcessMutex::Impl : detail::QueueLock {
   struct Hold {
-    std::shared_ptr<LeaseState> state;
+    std::shared_ptr<GrantState> state;
     std::uint32_t count;
   };
 
@@ -146,7 +146,7 @@ void InterProcessMutex::take_guard_async(std::optional<Clock::time_point> deadli
 }
 
 bool InterProcessMutex::release() noexcept {
-  std::shared_ptr<LeaseState> last;
+  std::shared_ptr<GrantState> last;
   {
     std::lock_guard lock(impl_->mutex);
     const auto it = impl_->holds.find(std::this_thread::get_id());
@@ -172,13 +172,13 @@ bool InterProcessMutex::is_owned_by_current_thread() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->holds.count(std::this_thread::get_id()) == 1;
 }
-LockLease InterProcessMutex::lease() const {
+Grant InterProcessMutex::grant() const {
   std::lock_guard lock(impl_->mutex);
   const auto it = impl_->holds.find(std::this_thread::get_id());
   if (it == impl_->holds.end())
     throw std::logic_error("InterProcessMutex " + impl_->internals.dir() +
-                           ": lease() by a thread that does not hold the lock");
-  return LockLease(it->second.state);
+                           ": grant() by a thread that does not hold the lock");
+  return Grant(it->second.state);
 }
 std::vector<std::string> InterProcessMutex::participant_nodes() const {
   return participant_nodes_naming(*impl_->lifeline, impl_->internals);
@@ -204,7 +204,7 @@ struct NonReentrantMutex::Impl : detail::QueueLock {
   }
 
   // Grants not yet released, oldest first: only the newest can still hold.
-  std::deque<std::shared_ptr<LeaseState>> grants;  // guarded by mutex
+  std::deque<std::shared_ptr<GrantState>> grants;  // guarded by mutex
 };
 
 NonReentrantMutex::NonReentrantMutex(Client& client, std::string path, LockOptions options)
@@ -234,7 +234,7 @@ void NonReentrantMutex::take_guard_async(std::optional<Clock::time_point> deadli
 }
 
 bool NonReentrantMutex::release() noexcept {
-  std::shared_ptr<LeaseState> held;
+  std::shared_ptr<GrantState> held;
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->grants.empty()) return false;
@@ -249,12 +249,12 @@ bool NonReentrantMutex::is_acquired_in_this_process() const {
   std::lock_guard lock(impl_->mutex);
   return !impl_->grants.empty();
 }
-LockLease NonReentrantMutex::lease() const {
+Grant NonReentrantMutex::grant() const {
   std::lock_guard lock(impl_->mutex);
   if (impl_->grants.empty())
     throw std::logic_error("NonReentrantMutex " + impl_->internals.dir() +
-                           ": lease() while not held");
-  return LockLease(impl_->grants.back());
+                           ": grant() while not held");
+  return Grant(impl_->grants.back());
 }
 std::vector<std::string> NonReentrantMutex::participant_nodes() const {
   return participant_nodes_naming(*impl_->lifeline, impl_->internals);

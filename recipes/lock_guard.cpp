@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "client_internals.hpp"
-#include "lease_state.hpp"
+#include "grant_state.hpp"
 #include "lock_internals.hpp"
 #include "zkr/lock.hpp"
 
@@ -13,7 +13,7 @@ namespace zkr {
 
 LockGuard::LockGuard() noexcept = default;
 
-LockGuard::LockGuard(std::shared_ptr<detail::LeaseState> state,
+LockGuard::LockGuard(std::shared_ptr<detail::GrantState> state,
                      std::shared_ptr<detail::ClientLifeline> lifeline, Client& client) noexcept
     : state_(std::move(state)), lifeline_(std::move(lifeline)), client_(&client) {}
 
@@ -34,9 +34,9 @@ LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
   return *this;
 }
 
-LockLease LockGuard::lease() const {
-  if (!state_) throw std::logic_error("LockGuard::lease(): the guard owns no grant");
-  return LockLease(state_);
+Grant LockGuard::grant() const {
+  if (!state_) throw std::logic_error("LockGuard::grant(): the guard owns no grant");
+  return Grant(state_);
 }
 
 bool LockGuard::unlock() noexcept {

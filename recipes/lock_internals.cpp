@@ -1,7 +1,7 @@
 // LockInternals' own members: checking a lock's settings, running attempts
 // (attempt.hpp) one session after another until one grants or gives up, the
 // blocking acquire over that, and the holder text. The attempt's stages are
-// in attempt*.cpp, a lease's watch and release in lease_watch.cpp.
+// in attempt*.cpp, a grant's watch and release in grant_watch.cpp.
 #include "lock_internals.hpp"
 
 #include <unistd.h>
@@ -44,10 +44,10 @@ LockInternals::~LockInternals() {
 }
 
 // Attempt::acquire, in attempt.cpp: one coroutine for the whole acquire.
-Task<std::shared_ptr<LeaseState>> LockInternals::acquisition(Deadline deadline,
+Task<std::shared_ptr<GrantState>> LockInternals::acquisition(Deadline deadline,
                                                              const HeldWriteNode* held_write,
                                                              std::stop_token stop,
-                                                             std::shared_ptr<LeaseState> under) {
+                                                             std::shared_ptr<GrantState> under) {
   return Attempt::acquire(*this, deadline, held_write, std::move(stop), std::move(under));
 }
 
@@ -71,19 +71,19 @@ Task<bool> LockInternals::pause_after_session_loss(RetryBudget& budget, AttemptI
   co_return true;
 }
 
-std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
+std::shared_ptr<GrantState> LockInternals::acquire(Deadline deadline,
                                                    const std::optional<HeldWriteNode>& held_write,
                                                    std::stop_token stop,
-                                                   std::shared_ptr<LeaseState> under) {
+                                                   std::shared_ptr<GrantState> under) {
   // Shared with the callback, which may still be returning from set_value
   // when this thread wakes and leaves.
-  const auto granted = std::make_shared<std::promise<std::shared_ptr<LeaseState>>>();
+  const auto granted = std::make_shared<std::promise<std::shared_ptr<GrantState>>>();
   auto outcome = granted->get_future();
   spawn(
       acquisition(deadline, held_write ? &*held_write : nullptr, std::move(stop), std::move(under)),
-      [granted](std::exception_ptr error, std::optional<std::shared_ptr<LeaseState>> lease) {
+      [granted](std::exception_ptr error, std::optional<std::shared_ptr<GrantState>> grant) {
         if (error) granted->set_exception(error);
-        else granted->set_value(std::move(*lease));
+        else granted->set_value(std::move(*grant));
       });
   return outcome.get();
 }
@@ -95,8 +95,8 @@ std::shared_ptr<LeaseState> LockInternals::acquire(Deadline deadline,
 // read of it, does a read go first: then the next requests may overtake the
 // delete, and an acquire of the same lock may find our old node still there
 // and wait for it.)
-void LockInternals::release(const std::shared_ptr<LeaseState>& lease) noexcept {
-  release_node(client_, lease);
+void LockInternals::release(const std::shared_ptr<GrantState>& grant) noexcept {
+  release_node(client_, grant);
 }
 
 void LockInternals::adopt_next(std::string node_name) {

@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "directory_registry.hpp"
-#include "lease_state.hpp"
+#include "grant_state.hpp"
 #include "lock_driver.hpp"
 #include "task.hpp"
 #include "zkr/client.hpp"
@@ -62,32 +62,32 @@ using Deadline = std::optional<Clock::time_point>;  // nullopt: no deadline
 
 // A node of ours that makes a read grant safe at once: the write node the
 // acquiring thread holds (see queue_position). Its name in a listing is not
-// proof (anyone may delete it and create a node of that name): its lease,
+// proof (anyone may delete it and create a node of that name): its grant,
 // whose own-node watch has heard of a delete before any later reply comes,
 // must still be held too.
 struct HeldWriteNode {
   std::string name;
   std::uint64_t epoch = 0;
-  std::shared_ptr<LeaseState> lease;
+  std::shared_ptr<GrantState> grant;
 };
 
 // A semaphore's leases directory run as the queue (Curator's
-// InterProcessSemaphoreV2): a lease node is granted once the directory holds
+// InterProcessSemaphoreV2): a grant node is granted once the directory holds
 // at most the limit's number of children (lease_rule.hpp), the limit fixed
 // or read from a SharedCount node. Every listing comes with one of the
 // semaphore's path, refused if another lock protocol is there, and (for a
 // SharedCount) a read of the count; a waiter watches the listing and the
-// count, since any lease going or the count rising may let it in.
+// count, since any grant going or the count rising may let it in.
 struct LeaseQueue {
   std::string semaphore_dir;
   std::optional<std::int32_t> fixed_max;  // else the SharedCount at count_path
   std::string count_path;
 };
 
-// The lease an acquire was made `under` (a semaphore's internal mutex) was
+// The grant an acquire was made `under` (a semaphore's internal mutex) was
 // lost before the grant: our node is deleted, and the caller starts over
-// from that lease.
-struct UnderLeaseLost {};
+// from that grant.
+struct UnderGrantLost {};
 
 class AttemptInbox;
 
@@ -101,7 +101,7 @@ class LockInternals {
   LockInternals(const LockInternals&) = delete;
   LockInternals& operator=(const LockInternals&) = delete;
 
-  // The lease once granted; nullptr if the deadline passed or `stop` was
+  // The grant once granted; nullptr if the deadline passed or `stop` was
   // stopped first (our node is then deleted: at once while the link is up,
   // else by the background remover). A stop is seen at once while we wait
   // (for our turn, a connection, or a retry's delay), and otherwise when the
@@ -109,24 +109,24 @@ class LockInternals {
   // KeeperError for errors the retry policy will not retry (no_auth,
   // invalid_acl, a lost session when requeue is off, ...). A read acquire
   // may pass the write node its thread holds (a downgrade). With `under`,
-  // a grant is made only while that lease is held in the same session: lost
-  // first, the attempt deletes our node and throws UnderLeaseLost.
-  std::shared_ptr<LeaseState> acquire(Deadline deadline,
+  // a grant is made only while that grant is held in the same session: lost
+  // first, the attempt deletes our node and throws UnderGrantLost.
+  std::shared_ptr<GrantState> acquire(Deadline deadline,
                                       const std::optional<HeldWriteNode>& held_write = {},
                                       std::stop_token stop = {},
-                                      std::shared_ptr<LeaseState> under = {});
+                                      std::shared_ptr<GrantState> under = {});
   // The same without a blocked thread: acquire() waits for this. It runs on
   // the caller's thread until its first wait, then on the keeper's event
   // thread or the Client's timer thread, and ends on one of them.
   // held_write, if not null, must outlive it.
-  Task<std::shared_ptr<LeaseState>> acquisition(Deadline deadline,
+  Task<std::shared_ptr<GrantState>> acquisition(Deadline deadline,
                                                 const HeldWriteNode* held_write = nullptr,
                                                 std::stop_token stop = {},
-                                                std::shared_ptr<LeaseState> under = {});
+                                                std::shared_ptr<GrantState> under = {});
 
-  // Sends the delete of the lease's node and returns without waiting for
+  // Sends the delete of the grant's node and returns without waiting for
   // its reply (see InterProcessMutex::release); never throws.
-  void release(const std::shared_ptr<LeaseState>& lease) noexcept;
+  void release(const std::shared_ptr<GrantState>& grant) noexcept;
 
   // Every contender's node, holder first, as full paths.
   std::vector<std::string> participant_nodes() const;
@@ -160,37 +160,37 @@ class LockInternals {
   std::string adopt_next_;  // guarded by adopt_mutex_: see adopt_next()
 };
 
-// Starts a lease's own-node watch (LeaseState::read) and the Client listener
+// Starts a grant's own-node watch (GrantState::read) and the Client listener
 // that keeps it armed: every `suspended` makes a read due, and the next
 // reconnect of the same session sends it (one read per reconnect); a new
-// session (a `lost`, or a reconnect on another epoch) loses the lease. One
-// place for every recipe: a waiter's node, a grant, a semaphore's lease.
-// stop_watching() removes the listener of a lease never granted; a release
+// session (a `lost`, or a reconnect on another epoch) loses the grant. One
+// place for every recipe: a waiter's node, a grant, a semaphore's grant.
+// stop_watching() removes the listener of a grant never granted; a release
 // removes a granted one's.
-void watch_own_node(Client& client, const std::shared_ptr<LeaseState>& lease,
+void watch_own_node(Client& client, const std::shared_ptr<GrantState>& grant,
                     const std::shared_ptr<Keeper>& keeper);
-void stop_watching(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept;
-// Gives up a lost lease while keeping its node, for the next attempt to
+void stop_watching(Client& client, const std::shared_ptr<GrantState>& grant) noexcept;
+// Gives up a lost grant while keeping its node, for the next attempt to
 // adopt (LockInternals::adopt_next): marks it released, removes its
 // listener, ends its directory use, deletes nothing. Never throws.
-void let_go_keeping_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept;
+void let_go_keeping_node(Client& client, const std::shared_ptr<GrantState>& grant) noexcept;
 
-// Makes a granted lease (its own node watched) also lose to a suspension under
+// Makes a granted grant (its own node watched) also lose to a suspension under
 // SuspendedPolicy::lost: one the Client counted after `suspensions`, its count
 // at the grant decision (ClientInternals::suspensions), so that a suspension
 // announced late, from before the decision, is not one of this hold. Looks
 // now too, for a change before this call.
-void listen_for_loss(Client& client, const std::shared_ptr<LeaseState>& lease,
+void listen_for_loss(Client& client, const std::shared_ptr<GrantState>& grant,
                      SuspendedPolicy policy, std::uint64_t suspensions);
 
-// Gives a lease back: marks it released, and sends the delete of its node
+// Gives a grant back: marks it released, and sends the delete of its node
 // without waiting (a lost reply hands it to the background remover), unless
-// the lease knows its node was deleted by someone (a node of that name now is
+// the grant knows its node was deleted by someone (a node of that name now is
 // not ours). The delete carries the version of the last read that proved the
-// node ours (LeaseState::proven_version); without one, a read goes first and
+// node ours (GrantState::proven_version); without one, a read goes first and
 // the delete follows its reply, only if it shows the node ours
 // (owned_delete.hpp). Never throws.
-void release_node(Client& client, const std::shared_ptr<LeaseState>& lease) noexcept;
+void release_node(Client& client, const std::shared_ptr<GrantState>& grant) noexcept;
 
 // The data a contender writes into its node, unless LockOptions says.
 std::string default_holder_id();

@@ -28,7 +28,7 @@ MultiLock::MultiLock(Client& client, std::vector<std::string> paths, LockOptions
 MultiLock::~MultiLock() = default;  // each InterProcessMutex releases what it holds
 
 bool MultiLock::take(std::optional<Clock::time_point> deadline, std::stop_token stop) {
-  // Each round ends holding all, holding none, or having found a lease lost
+  // Each round ends holding all, holding none, or having found a grant lost
   // while we waited for a later lock: then it gives everything back and goes
   // again. A round is lost only to a session ending. With a deadline, rounds
   // go on until it passes; without one, as long as the retry policy allows,
@@ -39,7 +39,7 @@ bool MultiLock::take(std::optional<Clock::time_point> deadline, std::stop_token 
     switch (take_once(deadline, stop)) {
       case Outcome::held: return true;
       case Outcome::timed_out: return false;  // or stopped
-      case Outcome::lease_lost: break;
+      case Outcome::grant_lost: break;
     }
     if (deadline) {
       if (Clock::now() >= *deadline) return false;
@@ -79,7 +79,7 @@ MultiLock::Outcome MultiLock::take_once(std::optional<Clock::time_point> deadlin
             "MultiLock: a lock was lost while taking the next; starting over");
         ++taken;
         give_back();
-        return Outcome::lease_lost;
+        return Outcome::grant_lost;
       }
     }
   } catch (...) {
@@ -92,8 +92,8 @@ MultiLock::Outcome MultiLock::take_once(std::optional<Clock::time_point> deadlin
 bool MultiLock::all_current(std::size_t n) const {
   const auto epoch = client_.session_epoch();
   for (std::size_t i = 0; i < n; ++i) {
-    const auto& lease = locks_[i]->lease();
-    if (lease.lost() || lease.session_epoch() != epoch) return false;
+    const auto& grant = locks_[i]->grant();
+    if (grant.lost() || grant.session_epoch() != epoch) return false;
   }
   return true;
 }
@@ -113,9 +113,9 @@ bool MultiLock::is_acquired_in_this_process() const {
 
 const std::vector<std::string>& MultiLock::paths() const noexcept { return paths_; }
 
-std::vector<LockLease> MultiLock::leases() const {
-  std::vector<LockLease> leases;
-  for (const auto& lock : locks_) leases.push_back(lock->lease());
+std::vector<Grant> MultiLock::grants() const {
+  std::vector<Grant> leases;
+  for (const auto& lock : locks_) leases.push_back(lock->grant());
   return leases;
 }
 

@@ -59,7 +59,7 @@ class GuardsAcquire : public std::enable_shared_from_this<GuardsAcquire> {
   bool all_current() const {
     const auto epoch = client_.session_epoch();
     for (const auto& guard : held_) {
-      const auto lease = guard.lease();
+      const auto lease = guard.grant();
       if (lease.lost() || lease.session_epoch() != epoch) return false;
     }
     return true;

@@ -10,19 +10,19 @@
 
 #include "acquire_calls.hpp"
 #include "client_internals.hpp"
-#include "lease_state.hpp"
+#include "grant_state.hpp"
 #include "lock_internals.hpp"
 
 namespace zkr {
 
 using detail::Clock;
 using detail::Deadline;
-using detail::LeaseState;
+using detail::GrantState;
 using Visit = detail::ClientLifeline::Visit;
 
 struct InterProcessReadWriteLock::Side::Impl {
   struct Hold {
-    std::shared_ptr<LeaseState> state;
+    std::shared_ptr<GrantState> state;
     std::uint32_t count = 0;
   };
   // One thread's holds. A downgraded read granted ahead of queued writers
@@ -31,7 +31,7 @@ struct InterProcessReadWriteLock::Side::Impl {
   struct ThreadHolds {
     Hold read;
     Hold write;
-    std::shared_ptr<LeaseState> kept_write;
+    std::shared_ptr<GrantState> kept_write;
     bool empty() const { return !read.state && !write.state && !kept_write; }
   };
 
@@ -107,7 +107,7 @@ struct InterProcessReadWriteLock::Side::Impl {
       // Writers queue between our write node and this read: losing the
       // write node would let them in beside the read.
       holds.kept_write = holds.write.state;
-      holds.kept_write->add_callback([weak = std::weak_ptr<LeaseState>(state)](LostReason why) {
+      holds.kept_write->add_callback([weak = std::weak_ptr<GrantState>(state)](LostReason why) {
         if (auto read = weak.lock()) read->mark_lost(why);
       });
     }
@@ -115,7 +115,7 @@ struct InterProcessReadWriteLock::Side::Impl {
   }
 
   bool give(bool write) noexcept {
-    std::shared_ptr<LeaseState> last, kept;
+    std::shared_ptr<GrantState> last, kept;
     {
       std::lock_guard lock(mutex);
       const auto it = threads.find(std::this_thread::get_id());
@@ -144,7 +144,7 @@ struct InterProcessReadWriteLock::Side::Impl {
   }
 
   void give_back(detail::LockInternals& internals,
-                 const std::shared_ptr<LeaseState>& state) noexcept {
+                 const std::shared_ptr<GrantState>& state) noexcept {
     detail::give_back(*lifeline, internals, state);
   }
 
@@ -187,13 +187,13 @@ bool InterProcessReadWriteLock::Side::is_owned_by_current_thread() const {
   const auto it = shared_->threads.find(std::this_thread::get_id());
   return it != shared_->threads.end() && (write_ ? it->second.write : it->second.read).state;
 }
-LockLease InterProcessReadWriteLock::Side::lease() const {
+Grant InterProcessReadWriteLock::Side::grant() const {
   std::lock_guard lock(shared_->mutex);
   const auto it = shared_->threads.find(std::this_thread::get_id());
   if (it == shared_->threads.end() || !(write_ ? it->second.write : it->second.read).state)
     throw std::logic_error(std::string(Impl::name(write_)) + " " + shared_->dir() +
                            ": lease() by a thread that does not hold it");
-  return LockLease((write_ ? it->second.write : it->second.read).state);
+  return Grant((write_ ? it->second.write : it->second.read).state);
 }
 
 InterProcessReadWriteLock::InterProcessReadWriteLock(Client& client, std::string path,

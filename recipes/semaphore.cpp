@@ -10,7 +10,7 @@
 
 #include "acquire_calls.hpp"
 #include "client_internals.hpp"
-#include "lease_state.hpp"
+#include "grant_state.hpp"
 #include "lock_directory.hpp"
 #include "lock_driver.hpp"
 #include "lock_internals.hpp"
@@ -73,7 +73,7 @@ struct SemaphoreCore {
         log(detail::ClientInternals::log(c)) {}
 
   // Gives a lease back, if the Client still can (else its session took it).
-  void give_back(const std::shared_ptr<LeaseState>& lease) noexcept {
+  void give_back(const std::shared_ptr<GrantState>& lease) noexcept {
     ClientLifeline::Visit visit(*lifeline);
     if (visit) release_node(client, lease);
     else lease->mark_released();
@@ -112,12 +112,12 @@ struct SemaphoreCore {
 
 namespace {
 
-using Leases = std::vector<std::shared_ptr<LeaseState>>;
+using Leases = std::vector<std::shared_ptr<GrantState>>;
 
-bool is_under_lease_lost(const std::exception_ptr& error) {
+bool is_under_grant_lost(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
-  } catch (const UnderLeaseLost&) {
+  } catch (const UnderGrantLost&) {
     return true;
   } catch (...) {
     return false;
@@ -146,26 +146,26 @@ class LeaseRun : public std::enable_shared_from_this<LeaseRun<OnDone>> {
   void next() {
     spawn(core_->locks.acquisition(deadline_, nullptr, stop_),
           [self = this->shared_from_this()](std::exception_ptr error,
-                                            std::optional<std::shared_ptr<LeaseState>> mutex) {
+                                            std::optional<std::shared_ptr<GrantState>> mutex) {
             self->under(std::move(error), mutex ? std::move(*mutex) : nullptr);
           });
   }
 
  private:
   // The internal mutex is ours (or not, and we are done): queue a lease under it.
-  void under(std::exception_ptr error, std::shared_ptr<LeaseState> mutex) {
+  void under(std::exception_ptr error, std::shared_ptr<GrantState> mutex) {
     if (error || !mutex) return finish(std::move(error));
     auto lease = core_->leases.acquisition(deadline_, nullptr, stop_, mutex);
     spawn(std::move(lease),
           [self = this->shared_from_this(), mutex](
-              std::exception_ptr failed, std::optional<std::shared_ptr<LeaseState>> granted) {
+              std::exception_ptr failed, std::optional<std::shared_ptr<GrantState>> granted) {
             self->core_->locks.release(mutex);
             self->leased(std::move(failed), granted ? std::move(*granted) : nullptr);
           });
   }
 
-  void leased(std::exception_ptr error, std::shared_ptr<LeaseState> lease) {
-    if (error && is_under_lease_lost(error)) {
+  void leased(std::exception_ptr error, std::shared_ptr<GrantState> lease) {
+    if (error && is_under_grant_lost(error)) {
       core_->log->debug("semaphore {}: the internal lock was lost before the grant; starting over",
                         core_->dir);
       return next();
@@ -244,13 +244,13 @@ void start_leases(const std::shared_ptr<SemaphoreCore>& core, int n, Deadline de
 // ---- SemaphoreLease
 
 SemaphoreLease::SemaphoreLease(std::shared_ptr<detail::SemaphoreCore> core,
-                               std::shared_ptr<detail::LeaseState> state)
-    : core_(std::move(core)), state_(std::move(state)), lease_(state_) {}
+                               std::shared_ptr<detail::GrantState> state)
+    : core_(std::move(core)), state_(std::move(state)), grant_(state_) {}
 
 SemaphoreLease::SemaphoreLease(SemaphoreLease&& other) noexcept
     : core_(other.core_),
       state_(other.state_),
-      lease_(other.lease_),
+      grant_(other.grant_),
       held_(std::exchange(other.held_, false)) {}
 
 SemaphoreLease& SemaphoreLease::operator=(SemaphoreLease&& other) noexcept {
@@ -258,7 +258,7 @@ SemaphoreLease& SemaphoreLease::operator=(SemaphoreLease&& other) noexcept {
     (void)release();
     core_ = other.core_;
     state_ = other.state_;
-    lease_ = other.lease_;
+    grant_ = other.grant_;
     held_ = std::exchange(other.held_, false);
   }
   return *this;
@@ -315,7 +315,7 @@ void InterProcessSemaphoreV2::start_acquire(
   detail::start_leases(core_, n, deadline, std::move(stop),
                        [core = core_, on_done = std::move(on_done)](
                            std::exception_ptr error,
-                           std::optional<std::vector<std::shared_ptr<detail::LeaseState>>> states) {
+                           std::optional<std::vector<std::shared_ptr<detail::GrantState>>> states) {
                          std::vector<SemaphoreLease> leases;
                          if (states)
                            for (auto& state : *states) leases.emplace_back(core, std::move(state));
@@ -385,7 +385,7 @@ void InterProcessSemaphoreMutex::take_guard_async(
       core, 1, deadline, std::move(stop),
       [core, on_done = std::move(on_done)](
           std::exception_ptr error,
-          std::optional<std::vector<std::shared_ptr<detail::LeaseState>>> states) {
+          std::optional<std::vector<std::shared_ptr<detail::GrantState>>> states) {
         if (!states || states->empty()) return on_done(std::move(error), LockGuard{});
         on_done(nullptr, LockGuard(std::move(states->front()), core->lifeline, core->client));
       });
@@ -406,11 +406,11 @@ bool InterProcessSemaphoreMutex::is_acquired_in_this_process() const {
   std::lock_guard lock(mutex_);
   return !grants_.empty();
 }
-LockLease InterProcessSemaphoreMutex::lease() const {
+Grant InterProcessSemaphoreMutex::grant() const {
   std::lock_guard lock(mutex_);
   if (grants_.empty())
     throw std::logic_error("InterProcessSemaphoreMutex " + path() + ": lease() while not held");
-  return grants_.back().lease();
+  return grants_.back().grant();
 }
 
 }  // namespace zkr

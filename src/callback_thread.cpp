@@ -14,7 +14,7 @@ void CallbackThread::post(std::function<void()> task) noexcept {
     if (worker_.post([log = log_, shared] { run_one(log, *shared); })) return;
     run_one(log_, *shared);            // stopped: no thread left to run it
   } catch (const std::exception& e) {  // out of memory
-    log_->error("a lease callback could not be queued: {}", e.what());
+    log_->error("a grant callback could not be queued: {}", e.what());
   }
 }
 
@@ -24,7 +24,7 @@ void CallbackThread::post_all(std::vector<std::function<void()>> tasks) noexcept
       for (const auto& task : tasks) run_one(log, task);
     });
   } catch (const std::exception& e) {  // out of memory
-    log_->error("lease callbacks could not be queued: {}", e.what());
+    log_->error("grant callbacks could not be queued: {}", e.what());
   }
 }
 
@@ -37,9 +37,9 @@ void CallbackThread::run_one(const std::shared_ptr<spdlog::logger>& log,
   try {
     task();
   } catch (const std::exception& e) {
-    log->error("a lease callback threw: {}; the others still run", e.what());
+    log->error("a grant callback threw: {}; the others still run", e.what());
   } catch (...) {
-    log->error("a lease callback threw a non-standard exception; the others still run");
+    log->error("a grant callback threw a non-standard exception; the others still run");
   }
 }
 

@@ -1,5 +1,5 @@
 // The Client's callback thread: where the lost signals of leases reach user
-// code (LockLease::on_lost callbacks, lost_token stop callbacks).
+// code (Grant::on_lost callbacks, lost_token stop callbacks).
 //
 // Not the C client's threads: a callback there that waits for a reply (a
 // release does) waits for the very thread it blocks, and every reply and watch

@@ -64,7 +64,7 @@ class ClientLifeline {
 
 // The Client's parts for recipes (Client befriends this).
 struct ClientInternals {
-  // Deletes a node that belongs to session `epoch` (a lock node, a lease) and
+  // Deletes a node that belongs to session `epoch` (a lock node, a grant) and
   // returns at once, once a read shows it is that session's (and created at
   // `czxid`, when not 0): src/owned_delete.hpp. If the reply is lost it keeps trying in the background
   // after each reconnection, until the node is gone or that session has ended
@@ -93,7 +93,7 @@ struct ClientInternals {
   static bool on_listener_thread(const Client& client) noexcept {
     return client.on_listener_thread();
   }
-  // The thread lease callbacks run on (src/callback_thread.hpp). It outlives
+  // The thread grant callbacks run on (src/callback_thread.hpp). It outlives
   // the Client.
   static std::shared_ptr<CallbackThread> callback_thread(const Client& client) noexcept {
     return client.callback_thread();
@@ -123,7 +123,7 @@ struct ClientInternals {
     return client.timers();
   }
   // How many times `suspended` has been announced (counted as the state is
-  // recorded, before listeners hear it). A lease compares it with the count
+  // recorded, before listeners hear it). A grant compares it with the count
   // at its grant decision: a suspension its listener hears late, announced
   // before the decision, is not one of its hold.
   static std::uint64_t suspensions(const Client& client) { return client.suspensions(); }

@@ -140,7 +140,7 @@ class Dispatcher {
   }
 
   // Publishes while `term` lasts and the stream is not all out.
-  void lead(const zkr::LockLease& term) {
+  void lead(const zkr::Grant& term) {
     const auto epoch = term.fencing_token();
     std::stop_callback on_lost(term.lost_token(), [wake = wake_] { wake->raise(); });
     bool first = true;

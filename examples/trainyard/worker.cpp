@@ -227,18 +227,18 @@ class Worker {
     for (const auto& path : {fpath, dpath})
       if (!path.empty()) written.push_back(path);
 
-    const auto leases = locks.leases();
+    const auto grants = locks.grants();
     if (m.index == steal_at_) {
       steal_at_ = -1;  // once
       // --chaos: one of our lock nodes is deleted (as a careless operator
-      // might) and we write at once, before the lease can tell us: the two
+      // might) and we write at once, before the grant can tell us: the two
       // requests are pipelined, so the server sees the delete first, and the
       // guarded write must be refused.
       std::fprintf(
           stderr, "worker %d: chaos: deleting our own lock node %s and writing message %d anyway\n",
-          options_.worker, leases.front().node_path().c_str(), m.index);
-      (void)keeper->async_remove(leases.front().node_path());
-    } else if (lease_lost(leases)) {  // the link dropped while we read: do not even try
+          options_.worker, grants.front().node_path().c_str(), m.index);
+      (void)keeper->async_remove(grants.front().node_path());
+    } else if (grant_lost(grants)) {  // the link dropped while we read: do not even try
       ++stats_.abandoned;
       return Outcome::retry;
     }
@@ -246,7 +246,7 @@ class Worker {
       expire_at_ = -1;  // once
       expire_own_session(m);
     }
-    const auto result = zkr::guarded_write(*keeper, leases, std::move(ops), kRequestTimeout);
+    const auto result = zkr::guarded_write(*keeper, grants, std::move(ops), kRequestTimeout);
     const auto error = std::string(zkr::errc_name(result.error));
     switch (result.outcome) {
       case zkr::GuardedWriteResult::Outcome::applied: return Outcome::applied;
@@ -294,9 +294,9 @@ class Worker {
     return Outcome::applied;
   }
 
-  static bool lease_lost(const std::vector<zkr::LockLease>& leases) {
-    for (const auto& lease : leases)
-      if (lease.lost()) return true;
+  static bool grant_lost(const std::vector<zkr::Grant>& grants) {
+    for (const auto& grant : grants)
+      if (grant.lost()) return true;
     return false;
   }
 

@@ -27,7 +27,7 @@
 //     zkr::LockGuard held = co_await zkr::asio::async_acquire_guard(
 //         mutex, std::chrono::steady_clock::now() + 5s, boost::asio::use_awaitable);
 //     if (!held) co_return;                 // not within 5 s
-//     co_await write_order(held.lease().fencing_token());
+//     co_await write_order(held.grant().fencing_token());
 //   }                                       // released when `held` goes
 #pragma once
 

@@ -12,12 +12,12 @@
 //
 //   zkr::LeaderLatch latch(client, "/services/scheduler", "scheduler-a");
 //   if (latch.try_await_leadership_for(30s)) {
-//     const zkr::LockLease term = latch.term();       // this term's lost signal
+//     const zkr::Grant term = latch.term();       // this term's lost signal
 //     run_scheduler(term.lost_token(), term.fencing_token());
 //   }
 //   latch.close();                                     // gives leadership up now
 //
-// A term is a LockLease (zkr/lock.hpp): its fencing_token() is the epoch (the
+// A term is a Grant (zkr/lock.hpp): its fencing_token() is the epoch (the
 // czxid of our node), larger than every other earlier leader's on the path; its
 // lost_token() stops and its on_lost callbacks run when leadership is lost
 // (node deleted, session ended, or under SuspendedPolicy::lost a suspended
@@ -133,7 +133,7 @@ class LeaderLatch {
   std::optional<std::int64_t> epoch() const;
   /// The current term, or the last one (lost or closed); std::logic_error if
   /// this latch never led.
-  LockLease term() const;
+  Grant term() const;
 
   /// Gives leadership up at once: a term ends (released, not lost: its lost
   /// signal does not fire), our node's delete is sent, an await under way

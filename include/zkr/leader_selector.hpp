@@ -24,7 +24,7 @@
 // interrupt_leadership() or close() is called: the function must return soon
 // after, and it must not trust leadership after it stops. Its writes can be
 // fenced: `term.epoch()` (the czxid of our node) is larger than every earlier
-// leader's on the path, and guarded_write(keeper, term.lease, ops) applies
+// leader's on the path, and guarded_write(keeper, term.grant, ops) applies
 // them only while our node exists, so a deposed leader's writes fail
 // atomically.
 //
@@ -66,13 +66,13 @@ namespace zkr {
 struct LeaderTerm {
   /// The mutex's grant: lost(), lost_token(), on_lost(), and for
   /// guarded_write.
-  LockLease lease;
+  Grant grant;
   /// Stops when the term must end: leadership lost, interrupt_leadership()
   /// or close().
   std::stop_token stop;
   /// The leadership epoch: the czxid of our node, larger than every earlier
   /// leader's on this path.
-  std::int64_t epoch() const noexcept { return lease.fencing_token(); }
+  std::int64_t epoch() const noexcept { return grant.fencing_token(); }
 };
 
 /// How a LeaderSelector queues and what it does between terms.

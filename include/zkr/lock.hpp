@@ -38,7 +38,7 @@
 //     holder is not told (that would cost a child watch, and a listing per
 //     new waiter, on every held lock).
 //   - Curator's deprecated InterProcessSemaphore (v1) uses our very names and
-//     queue, and with more than one lease grants its first N: it can hold
+//     queue, and with more than one grant grants its first N: it can hold
 //     beside us undetected. Never mix it with our locks.
 // Curator's semaphore leaves "locks" and "leases" behind as container nodes,
 // which the server removes once empty (at its next container check, a
@@ -51,9 +51,9 @@
 //
 //   zkr::InterProcessMutex mutex(client, "/locks/orders/42");
 //   if (mutex.try_acquire_for(5s)) {
-//     const zkr::LockLease lease = mutex.lease();   // a handle to this grant
-//     write_with(lease.fencing_token());           // for a fenced resource
-//     if (lease.lost()) return;                     // connection trouble: stop
+//     const zkr::Grant grant = mutex.grant();   // a handle to this grant
+//     write_with(grant.fencing_token());           // for a fenced resource
+//     if (grant.lost()) return;                     // connection trouble: stop
 //     mutex.release();
 //   }
 //   { std::scoped_lock hold(mutex); ... }          // as a Lockable
@@ -61,7 +61,7 @@
 // What a lock cannot promise: once the link to the ensemble is suspended, the
 // session may expire at any moment and another process may be granted the lock
 // before this one hears of it. A holder must stop trusting the lock when its
-// lease says lost(), and fence its writes (fencing_token() or guarded_write()).
+// grant says lost(), and fence its writes (fencing_token() or guarded_write()).
 //
 // Misuse, and what it gets (nothing is sent to the ensemble for any of it):
 // - a bad path (see zkr/path.hpp), the root "/", or one longer than
@@ -109,14 +109,14 @@ namespace zkr {
 
 namespace detail {
 class LockInternals;
-struct LeaseState;
+struct GrantState;
 }  // namespace detail
 
 // The proof of holding a lock: a fencing token and a lost signal. A handle to
 // one grant, cheap to copy: every grant has its own state, never reused, so a
-// LockLease keeps telling the truth about its grant after the hold ends
+// Grant keeps telling the truth about its grant after the hold ends
 // (released() or lost()), whatever the lock object does next.
-class LockLease {
+class Grant {
  public:
   // The lock node's czxid: the zxid at which this contender queued; a read
   // /write lock's downgraded read carries the token of the write grant it
@@ -162,19 +162,19 @@ class LockLease {
   // destructor joins this thread).
   void on_lost(std::function<void(LostReason)> callback) const;
 
-  explicit LockLease(std::shared_ptr<detail::LeaseState> state);
+  explicit Grant(std::shared_ptr<detail::GrantState> state);
 
  private:
-  std::shared_ptr<detail::LeaseState> state_;
+  std::shared_ptr<detail::GrantState> state_;
 };
 
 // What became of a guarded_write, decided from the server's reply so that
-// callers need not decode the multi. It is the multi's result too (the lease
-// checks first, one per lease, then the caller's ops, in order).
+// callers need not decode the multi. It is the multi's result too (the grant
+// checks first, one per grant, then the caller's ops, in order).
 struct GuardedWriteResult : MultiResult {
   enum class Outcome {
-    applied,    // every op applied, while every lease's lock node existed
-    lock_lost,  // nothing applied: a lock node was gone (a lease lost or
+    applied,    // every op applied, while every grant's lock node existed
+    lock_lost,  // nothing applied: a lock node was gone (a grant lost or
                 // released), or the session had ended
     conflict,   // nothing applied: the server refused the caller's op
                 // `failed_op` (an index into the ops passed), with `error`
@@ -187,22 +187,22 @@ struct GuardedWriteResult : MultiResult {
 };
 std::string_view to_string(GuardedWriteResult::Outcome outcome) noexcept;
 
-// A multi that succeeds only while `lease`'s lock node still exists: writes by
+// A multi that succeeds only while `grant`'s lock node still exists: writes by
 // a holder that has lost its lock fail atomically (with no_node on the check,
-// outcome lock_lost). A lease already released is refused without sending
+// outcome lock_lost). A grant already released is refused without sending
 // anything (lock_lost; results[0] is no_node). Ops that touch the lock itself are std::invalid_argument, also
-// before anything is sent: a remove, set or check of the lease's lock node or
+// before anything is sent: a remove, set or check of the grant's lock node or
 // lock directory, a create in that directory, and a create (anywhere) of a
 // name that looks like a lock node ("...lock-<10 digits>", "...__READ__<10
 // digits>", "...__WRIT__<10 digits>" or a semaphore's "...lease-<10
 // digits>", or a sequential create that would end so): each would hand a
-// lock on, block a queue or take a lease.
-GuardedWriteResult guarded_write(Keeper& keeper, const LockLease& lease, std::vector<Op> ops,
+// lock on, block a queue or take a grant.
+GuardedWriteResult guarded_write(Keeper& keeper, const Grant& grant, std::vector<Op> ops,
                                  OptionalTimeout timeout = {});
-// A multi that succeeds only while every lease's lock node still exists.
-// Refuses ops on any lease's lock node or directory, as the one-lease form (MultiLock::leases() gives them);
-// the result's checks are one per lease, in the order given.
-GuardedWriteResult guarded_write(Keeper& keeper, const std::vector<LockLease>& leases,
+// A multi that succeeds only while every grant's lock node still exists.
+// Refuses ops on any grant's lock node or directory, as the one-grant form (MultiLock::grants() gives them);
+// the result's checks are one per grant, in the order given.
+GuardedWriteResult guarded_write(Keeper& keeper, const std::vector<Grant>& leases,
                                  std::vector<Op> ops, OptionalTimeout timeout = {});
 
 // Fair, reentrant per thread: N acquires by a thread need N releases (N up to
@@ -220,7 +220,7 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex>,
 
   // Releases one hold of the calling thread. False (and nothing changes) if the
   // calling thread does not hold the lock. Never throws, never waits for the
-  // server. When the last hold goes, release() returning means: the lease is
+  // server. When the last hold goes, release() returning means: the grant is
   // released (released() is true, lost() never turns true, on_lost callbacks
   // never run, lost_token() never stops, and guarded_write() refuses it
   // without sending anything); the delete of the lock node has been sent,
@@ -234,8 +234,8 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex>,
 
   bool is_acquired_in_this_process() const;
   bool is_owned_by_current_thread() const;
-  // The calling thread's lease; throws std::logic_error if it does not hold.
-  LockLease lease() const;
+  // The calling thread's grant; throws std::logic_error if it does not hold.
+  Grant grant() const;
   // Lock nodes of every contender, holder first.
   std::vector<std::string> participant_nodes() const;
   const std::string& path() const noexcept;
@@ -261,7 +261,7 @@ class InterProcessMutex : public detail::StandardLockable<InterProcessMutex>,
 // and another thread is granted next, both grants stay on the object until
 // released, and release() gives back the oldest first (the lost one, which
 // deletes nothing), so the thread whose hold was lost cannot release the new
-// holder's lock by releasing its own. lease() is the newest grant's; take it
+// holder's lock by releasing its own. grant() is the newest grant's; take it
 // right after the acquire to keep your own.
 class NonReentrantMutex : public detail::StandardLockable<NonReentrantMutex>,
                           public detail::GuardForms<NonReentrantMutex> {
@@ -277,8 +277,8 @@ class NonReentrantMutex : public detail::StandardLockable<NonReentrantMutex>,
   bool release() noexcept;
 
   bool is_acquired_in_this_process() const;
-  // The newest grant's lease; throws std::logic_error if none is held.
-  LockLease lease() const;
+  // The newest grant's grant; throws std::logic_error if none is held.
+  Grant grant() const;
   std::vector<std::string> participant_nodes() const;
   const std::string& path() const noexcept;
 

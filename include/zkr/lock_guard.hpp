@@ -23,10 +23,10 @@
 //   zkr::LockGuard held = mutex.try_acquire_guard_for(5s);
 //   if (!held) return;                                   // not acquired
 //   pool.post([held = std::move(held)] {                 // another thread
-//     store.write(order, held.lease().fencing_token());
+//     store.write(order, held.grant().fencing_token());
 //   });                                                  // released when the task ends
 //
-// One guard is not for two threads at once (like std::unique_ptr); the lease
+// One guard is not for two threads at once (like std::unique_ptr); the grant
 // it hands out is.
 #pragma once
 
@@ -46,9 +46,9 @@
 namespace zkr {
 
 class Client;
-class LockLease;
+class Grant;
 namespace detail {
-struct LeaseState;
+struct GrantState;
 class ClientLifeline;
 }  // namespace detail
 
@@ -63,10 +63,10 @@ class LockGuard {
   LockGuard& operator=(const LockGuard&) = delete;
 
   // Owns a grant not yet given back. The grant may have been lost since:
-  // lease().lost() says so.
+  // grant().lost() says so.
   explicit operator bool() const noexcept { return state_ != nullptr; }
-  // The grant's lease; std::logic_error if the guard owns none.
-  LockLease lease() const;
+  // The grant's grant; std::logic_error if the guard owns none.
+  Grant grant() const;
   // Gives the grant back as InterProcessMutex::release() does (the delete is
   // sent, not awaited), from whatever thread. False if the guard owned none.
   // Never throws. (std::unique_lock's meaning: unlock() gives the lock back.
@@ -75,11 +75,11 @@ class LockGuard {
   bool unlock() noexcept;
 
   // For the locks: a grant of `client`'s, given back through it while it lives.
-  LockGuard(std::shared_ptr<detail::LeaseState> state,
+  LockGuard(std::shared_ptr<detail::GrantState> state,
             std::shared_ptr<detail::ClientLifeline> lifeline, Client& client) noexcept;
 
  private:
-  std::shared_ptr<detail::LeaseState> state_;
+  std::shared_ptr<detail::GrantState> state_;
   std::shared_ptr<detail::ClientLifeline> lifeline_;
   Client* client_ = nullptr;
 };

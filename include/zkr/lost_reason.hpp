@@ -1,5 +1,5 @@
-// zkr/lost_reason.hpp: why a held lock can no longer be trusted, as a lease
-// (LockLease, zkr/lock.hpp) reports it.
+// zkr/lost_reason.hpp: why a held lock can no longer be trusted, as a grant
+// (Grant, zkr/lock.hpp) reports it.
 #pragma once
 
 #include <string_view>

@@ -13,7 +13,7 @@
 //
 //   zkr::MultiLock both(client, {"/locks/train/7", "/locks/yard/north"});
 //   if (both.try_acquire_for(5s)) {
-//     auto result = zkr::guarded_write(*client.keeper(), both.leases(), ops);
+//     auto result = zkr::guarded_write(*client.keeper(), both.grants(), ops);
 //     both.release();
 //   }
 //
@@ -83,11 +83,11 @@ class MultiLock : public detail::StandardLockable<MultiLock> {
   const std::vector<std::string>& paths() const noexcept;
   // The calling thread's leases, in paths() order; throws std::logic_error if
   // it does not hold them.
-  std::vector<LockLease> leases() const;
+  std::vector<Grant> grants() const;
 
  private:
   friend class detail::StandardLockable<MultiLock>;
-  enum class Outcome { held, timed_out, lease_lost };
+  enum class Outcome { held, timed_out, grant_lost };
   // Without a deadline: true, or throws (acquire()'s check never fails).
   bool take(std::optional<std::chrono::steady_clock::time_point> deadline, std::stop_token stop);
   Outcome take_once(std::optional<std::chrono::steady_clock::time_point> deadline,

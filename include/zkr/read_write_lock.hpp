@@ -11,7 +11,7 @@
 //     ...
 //   }
 //   if (rw.write_lock().try_acquire_for(5s)) {   // alone
-//     write_with(rw.write_lock().lease().fencing_token());
+//     write_with(rw.write_lock().grant().fencing_token());
 //     rw.write_lock().release();
 //   }
 //
@@ -24,13 +24,13 @@
 //
 // Each side is reentrant per thread like InterProcessMutex (N acquires by a
 // thread need N releases; only the holding thread releases), and gives a
-// LockLease: fencing token, lost signal, guarded_write().
+// Grant: fencing token, lost signal, guarded_write().
 //
 // Downgrade: a thread holding the write lock may take the read lock; it is
 // granted at once. Release the write lock then, and the read stays held.
 // If other writers had queued meanwhile, they are ahead of the new read
 // node, and would be granted beside the read the moment the write node
-// went: so the write node stays (its lease stays held, and a loss of it is a
+// went: so the write node stays (its grant stays held, and a loss of it is a
 // loss of the read) until the thread releases the read lock too. Curator's
 // own downgrade has no such guard; do not rely on it from Java while writers
 // queue. The downgraded read's fencing token is the write grant's, not its
@@ -86,8 +86,8 @@ class InterProcessReadWriteLock {
 
     bool is_acquired_in_this_process() const;
     bool is_owned_by_current_thread() const;
-    // The calling thread's lease; throws std::logic_error if it does not hold.
-    LockLease lease() const;
+    // The calling thread's grant; throws std::logic_error if it does not hold.
+    Grant grant() const;
 
     // For std::shared_lock.
     void lock_shared() { acquire(); }

@@ -4,7 +4,7 @@
 //   zkr::InterProcessSemaphoreV2 pool(client, "/app/pools/gpu", zkr::SemaphoreLimit::fixed(4));
 //   auto leases = pool.try_acquire_for(2, 5s);      // two of the four, or none
 //   if (!leases.empty()) {
-//     run_on_two_gpus(leases[0].lease().fencing_token());
+//     run_on_two_gpus(leases[0].grant().fencing_token());
 //   }                                            // released when they go out of scope
 //
 // The layout is Curator's, so that Java services using Curator's
@@ -42,7 +42,7 @@
 // default). (Removing "leases" ourselves would pin it with a probe child,
 // and every child there counts as a lease.)
 //
-// A lease says lost (LockLease::lost) when its node is deleted by someone
+// A lease says lost (Grant::lost) when its node is deleted by someone
 // else, its session ends, or, under SuspendedPolicy::lost, the link drops.
 // A lease is released by its owner, from any thread, or when destroyed.
 #pragma once
@@ -100,22 +100,22 @@ class SemaphoreLease {
   SemaphoreLease& operator=(const SemaphoreLease&) = delete;
   ~SemaphoreLease();
 
-  // The node, its czxid as fencing token, the lost signal (see LockLease).
+  // The node, its czxid as fencing token, the lost signal (see Grant).
   // Lease nodes are made one at a time under the semaphore's internal lock,
   // each after the previous lease was granted: a lease's token is larger
   // than every lease's granted before it on this path.
-  const LockLease& lease() const noexcept { return lease_; }
+  const Grant& grant() const noexcept { return grant_; }
   // Sends the delete of the node and returns (as InterProcessMutex::release
   // does). False if already released. Never throws.
   bool release() noexcept;
 
   SemaphoreLease(std::shared_ptr<detail::SemaphoreCore> core,
-                 std::shared_ptr<detail::LeaseState> state);
+                 std::shared_ptr<detail::GrantState> state);
 
  private:
   std::shared_ptr<detail::SemaphoreCore> core_;
-  std::shared_ptr<detail::LeaseState> state_;
-  LockLease lease_;
+  std::shared_ptr<detail::GrantState> state_;
+  Grant grant_;
   bool held_ = true;
 };
 
@@ -186,7 +186,7 @@ class InterProcessSemaphoreV2 {
 // never overwrites another. If a hold is lost without a release and another
 // thread is granted next, both grants stay until released, and release()
 // gives back the oldest first (the lost one, which deletes nothing), so the
-// thread whose hold was lost cannot release the new holder's. lease() is the
+// thread whose hold was lost cannot release the new holder's. grant() is the
 // newest grant's.
 //
 // Its guard forms (zkr/lock_guard.hpp) give a LockGuard owning one grant of
@@ -200,8 +200,8 @@ class InterProcessSemaphoreMutex : public detail::StandardLockable<InterProcessS
   // False (nothing changes) if not held.
   bool release() noexcept;
   bool is_acquired_in_this_process() const;
-  // The grant's lease; std::logic_error if not held.
-  LockLease lease() const;
+  // The newest grant; std::logic_error if not held.
+  Grant grant() const;
   const std::string& path() const noexcept { return semaphore_.path(); }
 
  private:

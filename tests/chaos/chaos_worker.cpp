@@ -13,7 +13,7 @@
 // random deadline, and in
 // the critical section do one to three guarded writes: read each key's
 // counter (a plain get), then in one guarded_write set counter+1 and the
-// key's "token" node to the lease's fencing token. Everything is recorded in
+// key's "token" node to the grant's fencing token. Everything is recorded in
 // LOG (tests/chaos/event_log.hpp): the checker, not this program, judges it.
 //
 // With --rw-key, some acquires take the read or the write side of an
@@ -26,12 +26,12 @@
 // check only. Each kind has a key of its own: the library refuses to mix
 // protocols on one path.
 //
-// A holder stops writing when its lease says lost, as a correct client does;
+// A holder stops writing when its grant says lost, as a correct client does;
 // but once per hold that ended in doubt (a loss, a refusal, an unknown
 // outcome) it waits, bounded, until the hold is surely void (a new session,
 // or the node deleted) and then makes one more "late" write on purpose:
 // fencing must reject it. After a refused write (its lock node is gone) it
-// waits, bounded, for its lease to say lost. Each grant's record names its
+// waits, bounded, for its grant to say lost. Each grant's record names its
 // lock nodes, which the checker finds in the servers' record.
 //
 // Holder texts (LockOptions::holder_id) are random: valid ones, adversarial
@@ -44,7 +44,7 @@
 // --broken makes the worker a deliberately broken lock user, for the test of
 // the checker: `nolock` makes a lock node like any contender's and goes on
 // without waiting for those before it; `unguarded` locks but writes without
-// the lease check (and on after a loss).
+// the grant check (and on after a loss).
 //
 // SIGTERM: each thread ends its current hold and stops. The process dies with
 // its parent (PR_SET_PDEATHSIG), and stops itself after SECONDS in any case.
@@ -176,7 +176,7 @@ std::string token_path(const Config& c, const std::string& key) {
   return c.root + "/data/" + key + "/token";
 }
 
-// One hold, whatever the lock: its leases (none for nolock) and release. The
+// One hold, whatever the lock: its grants (none for nolock) and release. The
 // lock is made for this hold (own_*) or is one of the worker's shared ones.
 struct Hold {
   std::unique_ptr<zkr::InterProcessMutex> own_mutex;
@@ -201,25 +201,25 @@ struct Hold {
     return true;  // nolock: "granted" at once
   }
   // Called right after the acquire returned: a copy of the calling thread's
-  // lease, which stays this hold's even if the object is granted again to
-  // another thread. (Written so that it compiles whether lease() returns a
-  // reference or, as it has since leases became one per grant, a LockLease by
+  // grant, which stays this hold's even if the object is granted again to
+  // another thread. (Written so that it compiles whether grant() returns a
+  // reference or, as it has since grants became one per grant, a Grant by
   // value.)
-  std::vector<zkr::LockLease> leases() const {
+  std::vector<zkr::Grant> grants() const {
     if (mutex) {
-      const zkr::LockLease lease = mutex->lease();
-      return {lease};
+      const zkr::Grant grant = mutex->grant();
+      return {grant};
     }
     if (semaphore) {
-      const zkr::LockLease lease = semaphore->lease();
-      return {lease};
+      const zkr::Grant grant = semaphore->grant();
+      return {grant};
     }
-    if (multi) return multi->leases();
+    if (multi) return multi->grants();
     if (side) {
-      const zkr::LockLease lease = side->lease();
-      return {lease};
+      const zkr::Grant grant = side->grant();
+      return {grant};
     }
-    if (!pool_leases.empty()) return {pool_leases.front().lease()};
+    if (!pool_leases.empty()) return {pool_leases.front().grant()};
     return {};
   }
   // nullopt for nolock (nothing to release).
@@ -279,7 +279,7 @@ HolderText invalid_holder(std::mt19937_64& rng) {
   }
 }
 
-// Set once a lease of the hold says lost; the worker waits on it, bounded.
+// Set once a grant of the hold says lost; the worker waits on it, bounded.
 struct LostFlag {
   std::mutex mutex;
   std::condition_variable cv;
@@ -518,7 +518,7 @@ class Worker {
       log_.write("noacq", {{"op", op}, {"why", "timeout"}});
       return;
     }
-    std::vector<zkr::LockLease> leases;
+    std::vector<zkr::Grant> grants;
     std::string nolock_node;
     if (config_.broken == "nolock") {
       // A lock that excludes nobody: a lock node like any contender's, and
@@ -531,9 +531,9 @@ class Worker {
       }
     }
     try {
-      leases = hold.leases();
+      grants = hold.grants();
     } catch (const std::exception& e) {
-      // Granted, yet no lease for this thread (a shared object whose grant
+      // Granted, yet no grant for this thread (a shared object whose grant
       // another thread's call took): on record, and given back.
       log_.write("noacq", {{"op", op}, {"why", "no_lease"}, {"msg", e.what()}});
       if (const auto released = hold.release())
@@ -541,18 +541,18 @@ class Worker {
       return;
     }
     std::string nodes = nolock_node;
-    for (const auto& lease : leases) nodes += (nodes.empty() ? "" : ",") + lease.node_path();
+    for (const auto& grant : grants) nodes += (nodes.empty() ? "" : ",") + grant.node_path();
     std::vector<std::pair<std::string, std::int64_t>> tokens;
     for (std::size_t i = 0; i < keys.size(); ++i)
-      tokens.emplace_back(keys[i], leases.empty() ? 0 : leases[i].fencing_token());
-    // The session the leases were granted in, when the Client is still on it
+      tokens.emplace_back(keys[i], grants.empty() ? 0 : grants[i].fencing_token());
+    // The session the grants were granted in, when the Client is still on it
     // ("0" when it has moved on already): the checker matches it against the
     // sessions the nemesis ended.
     std::string sid = "0";
     try {
       const auto epoch = client_.session_epoch();
       auto keeper = client_.keeper();
-      if (!leases.empty() && leases.front().session_epoch() == epoch &&
+      if (!grants.empty() && grants.front().session_epoch() == epoch &&
           client_.session_epoch() == epoch)
         sid = hex_id(keeper->session_id());
     } catch (const std::exception&) {
@@ -562,8 +562,8 @@ class Worker {
                          {"sid", sid},
                          {"nodes", nodes.empty() ? "-" : nodes}});
     auto lost_flag = std::make_shared<LostFlag>();
-    for (std::size_t i = 0; i < leases.size(); ++i) {
-      leases[i].on_lost([this, op, key = keys[i], lost_flag](zkr::LostReason why) {
+    for (std::size_t i = 0; i < grants.size(); ++i) {
+      grants[i].on_lost([this, op, key = keys[i], lost_flag](zkr::LostReason why) {
         log_.write("lost", {{"op", op}, {"key", key}, {"why", std::string(zkr::to_string(why))}});
         {
           std::lock_guard lock(lost_flag->mutex);
@@ -580,19 +580,19 @@ class Worker {
     bool late_made = false;
     for (int w = 0; w < writes; ++w) {
       bool late = false;
-      if (config_.broken != "unguarded" && any_lost(leases)) {
+      if (config_.broken != "unguarded" && any_lost(grants)) {
         in_doubt = true;
-        // A correct holder stops here. Where the lease is certainly void,
+        // A correct holder stops here. Where the grant is certainly void,
         // write once anyway: fencing must refuse.
-        if (!surely_void(leases)) break;
+        if (!surely_void(grants)) break;
         late = true;
       }
-      const auto outcome = write(op, w, keys, tokens, leases, late, check_only);
+      const auto outcome = write(op, w, keys, tokens, grants, late, check_only);
       late_made = late_made || (late && !outcome.empty());
-      if (outcome == "rejected" && !leases.empty()) {
+      if (outcome == "rejected" && !grants.empty()) {
         // Refused: the lock node is gone (the check is all that can fail),
-        // so the lease must say lost, a watch event away. Wait for it, past
-        // the checker's grace, so that a lease never told shows in the record.
+        // so the grant must say lost, a watch event away. Wait for it, past
+        // the checker's grace, so that a grant never told shows in the record.
         std::unique_lock lock(lost_flag->mutex);
         lost_flag->cv.wait_for(lock, zkr::chaos::kLostNoticeGrace + 1s,
                                [&] { return lost_flag->lost; });
@@ -605,12 +605,12 @@ class Worker {
       std::this_thread::sleep_for(milliseconds(pick(60)));
     }
     // A hold that ended in doubt (a paused or expired holder's first write
-    // after it runs again fails with the link; its lease may say lost only
+    // after it runs again fails with the link; its grant may say lost only
     // later): once its session or node is surely gone, one late write, which
     // fencing must refuse. Bounded: a session that lives on is no reason.
-    if (!leases.empty() && !late_made && (in_doubt || any_lost(leases)) && !stop_requested &&
-        wait_surely_void(leases))
-      (void)write(op, writes, keys, tokens, leases, true, check_only);
+    if (!grants.empty() && !late_made && (in_doubt || any_lost(grants)) && !stop_requested &&
+        wait_surely_void(grants))
+      (void)write(op, writes, keys, tokens, grants, true, check_only);
     log_.write("exit", {{"op", op}});
     if (!nolock_node.empty()) {
       try {
@@ -622,16 +622,16 @@ class Worker {
       log_.write("release", {{"op", op}, {"ok", *released ? "1" : "0"}});
   }
 
-  static bool any_lost(const std::vector<zkr::LockLease>& leases) {
-    return std::any_of(leases.begin(), leases.end(), [](const auto& l) { return l.lost(); });
+  static bool any_lost(const std::vector<zkr::Grant>& grants) {
+    return std::any_of(grants.begin(), grants.end(), [](const auto& l) { return l.lost(); });
   }
 
-  // The session that granted a lease is gone (the Client has moved on to a
+  // The session of a grant is gone (the Client has moved on to a
   // new one), or a node was deleted: nothing can revive the lock.
-  bool surely_void(const std::vector<zkr::LockLease>& leases) const {
-    for (const auto& lease : leases) {
-      if (lease.session_epoch() != client_.session_epoch()) return true;
-      if (lease.lost() && lease.lost_reason() != zkr::LostReason::suspended) return true;
+  bool surely_void(const std::vector<zkr::Grant>& grants) const {
+    for (const auto& grant : grants) {
+      if (grant.session_epoch() != client_.session_epoch()) return true;
+      if (grant.lost() && grant.lost_reason() != zkr::LostReason::suspended) return true;
     }
     return false;
   }
@@ -639,14 +639,14 @@ class Worker {
   // Waits until the hold is surely void, up to a session timeout and two
   // seconds; gives up after a second if the Client is connected in the
   // hold's own session (the link failed and came back: the lock may live).
-  bool wait_surely_void(const std::vector<zkr::LockLease>& leases) {
+  bool wait_surely_void(const std::vector<zkr::Grant>& grants) {
     const auto start = std::chrono::steady_clock::now();
     std::unique_lock lock(signal_.mutex);
-    if (signal_.cv.wait_until(lock, start + 1s, [&] { return surely_void(leases); })) return true;
-    if (client_.is_connected() && client_.session_epoch() == leases.front().session_epoch())
+    if (signal_.cv.wait_until(lock, start + 1s, [&] { return surely_void(grants); })) return true;
+    if (client_.is_connected() && client_.session_epoch() == grants.front().session_epoch())
       return false;
     return signal_.cv.wait_until(lock, start + config_.session_timeout + 2s,
-                                 [&] { return surely_void(leases); });
+                                 [&] { return surely_void(grants); });
   }
 
   // nolock's lock node in the key's lock directory (made if missing); "" if
@@ -675,12 +675,12 @@ class Worker {
   // check_only_path).
   std::string write(const std::string& op, int n, const std::vector<std::string>& keys,
                     const std::vector<std::pair<std::string, std::int64_t>>& tokens,
-                    const std::vector<zkr::LockLease>& leases, bool late,
+                    const std::vector<zkr::Grant>& grants, bool late,
                     const std::string& check_only) {
-    if (!late) return write_once(op, n, keys, tokens, leases, false, check_only);
+    if (!late) return write_once(op, n, keys, tokens, grants, false, check_only);
     const auto deadline = std::chrono::steady_clock::now() + config_.session_timeout + 2s;
     for (int attempt = 0; attempt < 10; ++attempt) {
-      const auto outcome = write_once(op, n, keys, tokens, leases, true, check_only);
+      const auto outcome = write_once(op, n, keys, tokens, grants, true, check_only);
       if (!outcome.empty() || std::chrono::steady_clock::now() >= deadline || stop_requested)
         return outcome;
       std::unique_lock lock(signal_.mutex);
@@ -691,7 +691,7 @@ class Worker {
 
   std::string write_once(const std::string& op, int n, const std::vector<std::string>& keys,
                          const std::vector<std::pair<std::string, std::int64_t>>& tokens,
-                         const std::vector<zkr::LockLease>& leases, bool late,
+                         const std::vector<zkr::Grant>& grants, bool late,
                          const std::string& check_only) {
     std::shared_ptr<zkr::Keeper> keeper;
     std::vector<std::pair<std::string, std::int64_t>> values;
@@ -733,21 +733,21 @@ class Worker {
                sent);
     std::string outcome;
     zkr::Errc error = zkr::Errc::ok;
-    if (leases.empty() || config_.broken == "unguarded") {
+    if (grants.empty() || config_.broken == "unguarded") {
       const auto result = keeper->try_multi(std::move(ops));
       // An error the multi's results pin on one operation is a refusal; an
       // error with no results (the link, the session) leaves the outcome unknown.
       outcome = result.ok() ? "ok" : result.results.empty() ? "unknown" : "rejected";
       error = result.error;
     } else {
-      const auto result = zkr::guarded_write(*keeper, leases, std::move(ops));
+      const auto result = zkr::guarded_write(*keeper, grants, std::move(ops));
       outcome = write_record(result);
       error = result.error;
     }
-    // Whether the lease already said lost when the reply was back: the watch
+    // Whether the grant already said lost when the reply was back: the watch
     // event of the node's deletion comes before the reply of any request the
     // server ordered after it (silent_loss).
-    const bool lost_at_reply = any_lost(leases);
+    const bool lost_at_reply = any_lost(grants);
     log_.write("write", {{"op", op},
                          {"n", std::to_string(n)},
                          {"sent", std::to_string(sent)},

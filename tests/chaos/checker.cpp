@@ -155,7 +155,7 @@ class Checker {
           violation("silent_loss",
                     describe(op) + ": guarded write " + std::to_string(w.n) + " sent at " +
                         ms(w.sent, origin_) + " was refused (its lock node was gone) at " +
-                        ms(w.at, origin_) + ", and no lease of the hold had said lost");
+                        ms(w.at, origin_) + ", and no grant of the hold had said lost");
         break;
       }
       check_lost_noticed(op, node_gone);
@@ -250,7 +250,7 @@ class Checker {
     return chaos::paused_within(paused_, pid, from, to);
   }
 
-  // Whether a lease of op had said lost by `at`.
+  // Whether a grant of op had said lost by `at`.
   static bool lost_by(const Op& op, std::int64_t at) {
     for (const auto& [key, lost] : op.first_lost)
       if (lost.first <= at) return true;
@@ -291,7 +291,7 @@ class Checker {
     }
   }
 
-  // A lease whose node is gone must say lost: a holder that is never told
+  // A grant whose node is gone must say lost: a holder that is never told
   // goes on trusting the lock. Judged only where the worker stayed long
   // enough to hear (workers wait for the signal after a refused write).
   void check_lost_noticed(const Op& op, std::optional<std::int64_t> node_gone) {
@@ -302,10 +302,10 @@ class Checker {
     if (lost_by(op, *op.exit_at)) return;
     for (const auto& w : op.writes)
       if (w.lost_at_reply && w.at <= *op.exit_at)
-        return;  // the lease said lost, seen by the worker
+        return;  // the grant said lost, seen by the worker
     violation("lost_unnoticed", describe(op) + ": its lock node was gone at " +
                                     ms(*node_gone, origin_) +
-                                    ", and its lease never said lost before it let go at " +
+                                    ", and its grant never said lost before it let go at " +
                                     ms(*op.exit_at, origin_));
   }
 
@@ -378,7 +378,7 @@ class Checker {
           violation("late_write",
                     "key " + key + ": " + describe(op) + " write " + std::to_string(w->n) + " (" +
                         w->result + (w->late ? ", made late on purpose" : "") + ") sent at " +
-                        ms(w->sent, origin_) + ", after its lease was void at " +
+                        ms(w->sent, origin_) + ", after its grant was void at " +
                         ms(std::min(fences_[w->op], w->sent), origin_) + ", took effect");
         previous = w;
       }

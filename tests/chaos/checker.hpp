@@ -16,10 +16,10 @@
 //   token_order      applied writes of a key, in counter order, whose fencing
 //                    token does not grow (equal only within one hold)
 //   late_write       a write that took effect although sent after its grant's
-//                    node was deleted on the servers, or after its lease said
+//                    node was deleted on the servers, or after its grant said
 //                    session_lost/node_deleted
 //   silent_loss      a guarded write refused (its lock node was gone) while no
-//                    lease of the hold said lost, by the time the reply came
+//                    grant of the hold said lost, by the time the reply came
 //   lost_update      two accepted writes set a key's counter to one value, or
 //                    a counter value no write explains, or an accepted value
 //                    above the final counter
@@ -28,7 +28,7 @@
 //                    session timeout (plus any time its process was paused)
 //   lost_unnoticed   a hold whose lock node was gone (servers' record, or a
 //                    refused guarded write) that ran kLostNoticeGrace or
-//                    longer without its lease saying lost
+//                    longer without its grant saying lost
 //   release_refused  a thread's release of a lock it was granted returned
 //                    false: the object lost track of the grant (two threads
 //                    sharing one lock object, one grant overwriting another)
@@ -90,7 +90,7 @@
 
 namespace zkr::chaos {
 
-// How long a lease may take to say lost once its node is surely gone: a watch
+// How long a grant may take to say lost once its node is surely gone: a watch
 // event or a state change away, on a loaded machine. Workers wait this long
 // (and a second more) for the signal after a refused write before they let go.
 inline constexpr std::chrono::milliseconds kLostNoticeGrace{3000};

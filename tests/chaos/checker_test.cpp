@@ -236,7 +236,7 @@ TEST(ChaosChecker, RefusedWriteWithoutALostNoticeIsASilentLoss) {
   };
   auto silent = input({worker(1, refused("late=0 lost=0"))}, 0, 0);
   EXPECT_EQ(check(silent).violations.count("silent_loss"), 1u);
-  // The lease said lost by the reply: the loss was told.
+  // The grant said lost by the reply: the loss was told.
   EXPECT_TRUE(check(input({worker(1, refused("late=0 lost=1"))}, 0, 0)).ok());
   // A lost record before the reply tells it as well.
   auto told = refused("late=0 lost=0");
@@ -420,7 +420,7 @@ TEST(ChaosChecker, DeletedHolderNodeEndsThatHold) {
   EXPECT_EQ(r.holder_hits.at("delete_holder_node"), 1);
 }
 
-TEST(ChaosChecker, LeaseMustSayLostOnceItsNodeIsGone) {
+TEST(ChaosChecker, GrantMustSayLostOnceItsNodeIsGone) {
   const std::int64_t grace_ms = kLostNoticeGrace.count();
   // The node went at 15; a stayed past the grace and never heard.
   auto in = input({worker(1, hold_of_node("a", 16 + grace_ms))}, 0, 0);

@@ -25,7 +25,7 @@ constexpr milliseconds kLostWait{4000};
 constexpr milliseconds kErrorPause{200};
 
 // Waits until the term says lost or `timeout` passes; true if it said lost.
-bool wait_lost(const LockLease& term, milliseconds timeout) {
+bool wait_lost(const Grant& term, milliseconds timeout) {
   std::mutex mutex;
   std::condition_variable_any cv;
   std::unique_lock lock(mutex);
@@ -69,7 +69,7 @@ class Participant {
     }
     log_.write("lawait", {{"term", id}, {"led", led ? "1" : "0"}});
     if (!led) return;
-    const LockLease term = latch.term();
+    const Grant term = latch.term();
     const auto epoch = term.fencing_token();
     term.on_lost([this, id](LostReason reason) {
       log_.write("llost", {{"term", id}, {"reason", std::string(to_string(reason))}});
@@ -107,7 +107,7 @@ class Participant {
   // or the Client has moved on to a new session. A suspended link that comes
   // back in the term's session may leave the node (and so the leadership on
   // the servers) alive: then no late write is made, as it would prove nothing.
-  bool surely_void(const LockLease& term) const {
+  bool surely_void(const Grant& term) const {
     const auto gone = [&] {
       return term.session_epoch() != client_.session_epoch() ||
              term.lost_reason() != LostReason::suspended;
@@ -121,7 +121,7 @@ class Participant {
     return gone();
   }
 
-  std::string write(const std::string& id, const LockLease& term, int n, bool late) {
+  std::string write(const std::string& id, const Grant& term, int n, bool late) {
     const auto node = term.node_path();
     const std::string path = config_.write_dir + "/" + node.substr(node.rfind('/') + 1) + "-e" +
                              std::to_string(term.fencing_token()) + "-w";

@@ -79,7 +79,7 @@ TEST(MultiLockSessionExpiry, NeverGrantsALockHeldElsewhere) {
     }
     if (out.granted) {
       out.d_still_held_a = !d_released.load();
-      out.a_lost = both.leases()[0].lost();
+      out.a_lost = both.grants()[0].lost();
       both.release();
     }
     done.set_value(out);

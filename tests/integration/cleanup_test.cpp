@@ -168,7 +168,7 @@ TEST_F(CleanupIntegrationTest, CleanerSweepsItsLeftoversAndNothingElse) {
   EXPECT_EQ(keeper->get(root_ + "/kafka/controller_epoch").data, "7");
   EXPECT_TRUE(keeper->exists(root_));
   EXPECT_EQ(keeper->children(root_).names, (std::vector<std::string>{"b0", "b1", "kafka"}));
-  EXPECT_FALSE(held.lease().lost());
+  EXPECT_FALSE(held.grant().lost());
   EXPECT_EQ(keeper->children(root_ + "/b1/held").names.size(), 1u);
   EXPECT_TRUE(held.release());
   // The test's own: the orphan and the foreign tree.

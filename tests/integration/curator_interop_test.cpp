@@ -373,7 +373,7 @@ TYPED_TEST(CuratorExclusionTest, CuratorAndWeExcludeEachOther) {
   // Curator deleted its node before it answered: once our server has caught
   // up, only ours is left.
   this->clients_.front()->keeper()->sync(this->dir_);
-  EXPECT_EQ(lock.participant_nodes(), std::vector<std::string>{lock.lease().node_path()});
+  EXPECT_EQ(lock.participant_nodes(), std::vector<std::string>{lock.grant().node_path()});
 
   java.send("acquire " + this->dir_ + " " + ms(kWait));
   ASSERT_TRUE(this->wait_queue_length(2));
@@ -404,7 +404,7 @@ TYPED_TEST(CuratorExclusionTest, OneFifoQueueAcrossLibraries) {
   std::vector<std::string> queue_at_grant;
   std::jthread waiter([&] {
     if (!second.try_acquire_for(kWait)) return;
-    second_node = second.lease().node_path();
+    second_node = second.grant().node_path();
     queue_at_grant = second.participant_nodes();
     granted.open();
     second.release();
@@ -413,7 +413,7 @@ TYPED_TEST(CuratorExclusionTest, OneFifoQueueAcrossLibraries) {
   const auto queue = first.participant_nodes();
   ASSERT_EQ(queue.size(), 3u);
   const std::string java_node = queue[1];
-  EXPECT_EQ(queue[0], first.lease().node_path());
+  EXPECT_EQ(queue[0], first.grant().node_path());
   for (const auto& node : queue) EXPECT_TRUE(is_curator_lock_name(node_name(node))) << node;
   EXPECT_EQ(observer.call("participants " + this->dir_), "participants " + joined(queue))
       << "Curator and we see a different queue";
@@ -447,10 +447,10 @@ TEST_F(CuratorInteropTest, BothCreateCuratorNamesInOneSequence) {
   EXPECT_EQ(parent_path(java_node), dir_);
   EXPECT_EQ(java.call("release"), "released");
   ASSERT_TRUE(mutex.try_acquire_for(kWait));
-  const auto mutex_node = mutex.lease().node_path();
+  const auto mutex_node = mutex.grant().node_path();
   mutex.release();
   ASSERT_TRUE(semaphore_mutex.try_acquire_for(kWait));
-  const auto semaphore_node = semaphore_mutex.lease().node_path();
+  const auto semaphore_node = semaphore_mutex.grant().node_path();
   semaphore_mutex.release();
 
   std::vector<std::int64_t> sequences;
@@ -700,7 +700,7 @@ TEST_F(CuratorInteropTest, CuratorIsGrantedBesideOurHolderAndOurNextAcquireRefus
     ASSERT_TRUE(held.try_acquire_for(kWait));
     EXPECT_EQ(java.call(recipe + " " + dir_ + " 5000"), "acquired") << recipe;
     EXPECT_FALSE(refused(next, dir_).empty()) << recipe;
-    EXPECT_TRUE(held.lease().held()) << "our holder is not told: " << recipe;
+    EXPECT_TRUE(held.grant().held()) << "our holder is not told: " << recipe;
     EXPECT_EQ(java.call("release"), "released");
     EXPECT_TRUE(held.release());
     remove_semaphore_leftovers(*c.keeper(), dir_);

@@ -255,7 +255,7 @@ TEST_F(KazooInteropTest, SharedMutexIsOneFifoQueueWithKazoo) {
   ASSERT_TRUE(wait_queue_length(3));
   const auto queue = first.participant_nodes();
   ASSERT_EQ(queue.size(), 3u) << "kazoo's node is not in our queue";
-  EXPECT_EQ(queue[0], first.lease().node_path());
+  EXPECT_EQ(queue[0], first.grant().node_path());
   EXPECT_NE(queue[1].find("__lock__"), std::string::npos) << queue[1];
   EXPECT_TRUE(first.release());
   EXPECT_EQ(acquired_node(py.reply()), queue[1]) << "the grant skipped kazoo";
@@ -298,7 +298,7 @@ TEST_F(KazooInteropTest, SharedMutexHoldsNeverOverlapAcrossLibraries) {
           return;
         }
         exclusion::HolderInterval hold{
-            ::getpid(), thread, monotonic_ns(), 0, lock.lease().fencing_token(), "mutex"};
+            ::getpid(), thread, monotonic_ns(), 0, lock.grant().fencing_token(), "mutex"};
         keeper.set(counter, std::to_string(std::stoll(keeper.get(counter).data) + 1));
         hold.exit_ns = monotonic_ns();
         lock.release();
@@ -437,7 +437,7 @@ TEST_F(KazooInteropTest, SharedReadWriteHoldsNeverPutAWriterBesideAnyone) {
                                        thread,
                                        monotonic_ns(),
                                        0,
-                                       side.lease().fencing_token(),
+                                       side.grant().fencing_token(),
                                        write ? "write" : "read"};
         if (write) {
           keeper.set(counter, std::to_string(std::stoll(keeper.get(counter).data) + 1));
@@ -495,7 +495,7 @@ TEST_F(KazooInteropTest, DefaultKazooIsGrantedBesideOurHolderAndOurNextAcquireRe
   ASSERT_TRUE(held.try_acquire_for(kWait));
   EXPECT_FALSE(acquired_node(py.call("acquire lock " + dir_ + " 5000 0")).empty());
   EXPECT_FALSE(refused([&] { return next.try_acquire_for(5s); }, dir_).empty());
-  EXPECT_TRUE(held.lease().held()) << "our holder is not told";
+  EXPECT_TRUE(held.grant().held()) << "our holder is not told";
   EXPECT_EQ(py.call("release"), "released");
   EXPECT_TRUE(held.release());
 }

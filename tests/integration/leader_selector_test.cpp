@@ -115,11 +115,11 @@ TEST_F(LeaderSelectorIntegrationTest, OneLeaderAtATime) {
           if (leading.fetch_add(1) != 0) ++overlaps;
           const auto [first, owner] = first_of_queue(keeper);
           const auto queued = keeper.children(dir_).names.size();
-          const auto wrote = guarded_write(keeper, term.lease, {op::Set{resource_, id}});
+          const auto wrote = guarded_write(keeper, term.grant, {op::Set{resource_, id}});
           leading.fetch_sub(1);
           std::lock_guard lock(m);
           ++terms;
-          if (first != term.lease.node_path() || owner != keeper.session_id()) ++not_first;
+          if (first != term.grant.node_path() || owner != keeper.session_id()) ++not_first;
           if (!wrote.applied()) ++writes_refused;
           if (term.epoch() <= last_epoch) ++epochs_not_rising;
           last_epoch = term.epoch();
@@ -148,12 +148,12 @@ TEST_F(LeaderSelectorIntegrationTest, FailoverWhenTheLeadersSessionExpires) {
   a_client.keeper()->create(resource_, "");
   std::mutex m;
   std::condition_variable changed;
-  std::vector<std::pair<std::string, LockLease>> terms;
+  std::vector<std::pair<std::string, Grant>> terms;
   const auto take = [&](const std::string& id) {
     return [&, id](const LeaderTerm& term) {
       {
         std::lock_guard lock(m);
-        terms.emplace_back(id, term.lease);
+        terms.emplace_back(id, term.grant);
         changed.notify_all();
       }
       wait_for_stop(term);

@@ -114,7 +114,7 @@ TEST_F(LockAsyncIntegrationTest, TwoThousandWaitersOnTwoClientsAreGrantedOneAtAT
     mutex.async_acquire_guard(Clock::now() + kWait, {},
                               [&, key](std::exception_ptr error, LockGuard guard) {
                                 if (!error && guard) {
-                                  if (!exclusion.enter(key, guard.lease().fencing_token()))
+                                  if (!exclusion.enter(key, guard.grant().fencing_token()))
                                     violations.fetch_add(1);
                                   granted.fetch_add(1);
                                   exclusion.leave(key);
@@ -154,7 +154,7 @@ TEST_F(LockAsyncIntegrationTest, AcquiresStoppedAtRandomUnderLoadLeaveNothing) {
                               [&, key, i](std::exception_ptr error, LockGuard guard) {
                                 if (error) ADD_FAILURE() << "acquire " << i << " failed";
                                 if (!error && guard) {
-                                  if (!exclusion.enter(key, guard.lease().fencing_token()))
+                                  if (!exclusion.enter(key, guard.grant().fencing_token()))
                                     violations.fetch_add(1);
                                   granted.fetch_add(1);
                                   exclusion.leave(key);
@@ -201,7 +201,7 @@ TEST_F(LockAsyncIntegrationTest, ASessionExpiredUnderAsyncWaitersGrantsNoneFromI
                                 [&](std::exception_ptr error, LockGuard guard) {
                                   if (error) ADD_FAILURE() << "an acquire failed";
                                   std::lock_guard lock(mutex);
-                                  epochs.push_back(guard ? guard.lease().session_epoch() : 0);
+                                  epochs.push_back(guard ? guard.grant().session_epoch() : 0);
                                   if (epochs.size() == kWaiters) all_ended.set_value();
                                 });
   auto& keeper = *holder_client.keeper();

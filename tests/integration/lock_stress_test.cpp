@@ -454,7 +454,7 @@ TEST_F(LockStressTest, ContendersRacingTheDirectoryRemoval) {
       NonReentrantMutex lock(session, dir, no_grace);
       for (int round = 0; round < kRounds; ++round) {
         if (lock.try_acquire_for(kWait)) {
-          HolderInterval interval{::getpid(), i, monotonic_ns(), 0, lock.lease().fencing_token(),
+          HolderInterval interval{::getpid(), i, monotonic_ns(), 0, lock.grant().fencing_token(),
                                   "semaphore"};
           try {
             session.with_retry([&](Keeper& k) {

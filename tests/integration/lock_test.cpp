@@ -87,14 +87,14 @@ TYPED_TEST(LockIntegrationTest, ExcludesAndReleases) {
   EXPECT_EQ(b.participant_nodes().size(), 1u);
   EXPECT_TRUE(a.release());
   ASSERT_TRUE(b.try_acquire_for(kWait));
-  EXPECT_GT(b.lease().fencing_token(), 0);
+  EXPECT_GT(b.grant().fencing_token(), 0);
   b.release();
 }
 
 TYPED_TEST(LockIntegrationTest, GrantsInArrivalOrderAndTokensGrow) {
   auto& first = this->lock(this->client());
   ASSERT_TRUE(first.try_acquire());
-  const auto first_token = first.lease().fencing_token();
+  const auto first_token = first.grant().fencing_token();
   constexpr int kWaiters = 6;
   std::vector<TypeParam*> waiters;
   for (int i = 0; i < kWaiters; ++i) waiters.push_back(&this->lock(this->client()));
@@ -108,7 +108,7 @@ TYPED_TEST(LockIntegrationTest, GrantsInArrivalOrderAndTokensGrow) {
       {
         std::lock_guard lock(mutex);
         order.push_back(i);
-        tokens.push_back(waiters[i]->lease().fencing_token());
+        tokens.push_back(waiters[i]->grant().fencing_token());
       }
       waiters[i]->release();
     });
@@ -134,23 +134,23 @@ TYPED_TEST(LockIntegrationTest, HolderSessionExpiredNextWaiterWinsOldHolderIsTol
   });
 
   ASSERT_TRUE(holder.try_acquire());
-  const LockLease lease = holder.lease();
+  const Grant grant = holder.grant();
   test::Latch told;
   std::atomic<LostReason> heard{LostReason::none};
-  lease.on_lost([&](LostReason why) {
+  grant.on_lost([&](LostReason why) {
     heard = why;
     told.open();
   });
-  ASSERT_TRUE(guarded_write(*holder_client.keeper(), lease, {op::Set{resource, "holder"}}).ok());
+  ASSERT_TRUE(guarded_write(*holder_client.keeper(), grant, {op::Set{resource, "holder"}}).ok());
 
   // The waiter's thread holds its lock until the checks below are done: a
   // reentrant mutex is released by the thread that holds it. (A jthread, so
   // that a failed ASSERT below joins it instead of ending the whole binary.)
-  std::optional<LockLease> waiter_lease;
+  std::optional<Grant> waiter_lease;
   test::Latch granted, checked;
   std::jthread next([&] {
     ASSERT_TRUE(waiter.try_acquire_for(kWait));
-    waiter_lease.emplace(waiter.lease());
+    waiter_lease.emplace(waiter.grant());
     granted.open();
     EXPECT_TRUE(checked.wait(kWait));
     waiter.release();
@@ -164,13 +164,13 @@ TYPED_TEST(LockIntegrationTest, HolderSessionExpiredNextWaiterWinsOldHolderIsTol
   // ends it and deletes the node: whichever the holder hears first is the
   // reason (suspended under the standard policy, session_lost, node_deleted).
   EXPECT_NE(heard.load(), LostReason::none);
-  EXPECT_TRUE(lease.lost_token().stop_requested());
-  // The old holder, on its new session, still cannot write under its old lease.
+  EXPECT_TRUE(grant.lost_token().stop_requested());
+  // The old holder, on its new session, still cannot write under its old grant.
   ASSERT_TRUE(new_session.wait(kWait));
-  const auto rejected = guarded_write(*holder_client.keeper(), lease, {op::Set{resource, "stale"}});
+  const auto rejected = guarded_write(*holder_client.keeper(), grant, {op::Set{resource, "stale"}});
   EXPECT_EQ(rejected.error, Errc::no_node);
   EXPECT_EQ(rejected.outcome, GuardedWriteResult::Outcome::lock_lost);
-  EXPECT_GT(waiter_lease->fencing_token(), lease.fencing_token());
+  EXPECT_GT(waiter_lease->fencing_token(), grant.fencing_token());
   EXPECT_TRUE(
       guarded_write(*holder_client.keeper(), *waiter_lease, {op::Set{resource, "waiter"}}).ok());
   EXPECT_EQ(holder_client.keeper()->get(resource).data, "waiter");
@@ -193,7 +193,7 @@ TYPED_TEST(LockIntegrationTest, LockIsKeptWhenTheConnectedServerDies) {
   auto& other = this->lock(this->client());
   ASSERT_TRUE(holder.try_acquire());
   const auto session = holder_client.keeper()->session_id();
-  const auto node = holder.lease().node_path();
+  const auto node = holder.grant().node_path();
   const int server = test::connected_server(*holder_client.keeper());
   test::Repair repair("restart " + std::to_string(server));
   test::ensemble("kill " + std::to_string(server));
@@ -202,7 +202,7 @@ TYPED_TEST(LockIntegrationTest, LockIsKeptWhenTheConnectedServerDies) {
   EXPECT_EQ(holder_client.keeper()->session_id(), session);
   EXPECT_EQ(holder_client.session_epoch(), 1u);
   EXPECT_TRUE(holder_client.keeper()->exists(node).has_value());
-  EXPECT_FALSE(holder.lease().lost());
+  EXPECT_FALSE(holder.grant().lost());
   EXPECT_FALSE(other.try_acquire());  // still ours
   repair.now();
   EXPECT_TRUE(holder.release());
@@ -371,16 +371,16 @@ TEST_F(LockEdgesLiveTest, TheWriterQueuedBehindADowngradeGetsTheLargerToken) {
   auto& b = client();
   InterProcessReadWriteLock ra(a, dir_), rb(b, dir_);
   ASSERT_TRUE(ra.write_lock().try_acquire_for(kWait));
-  const auto write = ra.write_lock().lease();
+  const auto write = ra.write_lock().grant();
   std::promise<std::int64_t> granted;
   std::jthread writer([&] {
     if (!rb.write_lock().try_acquire_for(kWait)) return granted.set_value(-1);
-    granted.set_value(rb.write_lock().lease().fencing_token());
+    granted.set_value(rb.write_lock().grant().fencing_token());
     rb.write_lock().release();
   });
   ASSERT_TRUE(wait_queue_length(2));
   ASSERT_TRUE(ra.read_lock().try_acquire());  // a downgrade: granted at once
-  const auto read = ra.read_lock().lease();
+  const auto read = ra.read_lock().grant();
   // The race: our read node is newer than the queued writer's.
   const auto nodes = ra.participant_nodes();
   ASSERT_EQ(nodes.size(), 3u);

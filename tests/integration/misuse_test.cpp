@@ -361,14 +361,14 @@ TEST(ClientDestroyed, WhileALockIsHeldItsNodeGoesAndTheLockStaysSafe) {
   auto semaphore = std::make_unique<NonReentrantMutex>(*doomed, dir + "-s");
   ASSERT_TRUE(mutex->try_acquire());
   ASSERT_TRUE(semaphore->try_acquire());
-  const LockLease lease = mutex->lease();
+  const Grant grant = mutex->grant();
 
   doomed.reset();
   // The session closed: the nodes are gone now, not a session timeout later.
   auto keeper = observer->keeper();
   EXPECT_TRUE(children_of(*keeper, dir).empty());
   EXPECT_TRUE(children_of(*keeper, dir + "-s").empty());
-  EXPECT_TRUE(lease.lost());
+  EXPECT_TRUE(grant.lost());
   expect_keeper_error([&] { mutex->acquire(); }, Errc::closing, dir, "acquire after the Client");
   EXPECT_TRUE(semaphore->release());
   mutex.reset();  // held, Client gone
@@ -408,7 +408,7 @@ TEST(ClientDestroyed, WhileAnAcquireWaitsTheAcquireFailsWithClosing) {
   // Only the holder's node is left, and it still holds.
   auto keeper = holder_client->keeper();
   EXPECT_EQ(children_of(*keeper, dir).size(), 1u);
-  EXPECT_FALSE(held.lease().lost());
+  EXPECT_FALSE(held.grant().lost());
   EXPECT_TRUE(held.release());
 }
 

@@ -63,11 +63,11 @@ TEST(OwnNodeWatchLive, AWaiterWhoseOwnNodeReadLostItsLinkHearsALaterDelete) {
   proxy.arm_drop_reply({kGetData});
 
   InterProcessMutex waiter(*waiter_client, path);
-  std::promise<LockLease> granted;
+  std::promise<Grant> granted;
   Latch done;
   std::thread waiting([&] {
     if (waiter.try_acquire_for(kWait)) {
-      granted.set_value(waiter.lease());
+      granted.set_value(waiter.grant());
       (void)done.wait(kWait * 2);
       waiter.release();
     } else {
@@ -80,15 +80,15 @@ TEST(OwnNodeWatchLive, AWaiterWhoseOwnNodeReadLostItsLinkHearsALaterDelete) {
   holder.release();
   auto hand_off = granted.get_future();
   ASSERT_EQ(hand_off.wait_for(kWait), std::future_status::ready);
-  const LockLease lease = hand_off.get();
-  EXPECT_FALSE(lease.lost()) << to_string(lease.lost_reason());
+  const Grant grant = hand_off.get();
+  EXPECT_FALSE(grant.lost()) << to_string(grant.lost_reason());
   Latch lost;
   std::atomic<LostReason> why{LostReason::none};
-  lease.on_lost([&](LostReason r) {
+  grant.on_lost([&](LostReason r) {
     why = r;
     lost.open();
   });
-  foreign->keeper()->remove(lease.node_path());  // an operator, a foreign client
+  foreign->keeper()->remove(grant.node_path());  // an operator, a foreign client
   EXPECT_TRUE(lost.wait(kWait)) << "the delete of the waiter's node went unheard";
   EXPECT_EQ(why, LostReason::node_deleted);
   EXPECT_GE(suspensions.load(), 1);

@@ -235,7 +235,7 @@ TEST_F(SharedRootsTest, ALockMadeBeforeItsClientConnectedChecksTheLayoutBeforeIt
   const auto error = outcome.get();
   ASSERT_TRUE(error) << "an async acquire was granted on another layout";
   EXPECT_THROW(std::rethrow_exception(error), LayoutMismatch);
-  EXPECT_TRUE(held->lease().held());
+  EXPECT_TRUE(held->grant().held());
   EXPECT_TRUE(held->release());
 }
 
@@ -268,7 +268,7 @@ TEST_F(SharedRootsTest, ALayoutRecordChangedByAnotherClientIsRefused) {
     EXPECT_NE(std::string(e.what()).find(root), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)flat.non_reentrant_mutex("order-43")->try_acquire(), LayoutMismatch);
-  EXPECT_TRUE(hashed_lock->lease().held());
+  EXPECT_TRUE(hashed_lock->grant().held());
   EXPECT_TRUE(hashed_lock->release());
 }
 

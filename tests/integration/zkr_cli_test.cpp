@@ -664,7 +664,7 @@ TEST_F(ZkrCliTest, SemaphoreRunsUpToNCommandsAtOnce) {
   }
   EXPECT_TRUE(listed) << table.out;
   auto waiting = start_lock(path, "echo started-C > " + ev, {"--semaphore", "2"});
-  // Waiting, as the layout shows it: its lease node made, and still holding
+  // Waiting, as the layout shows it: its grant node made, and still holding
   // the internal mutex, which a grant lets go.
   ASSERT_TRUE(queue_reaches(path + "/leases", 3)) << waiting->err();
   ASSERT_TRUE(queue_reaches(path + "/locks", 1)) << waiting->err();
@@ -808,7 +808,7 @@ TEST_F(ZkrCliTest, LostLockEndsTheWholeGroupBeforeTheNextWaiterRuns) {
   ZKR_REQUIRE_SERVER_FAULTS();
   const std::string path = root_ + "/group-lost";
   Fifo events(dir_ / "events");
-  // The holder talks to server 1 only, which the test freezes: its lease
+  // The holder talks to server 1 only, which the test freezes: its grant
   // turns lost (suspended), and its session expires on the other servers a
   // few seconds later, which grants the lock to the waiter. The shell dies of
   // SIGTERM at once; its background job must not outlive it.

@@ -333,7 +333,7 @@ TEST_F(ZkrPauseTest, CtrlZThenFgWithinTheSessionResumesBothAndTheCommandEndsNorm
   EXPECT_TRUE(queue_reaches(path, 0));
 }
 
-TEST_F(ZkrPauseTest, SigstoppedZkrFreezesItsCommandWhichGoesOnOnceZkrProvesItsLeaseAgain) {
+TEST_F(ZkrPauseTest, SigstoppedZkrFreezesItsCommandWhichGoesOnOnceZkrProvesItsGrantAgain) {
   const std::string path = root_ + "/frozen";
   const auto ticks = dir_ / "ticks";
   const auto pid_file = dir_ / "first.pid";

@@ -26,7 +26,7 @@
 //                           queue all the time)
 //   --reports=FILE          timeout reports (see report_timeout) go to FILE,
 //                           not stderr: a test prints them after its verdict
-//   --faults                servers are being killed: a hold whose lease says
+//   --faults                servers are being killed: a hold whose grant says
 //                           lost (the link dropped) is counted, not an error
 //
 // SIGTERM makes every thread stop after its current acquire, as if the time
@@ -179,7 +179,7 @@ class ReadWriteTurns {
     return side_->try_acquire_for(timeout);
   }
   bool release() noexcept { return side_->release(); }
-  zkr::LockLease lease() const { return side_->lease(); }
+  zkr::Grant grant() const { return side_->grant(); }
   bool reading() const { return reading_; }
 
  private:
@@ -204,13 +204,13 @@ std::string kind_of(const Lock& lock, const Config& config) {
 template <class Lock>
 std::int64_t token_of(const Lock& lock) {
   if constexpr (std::is_same_v<Lock, NoLock>) return 0;
-  else return lock.lease().fencing_token();
+  else return lock.grant().fencing_token();
 }
 
 template <class Lock>
 bool lost(const Lock& lock) {
   if constexpr (std::is_same_v<Lock, NoLock>) return false;
-  else return lock.lease().lost();
+  else return lock.grant().lost();
 }
 
 // The unprotected read-modify-write. Both steps are retried: the get is a
@@ -307,7 +307,7 @@ void report_timeout(zkr::Client& client, const Config& config, std::int64_t aske
 struct ThreadResult {
   std::vector<HolderInterval> intervals;
   int timeouts = 0;  // acquires that gave up before the time bound
-  int lost = 0;      // holds whose lease said lost before the release
+  int lost = 0;      // holds whose grant said lost before the release
   bool hit_time_bound = false;
   std::vector<std::string> errors;
 };

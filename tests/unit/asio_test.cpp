@@ -61,7 +61,7 @@ TEST_F(AsioTest, UseAwaitableYieldsTheGuardOnTheCoroutinesExecutor) {
       [&]() -> net::awaitable<bool> {
         LockGuard held = co_await asio::async_acquire_guard(*lock, in(kWait), net::use_awaitable);
         EXPECT_EQ(std::this_thread::get_id(), io_id_);
-        co_return static_cast<bool>(held) && !held.lease().lost();
+        co_return static_cast<bool>(held) && !held.grant().lost();
       },
       net::use_future);
   ASSERT_EQ(done.wait_for(kWait), std::future_status::ready);

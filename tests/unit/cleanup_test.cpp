@@ -201,8 +201,8 @@ TEST_F(CleanupTest, SweepsASemaphoresLeftoverContainersAndKeepsOthers) {
     EXPECT_TRUE(ensemble_.exists_now(path)) << path;
   EXPECT_EQ(report.live_lock_nodes, 1u);  // our lease
   EXPECT_TRUE(ensemble_.exists_now(live + "/leases"));
-  EXPECT_TRUE(ensemble_.exists_now(held.front().lease().node_path()));
-  EXPECT_FALSE(held.front().lease().lost());
+  EXPECT_TRUE(ensemble_.exists_now(held.front().grant().node_path()));
+  EXPECT_FALSE(held.front().grant().lost());
 
   // The live semaphore still counts: one lease out, one more to take, then none.
   auto second = semaphore.try_acquire_for(1, kWait);
@@ -341,8 +341,8 @@ TEST_F(CleanupTest, ScanShowsHolderWaitersAndKey) {
   EXPECT_EQ(busy.path, locks.path_for("sha256:9f86"));
   EXPECT_EQ(busy.waiters(), 2u);
   EXPECT_EQ(busy.queue.front().holder_id, "host=h1;pid=1");
-  EXPECT_EQ(busy.path + "/" + busy.queue.front().name, held->lease().node_path());
-  EXPECT_EQ(busy.queue.front().czxid, held->lease().fencing_token());
+  EXPECT_EQ(busy.path + "/" + busy.queue.front().name, held->grant().node_path());
+  EXPECT_EQ(busy.queue.front().czxid, held->grant().fencing_token());
 
   EXPECT_TRUE(held->release());
   for (auto& t : threads) t.join();

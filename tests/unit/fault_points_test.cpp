@@ -32,21 +32,21 @@
 // signal must fire exactly when the grant is not safe. So, at the check
 // point of a cycle (after the guarded write, everything delivered):
 //   - a fault before the grant decision (the last listing of the acquire)
-//     was dealt with by the acquire: the lease is held (or, for `foreign`,
+//     was dealt with by the acquire: the grant is held (or, for `foreign`,
 //     the acquire refused with foreign_lock_protocol: the decision may have
 //     seen the node);
 //   - a fault after the decision and before the check point: drop and
-//     reply_lost lose the lease (suspended) under SuspendedPolicy::lost and
+//     reply_lost lose the grant (suspended) under SuspendedPolicy::lost and
 //     never under ignore; expired loses it (session_lost); deleted loses it
 //     (node_deleted); foreign and scribble never do (a foreign protocol that
 //     arrives after our grant cannot be seen from our side: zkr/lock.hpp);
-//   - a fault after the check point: the lease is released before it.
-// Then, if the fault has struck and A's lease is still held, the probe: a
+//   - a fault after the check point: the grant is released before it.
+// Then, if the fault has struck and A's grant is still held, the probe: a
 // foreign client deletes A's nodes, and the lost signal must fire
 // (node_deleted): a watch the fault took away would leave it silent. Else A
 // releases as usual.
 // At every point the test checks: A and B never both hold (each holds only
-// while its lease is neither lost nor released; a held lease whose node is
+// while its grant is neither lost nor released; a held grant whose node is
 // not its session's must be lost within the bound); at the end, with both
 // Clients closed and the containers reaped: nothing of A's or B's is left,
 // and every foreign node is still there.
@@ -115,7 +115,7 @@ class Subject {
   virtual ~Subject() = default;
   // True when granted, false at the bound; throws what the acquire throws.
   virtual bool acquire() = 0;
-  virtual std::vector<LockLease> leases() const = 0;
+  virtual std::vector<Grant> grants() const = 0;
   virtual void release() = 0;
 };
 
@@ -133,14 +133,14 @@ class LockableSubject : public Subject {
       } catch (const KeeperError&) {
         // A reentrant acquire refuses once the thread's hold is lost: the
         // grant stands, lost, and the test judges that.
-        if (taken_ > 0 && lock_.lease().lost()) return true;
+        if (taken_ > 0 && lock_.grant().lost()) return true;
         throw;
       }
       ++taken_;
     }
     return true;
   }
-  std::vector<LockLease> leases() const override { return {lock_.lease()}; }
+  std::vector<Grant> grants() const override { return {lock_.grant()}; }
   void release() override {
     for (; taken_ > 0; --taken_) (void)lock_.release();
   }
@@ -156,7 +156,7 @@ class ReadWriteSubject : public Subject {
   ReadWriteSubject(Client& client, const LockOptions& options, bool write)
       : lock_(client, kDir, options), side_(write ? lock_.write_lock() : lock_.read_lock()) {}
   bool acquire() override { return side_.try_acquire_for(kWait); }
-  std::vector<LockLease> leases() const override { return {side_.lease()}; }
+  std::vector<Grant> grants() const override { return {side_.grant()}; }
   void release() override { (void)side_.release(); }
 
  private:
@@ -172,9 +172,9 @@ class SemaphoreSubject : public Subject {
     held_ = semaphore_.try_acquire_for(1, kWait);
     return !held_.empty();
   }
-  std::vector<LockLease> leases() const override {
-    std::vector<LockLease> out;
-    for (const auto& lease : held_) out.push_back(lease.lease());
+  std::vector<Grant> grants() const override {
+    std::vector<Grant> out;
+    for (const auto& grant : held_) out.push_back(grant.grant());
     return out;
   }
   void release() override { held_.clear(); }
@@ -196,7 +196,7 @@ class LatchSubject : public Subject {
     latch_ = std::make_unique<LeaderLatch>(client_, kDir, "participant", options_);
     return latch_->try_await_leadership_for(kWait);
   }
-  std::vector<LockLease> leases() const override {
+  std::vector<Grant> grants() const override {
     if (!latch_) return {};
     return {latch_->term()};
   }
@@ -321,9 +321,9 @@ class Actor {
 // the Client to have heard of a fault before the request goes on. Its
 // listener is the Client's first: the Client calls every listener with one
 // state before any hears the next, so once this one has heard the Client is
-// back (caught_up), every lease's listener has dealt with the suspension
+// back (caught_up), every grant's listener has dealt with the suspension
 // before it. The Client's own state (block_until_connected) runs ahead of
-// its listeners, and a check made on it alone may beat a lease's loss.
+// its listeners, and a check made on it alone may beat a grant's loss.
 class StateCounter {
  public:
   void on(ConnectionState s) {
@@ -364,18 +364,18 @@ struct Contender {
   std::set<std::int64_t> sessions;  // every session it had
   std::unique_ptr<Subject> subject;
 
-  std::vector<LockLease> granted() {
+  std::vector<Grant> granted() {
     std::lock_guard lock(mutex_);
     return granted_;
   }
-  void set_granted(std::vector<LockLease> leases) {
+  void set_granted(std::vector<Grant> leases) {
     std::lock_guard lock(mutex_);
     granted_ = std::move(leases);
   }
 
  private:
   std::mutex mutex_;
-  std::vector<LockLease> granted_;  // guarded by mutex_: the current grant's leases
+  std::vector<Grant> granted_;  // guarded by mutex_: the current grant's leases
 
  public:
   Actor actor;  // last: its thread ends before the rest goes
@@ -583,43 +583,43 @@ class ScriptRun {
   }
 
   // Held: granted, and neither lost nor released.
-  static bool holds(const std::vector<LockLease>& leases) {
+  static bool holds(const std::vector<Grant>& leases) {
     if (leases.empty()) return false;
     for (const auto& l : leases)
       if (l.lost() || l.released()) return false;
     return true;
   }
 
-  // The lease's lost signal once heard, or none if the bound passes first. A
+  // The grant's lost signal once heard, or none if the bound passes first. A
   // loss is announced from the Client's threads (a listener, a reply), which
   // may run behind what settle() sees: the promise is a bound, not an instant.
-  static LostReason lost_within(const LockLease& lease) {
+  static LostReason lost_within(const Grant& grant) {
     auto heard = std::make_shared<std::promise<void>>();
     auto once = std::make_shared<std::once_flag>();
-    lease.on_lost(
+    grant.on_lost(
         [heard, once](LostReason) { std::call_once(*once, [&] { heard->set_value(); }); });
     (void)heard->get_future().wait_for(kWait);
-    return lease.lost_reason();
+    return grant.lost_reason();
   }
 
-  // A held lease whose node is not its session's must be lost within the
+  // A held grant whose node is not its session's must be lost within the
   // bound; and A and B never both hold.
   void check_holders(const char* where) {
     for (auto* c : {a_.get(), b_.get()}) {
-      for (const auto& lease : c->granted()) {
-        if (lease.lost() || lease.released()) continue;
-        const auto stat = ensemble_.exists_now(lease.node_path());
+      for (const auto& grant : c->granted()) {
+        if (grant.lost() || grant.released()) continue;
+        const auto stat = ensemble_.exists_now(grant.node_path());
         if (stat && c->sessions.count(stat->ephemeral_owner)) continue;
-        if (lost_within(lease) == LostReason::none)
-          fail(std::string(where) + ": a lease whose node is not its session's was never lost (" +
-               lease.node_path() + ")");
+        if (lost_within(grant) == LostReason::none)
+          fail(std::string(where) + ": a grant whose node is not its session's was never lost (" +
+               grant.node_path() + ")");
       }
     }
     if (holds(a_->granted()) && holds(b_->granted()))
       fail(std::string(where) + ": A and B both hold the lock");
   }
 
-  // What A's lease of this cycle must say at the check point (see the top).
+  // What A's grant of this cycle must say at the check point (see the top).
   void check_lost_signal(int cycle) {
     LostReason expected = LostReason::none;
     if (fired_ && fault_) {
@@ -656,11 +656,11 @@ class ScriptRun {
     if (fired_ && fault_ && fault_->second == Fault::expired && expected == LostReason::none &&
         struck().phase.cycle == cycle)
       also = LostReason::session_lost;
-    for (const auto& lease : a_->granted()) {
-      const auto why = expected == LostReason::none ? lease.lost_reason() : lost_within(lease);
+    for (const auto& grant : a_->granted()) {
+      const auto why = expected == LostReason::none ? grant.lost_reason() : lost_within(grant);
       if (why != expected && why != also)
         fail("A's lost signal says " + std::string(to_string(why)) + ", expected " +
-             std::string(to_string(expected)) + " (" + lease.node_path() + ")");
+             std::string(to_string(expected)) + " (" + grant.node_path() + ")");
     }
   }
 
@@ -668,7 +668,7 @@ class ScriptRun {
   std::future<bool> acquiring(Contender& c) {
     return c.actor.post([&c] {
       const bool granted = c.subject->acquire();
-      if (granted) c.set_granted(c.subject->leases());
+      if (granted) c.set_granted(c.subject->grants());
       return granted;
     });
   }
@@ -732,7 +732,7 @@ class ScriptRun {
       settle();
       a_->actor
           .post([this] {
-            (void)zkr::guarded_write(*a_->client->keeper(), a_->subject->leases(),
+            (void)zkr::guarded_write(*a_->client->keeper(), a_->subject->grants(),
                                      {op::Set{kData, "written by A"}}, kWait);
           })
           .get();
@@ -741,11 +741,11 @@ class ScriptRun {
       check_lost_signal(cycle);
       if (fired_ && holds(a_->granted())) {
         // The probe: a delete of our node is heard, whatever the fault took.
-        for (const auto& lease : a_->granted()) (void)foreign_->try_remove(lease.node_path());
+        for (const auto& grant : a_->granted()) (void)foreign_->try_remove(grant.node_path());
         settle();
-        for (const auto& lease : a_->granted())
-          if (const auto why = lost_within(lease); why != LostReason::node_deleted)
-            fail("the probe's delete of " + lease.node_path() +
+        for (const auto& grant : a_->granted())
+          if (const auto why = lost_within(grant); why != LostReason::node_deleted)
+            fail("the probe's delete of " + grant.node_path() +
                  " went unheard (lost signal: " + std::string(to_string(why)) + ")");
         check_holders("after the probe");
       }

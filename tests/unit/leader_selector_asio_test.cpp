@@ -52,8 +52,8 @@ TEST_F(LeaderSelectorAsioTest, ACoroutineOwnsATermInTheSelectorsQueue) {
         // The term: our node first; the selector names us and does not lead.
         const auto leader = selector.leader().value_or(Participant{}).id;
         const bool selector_leads = selector.has_leadership();
-        const auto node = ensemble_.exists_now(term.lease().node_path());
-        const bool epoch_is_czxid = node && node->czxid == term.lease().fencing_token();
+        const auto node = ensemble_.exists_now(term.grant().node_path());
+        const bool epoch_is_czxid = node && node->czxid == term.grant().fencing_token();
         if (!coroutine_may_end.wait(kWait)) co_return "not ended";
         term.unlock();  // the term ends: the next participant may lead
         co_return leader + (selector_leads ? " beside the selector" : "") +

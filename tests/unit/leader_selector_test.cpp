@@ -44,10 +44,10 @@ class LeaderSelectorTest : public LockUnitTest<InterProcessMutex> {
   LeaderSelector::TakeLeadership hold_until_ended(std::string id) {
     return [this, id](const LeaderTerm& term) {
       const auto q = queue();
-      const bool first = !q.empty() && kDir + "/" + q.front() == term.lease.node_path();
+      const bool first = !q.empty() && kDir + "/" + q.front() == term.grant.node_path();
       std::unique_lock lock(mutex_);
       if (running_++ != 0) ++overlaps_;
-      terms_.push_back({id, term.epoch(), term.lease.node_path(), first, false});
+      terms_.push_back({id, term.epoch(), term.grant.node_path(), first, false});
       const std::size_t mine = terms_.size() - 1;
       changed_.notify_all();
       changed_.wait(lock, term.stop, [&] { return ended_ > mine; });
@@ -200,7 +200,7 @@ TEST_F(LeaderSelectorTest, LostLeadershipStopsTheTermAndItsSignalComesBeforeTheN
           events_changed.notify_all();
         }
         if (n > 1) return wait_for_stop(term);
-        term.lease.on_lost([&](LostReason why) {
+        term.grant.on_lost([&](LostReason why) {
           // Looks for a while for a node of a next term: none may appear.
           queued_during_callback = test::wait_children(
               raw(), kDir, [](const auto& names) { return !names.empty(); }, 1s);

@@ -59,7 +59,7 @@ TYPED_TEST(LockAsyncTest, AnUncontendedAcquireGrantsAGuard) {
   auto out = ended.get();
   EXPECT_FALSE(out.error);
   ASSERT_TRUE(out.guard);
-  EXPECT_FALSE(out.guard.lease().lost());
+  EXPECT_FALSE(out.guard.grant().lost());
   EXPECT_EQ(this->lock_nodes().size(), 1u);
   EXPECT_FALSE(lock->is_acquired_in_this_process());  // the guard's, not the lock's
   EXPECT_TRUE(out.guard.unlock());
@@ -78,30 +78,30 @@ TYPED_TEST(LockAsyncTest, ManyWaitersQueueOnNoThreadsAndAreGrantedInTurn) {
 
   // Each grant, as its handler saw it: who, its node, and the queue's head
   // on the server at that moment (ours, if nobody else holds).
-  struct Grant {
+  struct Seen {
     int waiter;
     std::string node;
     std::string head;
     std::int64_t token;
   };
   std::mutex mutex;
-  std::vector<Grant> grants;  // guarded by mutex
+  std::vector<Seen> grants;  // guarded by mutex
   std::promise<void> all_done;
   for (int i = 0; i < kWaiters; ++i)
     lock->async_acquire_guard(std::nullopt, {}, [&, i](std::exception_ptr error, LockGuard guard) {
-      Grant grant{i, "", "", 0};
+      Seen seen{i, "", "", 0};
       if (error || !guard) {
         ADD_FAILURE() << "waiter " << i << " was not granted";
       } else {
-        const auto lease = guard.lease();
-        grant.node = lease.node_path();
-        grant.token = lease.fencing_token();
+        const auto grant = guard.grant();
+        seen.node = grant.node_path();
+        seen.token = grant.fencing_token();
         const auto queue = this->queue();
-        grant.head = queue.empty() ? "" : kDir + "/" + queue.front();
-        EXPECT_FALSE(lease.lost()) << "waiter " << i;
+        seen.head = queue.empty() ? "" : kDir + "/" + queue.front();
+        EXPECT_FALSE(grant.lost()) << "waiter " << i;
       }
       std::lock_guard hold(mutex);
-      grants.push_back(grant);
+      grants.push_back(seen);
       if (grants.size() == kWaiters) all_done.set_value();
       // The guard goes here: released, which grants the next.
     });
@@ -234,7 +234,7 @@ TYPED_TEST(LockAsyncTest, ASessionLostWhileWaitersQueueGrantsNoneFromIt) {
     lock->async_acquire_guard(in(60s), {}, [done](std::exception_ptr error, LockGuard guard) {
       Granted granted;
       granted.ok = !error && guard;
-      if (granted.ok) granted.epoch = guard.lease().session_epoch();
+      if (granted.ok) granted.epoch = guard.grant().session_epoch();
       done->set_value(granted);
     });
   }

@@ -221,7 +221,7 @@ TEST_F(DirectoryRegistryTest, ReleaseDoesNotWaitForTheServer) {
   auto& a = contender();
   auto lock = lock_for(a, grace(1h));
   ASSERT_TRUE(lock->try_acquire_for(kWait));
-  const LockLease lease = lock->lease();
+  const Grant lease = lock->grant();
   test::Latch reply_may_go;
   std::atomic<bool> lost_heard{false};
   lease.on_lost([&](LostReason) { lost_heard = true; });
@@ -249,7 +249,7 @@ TEST_F(DirectoryRegistryTest, ReleaseWhoseDeleteIsLostIsFinishedInTheBackground)
   auto& a = contender();
   auto lock = lock_for(a, grace(1h));
   ASSERT_TRUE(lock->try_acquire_for(kWait));
-  const auto node = lock->lease().node_path();
+  const auto node = lock->grant().node_path();
   auto& lost = a.faults->on(OpKind::remove, node).fail(Errc::connection_loss);
   EXPECT_TRUE(lock->release());
   EXPECT_TRUE(test::wait_gone(raw(), node, kWait));

@@ -38,16 +38,16 @@ TYPED_TEST(LockGuardTest, TheGrantTravelsWithTheGuardAcrossThreads) {
   LockGuard guard =
       std::async(std::launch::async, [&] { return lock->try_acquire_guard_for(kWait); }).get();
   ASSERT_TRUE(guard);
-  const LockLease lease = guard.lease();
-  EXPECT_TRUE(lease.held());
+  const Grant grant = guard.grant();
+  EXPECT_TRUE(grant.held());
   EXPECT_FALSE(this->free_now());
   const auto token = std::async(std::launch::async, [held = std::move(guard)]() mutable {
-                       const auto t = held.lease().fencing_token();
-                       EXPECT_TRUE(held.lease().held());
+                       const auto t = held.grant().fencing_token();
+                       EXPECT_TRUE(held.grant().held());
                        return t;  // the guard goes with this thread's lambda
                      }).get();
-  EXPECT_EQ(token, lease.fencing_token());
-  EXPECT_TRUE(lease.released());
+  EXPECT_EQ(token, grant.fencing_token());
+  EXPECT_TRUE(grant.released());
   EXPECT_TRUE(this->no_ephemerals_of(c));
   EXPECT_TRUE(this->free_now());
 }
@@ -57,17 +57,17 @@ TYPED_TEST(LockGuardTest, MovingMovesTheGrantAndAssigningGivesTheOldOneBack) {
   auto first_lock = this->lock_for(c);
   LockGuard a = first_lock->acquire_guard();
   ASSERT_TRUE(a);
-  const LockLease first = a.lease();
+  const Grant first = a.grant();
   LockGuard b(std::move(a));
   EXPECT_FALSE(a);  // NOLINT(bugprone-use-after-move): moved-from is empty, by contract
   EXPECT_FALSE(a.unlock());
-  EXPECT_THROW((void)a.lease(), std::logic_error);
+  EXPECT_THROW((void)a.grant(), std::logic_error);
   EXPECT_TRUE(b);
   EXPECT_TRUE(first.held());
   // A guard of another key, assigned over b: b's grant goes back first.
   InterProcessMutex other(*c.client, kDir + "-other");
   LockGuard second = other.acquire_guard();
-  const LockLease second_lease = second.lease();
+  const Grant second_lease = second.grant();
   b = std::move(second);
   EXPECT_TRUE(first.released());
   EXPECT_TRUE(second_lease.held());
@@ -85,7 +85,7 @@ TYPED_TEST(LockGuardTest, AGuardsGrantIsNotTheCallingThreadsHold) {
   LockGuard guard = lock->acquire_guard();
   ASSERT_TRUE(guard);
   EXPECT_FALSE(lock->release());  // nothing of this thread's to give back
-  EXPECT_TRUE(guard.lease().held());
+  EXPECT_TRUE(guard.grant().held());
   EXPECT_FALSE(lock->try_acquire_guard_for(100ms));  // queues behind the first, times out
   EXPECT_EQ(this->lock_nodes().size(), 1u);          // and leaves nothing behind
   EXPECT_TRUE(guard.unlock());
@@ -116,7 +116,7 @@ TYPED_TEST(LockGuardTest, AGuardOutlivesItsLockObject) {
     guard = lock->acquire_guard();
   }
   ASSERT_TRUE(guard);
-  EXPECT_TRUE(guard.lease().held());
+  EXPECT_TRUE(guard.grant().held());
   EXPECT_FALSE(this->free_now());
   EXPECT_TRUE(guard.unlock());
   EXPECT_TRUE(this->free_now());
@@ -132,11 +132,11 @@ TYPED_TEST(LockGuardTest, AGuardOutlivesItsClient) {
     guard = lock->acquire_guard();
   }
   ASSERT_TRUE(guard);
-  const LockLease lease = guard.lease();
+  const Grant grant = guard.grant();
   c.client.reset();
   EXPECT_TRUE(this->free_now());  // the closed session's node went with it
   EXPECT_TRUE(guard.unlock());
-  EXPECT_TRUE(lease.released() || lease.lost());
+  EXPECT_TRUE(grant.released() || grant.lost());
 }
 
 class ReadWriteGuardTest : public LockUnitTest<InterProcessMutex> {};

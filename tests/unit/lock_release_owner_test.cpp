@@ -35,12 +35,12 @@ void replace_with_foreign_node(Keeper& foreign, const std::string& node) {
 TYPED_TEST(LockUnitTest, AReleaseLeavesANodeOfItsNameThatIsNotOurs) {
   auto& holder = this->contender();
   // The grant's own-node watch is lost (its reply lost, its events held), so
-  // nothing tells the lease that its node was replaced.
+  // nothing tells the grant that its node was replaced.
   holder.faults->on(OpKind::get, kDir + "/").lose_reply_after_apply().hold_watch();
   auto lock = this->lock_for(holder);
   ASSERT_TRUE(lock->try_acquire());
   ASSERT_TRUE(this->ensemble_.wait_idle());
-  // The lease has heard its read's reply (the lost one) before the release:
+  // The grant has heard its read's reply (the lost one) before the release:
   // the case is a release that knows its node is unwatched. (One sent before
   // that reply comes, on the create's word, is the window no read closes:
   // owned_delete.hpp.)

@@ -1,5 +1,5 @@
 // Lock safety against adversaries and sharing: data another client
-// writes into lock nodes, holder texts, two threads on one lock object, lease
+// writes into lock nodes, holder texts, two threads on one lock object, grant
 // callbacks that call back into the library, and a session lost while the
 // next one cannot be opened. Each test failed before its fix.
 #include <gtest/gtest.h>
@@ -20,12 +20,12 @@ using test::OpKind;
 
 TYPED_TEST_SUITE(LockUnitTest, LockTypes);
 
-// Signals a latch when the lease is lost, and keeps the reason.
+// Signals a latch when the grant is lost, and keeps the reason.
 struct LostWatch {
   Latch latch;
   std::atomic<LostReason> reason{LostReason::none};
-  void watch(const LockLease& lease) {
-    lease.on_lost([this](LostReason why) {
+  void watch(const Grant& grant) {
+    grant.on_lost([this](LostReason why) {
       reason = why;
       latch.open();
     });
@@ -66,7 +66,7 @@ TYPED_TEST(LockUnitTest, DataWrittenIntoAWaitingNodeNeverSkipsTheHolder) {
   this->raw().remove(middle_node);
   ASSERT_TRUE(this->ensemble_.wait_idle());
   EXPECT_FALSE(granted) << "a waiter skipped the holder";
-  EXPECT_TRUE(held->lease().held());
+  EXPECT_TRUE(held->grant().held());
   held->release();
   last_waits.join();
   EXPECT_TRUE(granted);
@@ -95,7 +95,7 @@ TYPED_TEST(LockUnitTest, HolderTextWithAControlCharacterOrTooLongIsRefusedUpFron
   longest.holder_id = std::string(kMaxHolderIdLength, '~');
   auto lock = this->lock_for(a, longest);
   ASSERT_TRUE(lock->try_acquire());
-  EXPECT_EQ(this->ensemble_.data_now(lock->lease().node_path()), longest.holder_id);
+  EXPECT_EQ(this->ensemble_.data_now(lock->grant().node_path()), longest.holder_id);
   lock->release();
 }
 
@@ -105,19 +105,19 @@ TYPED_TEST(LockUnitTest, TheLostSignalSurvivesAnyNumberOfDataChanges) {
   auto& a = this->contender();
   auto lock = this->lock_for(a);
   ASSERT_TRUE(lock->try_acquire());
-  const LockLease lease = lock->lease();
+  const Grant grant = lock->grant();
   LostWatch lost;
-  lost.watch(lease);
+  lost.watch(grant);
   Latch token_stopped;
-  std::stop_callback on_stop(lease.lost_token(), [&] { token_stopped.open(); });
-  this->raw().set(lease.node_path(), "__REVOKE__");  // what Curator's revoker writes
-  for (int i = 0; i < 5; ++i) this->raw().set(lease.node_path(), "scribble " + std::to_string(i));
+  std::stop_callback on_stop(grant.lost_token(), [&] { token_stopped.open(); });
+  this->raw().set(grant.node_path(), "__REVOKE__");  // what Curator's revoker writes
+  for (int i = 0; i < 5; ++i) this->raw().set(grant.node_path(), "scribble " + std::to_string(i));
   ASSERT_TRUE(this->ensemble_.wait_idle());
-  EXPECT_FALSE(lease.lost());
-  this->raw().remove(lease.node_path());
+  EXPECT_FALSE(grant.lost());
+  this->raw().remove(grant.node_path());
   ASSERT_TRUE(lost.latch.wait(kWait)) << "the delete went unheard";
   EXPECT_EQ(lost.reason, LostReason::node_deleted);
-  EXPECT_TRUE(lease.lost());
+  EXPECT_TRUE(grant.lost());
   EXPECT_TRUE(token_stopped.wait(kWait));
   lock->release();
 }
@@ -126,27 +126,27 @@ TYPED_TEST(LockUnitTest, ARevocationRequestIsVisibleToTheHolder) {
   auto& a = this->contender();
   auto lock = this->lock_for(a);
   ASSERT_TRUE(lock->try_acquire());
-  const LockLease lease = lock->lease();
+  const Grant grant = lock->grant();
   Latch requested;
   std::atomic<int> requests{0};
-  lease.on_revocation_requested([&] {
+  grant.on_revocation_requested([&] {
     ++requests;
     requested.open();
   });
-  this->raw().set(lease.node_path(), "not a request");
-  this->raw().set(lease.node_path(), "__REVOKE__");  // what Curator's Revoker writes
+  this->raw().set(grant.node_path(), "not a request");
+  this->raw().set(grant.node_path(), "__REVOKE__");  // what Curator's Revoker writes
   ASSERT_TRUE(requested.wait(kWait));
-  EXPECT_TRUE(lease.revocation_requested());
-  EXPECT_TRUE(lease.held()) << "a request is only a request";
+  EXPECT_TRUE(grant.revocation_requested());
+  EXPECT_TRUE(grant.held()) << "a request is only a request";
   // Seen once; a callback added later runs at once.
-  this->raw().set(lease.node_path(), "__REVOKE__");
+  this->raw().set(grant.node_path(), "__REVOKE__");
   Latch late;
-  lease.on_revocation_requested([&] { late.open(); });
+  grant.on_revocation_requested([&] { late.open(); });
   EXPECT_TRUE(late.wait(kWait));
   EXPECT_EQ(requests, 1);
   lock->release();
-  EXPECT_TRUE(lease.released());
-  EXPECT_FALSE(lease.lost()) << "a release is not a loss";
+  EXPECT_TRUE(grant.released());
+  EXPECT_FALSE(grant.lost()) << "a release is not a loss";
 }
 
 // The own-node watch's first reply may say the node is already gone: no watch
@@ -164,9 +164,9 @@ TYPED_TEST(LockUnitTest, TheLostTokenStopsWhenTheFirstReplySaysTheNodeIsGone) {
   });
   ASSERT_TRUE(lock->try_acquire());
   Latch stopped;
-  std::stop_callback on_stop(lock->lease().lost_token(), [&] { stopped.open(); });
+  std::stop_callback on_stop(lock->grant().lost_token(), [&] { stopped.open(); });
   EXPECT_TRUE(stopped.wait(kWait));
-  EXPECT_EQ(lock->lease().lost_reason(), LostReason::node_deleted);
+  EXPECT_EQ(lock->grant().lost_reason(), LostReason::node_deleted);
   lock->release();
 }
 
@@ -178,11 +178,11 @@ TYPED_TEST(LockUnitTest, ALostCallbackMayReleaseAndTakeAnotherLock) {
   auto lock = this->lock_for(a);
   auto other = std::make_unique<TypeParam>(*a.client, kDir + "-other");
   ASSERT_TRUE(lock->try_acquire());
-  const LockLease lease = lock->lease();
+  const Grant grant = lock->grant();
   Latch done;
   std::atomic<bool> released{false}, took_other{false};
   std::atomic<bool> session_answered{false};
-  lease.on_lost([&](LostReason) {
+  grant.on_lost([&](LostReason) {
     // The session still answers while a callback runs.
     try {
       (void)a.client->keeper()->exists("/", {}, 2s);
@@ -196,7 +196,7 @@ TYPED_TEST(LockUnitTest, ALostCallbackMayReleaseAndTakeAnotherLock) {
     if (took_other) other->release();
     done.open();
   });
-  this->raw().remove(lease.node_path());
+  this->raw().remove(grant.node_path());
   ASSERT_TRUE(done.wait(kWait));
   EXPECT_TRUE(session_answered) << "the callback held up the session's replies";
   EXPECT_EQ(released, (std::is_same_v<TypeParam, NonReentrantMutex>));
@@ -205,22 +205,22 @@ TYPED_TEST(LockUnitTest, ALostCallbackMayReleaseAndTakeAnotherLock) {
   if (!released) {
     EXPECT_TRUE(lock->release());
   }
-  EXPECT_TRUE(lease.lost());
+  EXPECT_TRUE(grant.lost());
 }
 
 TYPED_TEST(LockUnitTest, ACallbackThatThrowsDoesNotStopTheOthers) {
   auto& a = this->contender();
   auto lock = this->lock_for(a);
   ASSERT_TRUE(lock->try_acquire());
-  const LockLease lease = lock->lease();
+  const Grant grant = lock->grant();
   Latch second;
-  lease.on_lost([](LostReason) { throw std::runtime_error("a careless callback"); });
-  lease.on_lost([&](LostReason) { second.open(); });
-  this->raw().remove(lease.node_path());
+  grant.on_lost([](LostReason) { throw std::runtime_error("a careless callback"); });
+  grant.on_lost([&](LostReason) { second.open(); });
+  this->raw().remove(grant.node_path());
   EXPECT_TRUE(second.wait(kWait));
   // Registered after the loss: it runs too, on the callback thread.
   Latch late;
-  lease.on_lost([&](LostReason) { late.open(); });
+  grant.on_lost([&](LostReason) { late.open(); });
   EXPECT_TRUE(late.wait(kWait));
   lock->release();
 }
@@ -251,7 +251,7 @@ TYPED_TEST(LockUnitTest, ACreateAppliedAfterWeGaveItUpIsDeletedNotQueued) {
   });
   ASSERT_TRUE(lock->try_acquire_for(kWait));
   ASSERT_EQ(listings, 2);
-  const auto ours = node_name(lock->lease().node_path());
+  const auto ours = node_name(lock->grant().node_path());
   EXPECT_EQ(ours.find(node_name(given_up)), std::string::npos) << "the old name was used again";
   ASSERT_TRUE(test::wait_children(
       this->raw(), kDir,
@@ -285,7 +285,7 @@ TYPED_TEST(LockUnitTest, ATimedAcquireEndsAtMostOneSessionTimeoutPastItsDeadline
   Latch replies_may_go;
   // The reply to the waiter's read of the holder's node is held back, and
   // every reply after it (they come in order): the link is as good as dead.
-  a.faults->on(OpKind::get, held->lease().node_path()).after([&](auto&) {
+  a.faults->on(OpKind::get, held->grant().node_path()).after([&](auto&) {
     (void)replies_may_go.wait(3 * kWait);
   });
   const auto timeout = a.client->keeper()->default_timeout();
@@ -360,19 +360,19 @@ TYPED_TEST(LockUnitTest, ADirectoryWrittenToSinceItsProofIsKept) {
 
 class SemaphoreMutexSharingTest : public LockUnitTest<NonReentrantMutex> {};
 
-// One lease slot was overwritten by the next grant: the thread whose hold was
-// lost then read the new holder's lease (its guarded writes passed) and its
+// One grant slot was overwritten by the next grant: the thread whose hold was
+// lost then read the new holder's grant (its guarded writes passed) and its
 // release deleted the new holder's node.
 TEST_F(SemaphoreMutexSharingTest, AGrantNeverOverwritesAnotherAndReleasesGoOldestFirst) {
   auto& a = contender();
   auto shared = lock_for(a);
   ASSERT_TRUE(shared->try_acquire());
-  const LockLease first = shared->lease();
-  std::optional<LockLease> second;
+  const Grant first = shared->grant();
+  std::optional<Grant> second;
   Latch granted;
   std::thread b([&] {
     ASSERT_TRUE(shared->try_acquire_for(kWait));
-    second.emplace(shared->lease());
+    second.emplace(shared->grant());
     granted.open();
   });
   ASSERT_TRUE(wait_queue_length(2));
@@ -398,12 +398,12 @@ TEST_F(SemaphoreMutexSharingTest, AGrantNeverOverwritesAnotherAndReleasesGoOldes
   EXPECT_TRUE(first.released() || first.lost());
   EXPECT_TRUE(second->held());
   EXPECT_TRUE(ensemble_.exists_now(second->node_path()));
-  EXPECT_EQ(shared->lease().node_path(), second->node_path());
+  EXPECT_EQ(shared->grant().node_path(), second->node_path());
   EXPECT_TRUE(shared->release());
   EXPECT_TRUE(second->released());
   EXPECT_FALSE(shared->release());
   ASSERT_TRUE(wait_queue_length(0));
-  // A released lease is refused without a round trip.
+  // A released grant is refused without a round trip.
   EXPECT_EQ(
       guarded_write(keeper, *second, {op::Create{"/late", "", CreateMode::persistent, {}}}).error,
       Errc::no_node);
@@ -416,12 +416,12 @@ TEST_F(MutexSharingTest, AThreadWhoseHoldWasLostReleasesOnlyItsOwn) {
   auto& a = contender();
   auto shared = lock_for(a);
   ASSERT_TRUE(shared->try_acquire());
-  const LockLease first = shared->lease();
+  const Grant first = shared->grant();
   Latch granted, may_release;
-  std::optional<LockLease> second;
+  std::optional<Grant> second;
   std::thread b([&] {
     ASSERT_TRUE(shared->try_acquire_for(kWait));
-    second.emplace(shared->lease());
+    second.emplace(shared->grant());
     granted.open();
     ASSERT_TRUE(may_release.wait(kWait));
     EXPECT_TRUE(shared->release());
@@ -430,7 +430,7 @@ TEST_F(MutexSharingTest, AThreadWhoseHoldWasLostReleasesOnlyItsOwn) {
   raw().remove(first.node_path());
   ASSERT_TRUE(granted.wait(kWait));
   EXPECT_TRUE(first.lost());
-  EXPECT_EQ(shared->lease().node_path(), first.node_path()) << "each thread has its own lease";
+  EXPECT_EQ(shared->grant().node_path(), first.node_path()) << "each thread has its own grant";
   EXPECT_TRUE(shared->release());
   EXPECT_TRUE(second->held());
   EXPECT_TRUE(ensemble_.exists_now(second->node_path()));
@@ -439,12 +439,12 @@ TEST_F(MutexSharingTest, AThreadWhoseHoldWasLostReleasesOnlyItsOwn) {
   ASSERT_TRUE(wait_queue_length(0));
 }
 
-// ---- A lost session is a lost lease, whatever the next session does.
+// ---- A lost session is a lost grant, whatever the next session does.
 
 // When suspended outlasted the session timeout the Client announced lost, but
 // if opening the next session failed (the factory throws, as the real one
 // does for a host name that does not resolve) the epoch stayed put and the
-// old handle open: under SuspendedPolicy::ignore the lease stayed "held"
+// old handle open: under SuspendedPolicy::ignore the grant stayed "held"
 // while the server deleted its node.
 TEST(LockSessionLoss, ALeaseIsLostWhenItsSessionEndsEvenIfTheNextCannotBeOpened) {
   test::FakeEnsemble ensemble;
@@ -464,14 +464,14 @@ TEST(LockSessionLoss, ALeaseIsLostWhenItsSessionEndsEvenIfTheNextCannotBeOpened)
   lock_options.suspended_policy = SuspendedPolicy::ignore;
   InterProcessMutex lock(client, kDir, lock_options);
   ASSERT_TRUE(lock.try_acquire());
-  const LockLease lease = lock.lease();
+  const Grant grant = lock.grant();
   LostWatch lost;
-  lost.watch(lease);
+  lost.watch(grant);
   const auto session = client.keeper()->session_id();
   ensemble.disconnect(session);
-  ASSERT_TRUE(lost.latch.wait(kWait)) << "the lease outlived its session";
+  ASSERT_TRUE(lost.latch.wait(kWait)) << "the grant outlived its session";
   EXPECT_EQ(lost.reason, LostReason::session_lost);
-  EXPECT_GT(client.session_epoch(), lease.session_epoch());
+  EXPECT_GT(client.session_epoch(), grant.session_epoch());
   // The old handle was closed, so the server has let its nodes go.
   EXPECT_TRUE(ensemble.ephemerals_of(session).empty());
   // The next try opens a session (the one before it failed), and the lock

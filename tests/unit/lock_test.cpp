@@ -29,8 +29,8 @@ TYPED_TEST(LockUnitTest, UncontendedAcquireUsesCuratorsNamesAndLeavesNothing) {
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_TRUE(std::regex_match(nodes[0], std::regex("_c_[0-9a-f-]{36}-lock-[0-9]{10}")))
       << nodes[0];
-  EXPECT_EQ(lock->lease().node_path(), kDir + "/" + nodes[0]);
-  EXPECT_EQ(lock->lease().fencing_token(),
+  EXPECT_EQ(lock->grant().node_path(), kDir + "/" + nodes[0]);
+  EXPECT_EQ(lock->grant().fencing_token(),
             this->ensemble_.exists_now(kDir + "/" + nodes[0])->czxid);
   EXPECT_EQ(lock->participant_nodes(), std::vector<std::string>{kDir + "/" + nodes[0]});
   EXPECT_TRUE(lock->release());
@@ -199,10 +199,10 @@ TYPED_TEST(LockUnitTest, PredecessorDeletedBetweenListingAndWatching) {
   auto& holder = this->contender();
   auto held = this->lock_for(holder);
   ASSERT_TRUE(held->try_acquire());
-  const std::string holder_node = held->lease().node_path();
+  const std::string holder_node = held->grant().node_path();
 
   test::Latch told;
-  held->lease().on_lost([&](LostReason) { told.open(); });
+  held->grant().on_lost([&](LostReason) { told.open(); });
   auto& a = this->contender();
   // Right after our listing, before we watch it, the node before ours goes.
   auto& rule = a.faults->on(OpKind::children, kDir).after([&](const test::FaultCall&) {
@@ -213,7 +213,7 @@ TYPED_TEST(LockUnitTest, PredecessorDeletedBetweenListingAndWatching) {
   EXPECT_EQ(rule.fired(), 1);
   // The old holder hears that its node was deleted under it.
   ASSERT_TRUE(told.wait(kWait));
-  EXPECT_EQ(held->lease().lost_reason(), LostReason::node_deleted);
+  EXPECT_EQ(held->grant().lost_reason(), LostReason::node_deleted);
   lock->release();
   held->release();
   EXPECT_TRUE(this->lock_nodes().empty());
@@ -306,7 +306,7 @@ TYPED_TEST(LockUnitTest, ConnectionLossDuringReleaseDeletesInTheBackground) {
   auto& a = this->contender();
   auto lock = this->lock_for(a);
   ASSERT_TRUE(lock->try_acquire());
-  const auto node = lock->lease().node_path();
+  const auto node = lock->grant().node_path();
   const auto session = this->session_of(a);
   this->ensemble_.disconnect(session);
   EXPECT_TRUE(lock->release());  // returns at once, state cleared
@@ -320,7 +320,7 @@ TYPED_TEST(LockUnitTest, LostReplyOfTheReleaseDeleteIsRetried) {
   auto& a = this->contender();
   auto lock = this->lock_for(a);
   ASSERT_TRUE(lock->try_acquire());
-  const auto node = lock->lease().node_path();
+  const auto node = lock->grant().node_path();
   auto& rule = a.faults->on(OpKind::remove, node).fail(Errc::connection_loss);
   EXPECT_TRUE(lock->release());
   EXPECT_TRUE(test::wait_gone(this->raw(), node, kWait));
@@ -332,29 +332,29 @@ TYPED_TEST(LockUnitTest, HolderWhoseSessionExpiresIsToldAndItsGuardedWriteFails)
   auto& a = this->contender();
   auto lock = this->lock_for(a);
   ASSERT_TRUE(lock->try_acquire());
-  const LockLease& lease = lock->lease();
+  const Grant& grant = lock->grant();
   test::Latch told;
   std::atomic<LostReason> heard{LostReason::none};
-  lease.on_lost([&](LostReason why) {
+  grant.on_lost([&](LostReason why) {
     heard = why;
     told.open();
   });
-  auto accepted = guarded_write(*a.client->keeper(), lease, {op::Set{"/resource", "1"}});
+  auto accepted = guarded_write(*a.client->keeper(), grant, {op::Set{"/resource", "1"}});
   EXPECT_TRUE(accepted.ok());
   auto old_keeper = a.client->keeper();
   this->ensemble_.expire(this->session_of(a));
   ASSERT_TRUE(told.wait(kWait));
   EXPECT_EQ(heard.load(), LostReason::session_lost);
-  EXPECT_TRUE(lease.lost_token().stop_requested());
+  EXPECT_TRUE(grant.lost_token().stop_requested());
   // Another contender gets the lock; the old holder's write is refused.
   auto& b = this->contender();
   auto other = this->lock_for(b);
   ASSERT_TRUE(other->try_acquire_for(kWait));
   ASSERT_TRUE(a.client->block_until_connected(kWait));
   // Refused either way: by the new session (the lock node is gone) or, if the
-  // Client has not yet heard of the expiry its lease's watch reported, by the
+  // Client has not yet heard of the expiry its grant's watch reported, by the
   // old session's server (session_expired).
-  auto rejected = guarded_write(*a.client->keeper(), lease, {op::Set{"/resource", "2"}});
+  auto rejected = guarded_write(*a.client->keeper(), grant, {op::Set{"/resource", "2"}});
   EXPECT_EQ(rejected.outcome, GuardedWriteResult::Outcome::lock_lost)
       << to_string(rejected.outcome);
   EXPECT_TRUE(rejected.error == Errc::no_node || rejected.error == Errc::session_expired)
@@ -374,14 +374,14 @@ TYPED_TEST(LockUnitTest, SuspendedMeansLostUnderTheStandardPolicyOnly) {
   ASSERT_TRUE(standard->try_acquire());
   ASSERT_TRUE(session_only->try_acquire());
   test::Latch told;
-  standard->lease().on_lost([&](LostReason) { told.open(); });
+  standard->grant().on_lost([&](LostReason) { told.open(); });
   this->ensemble_.disconnect(this->session_of(a));
   this->ensemble_.disconnect(this->session_of(b));
   ASSERT_TRUE(told.wait(kWait));
-  EXPECT_EQ(standard->lease().lost_reason(), LostReason::suspended);
+  EXPECT_EQ(standard->grant().lost_reason(), LostReason::suspended);
   this->ensemble_.reconnect(this->session_of(b));
   ASSERT_TRUE(b.client->block_until_connected(kWait));
-  EXPECT_FALSE(session_only->lease().lost());
+  EXPECT_FALSE(session_only->grant().lost());
   this->ensemble_.reconnect(this->session_of(a));
   standard->release();
   session_only->release();
@@ -439,7 +439,7 @@ TYPED_TEST(LockUnitTest, AForeignWriteOnAWaitingNodeIsNotTakenForAGrant) {
   std::thread middle_waits([&] {
     // Its node is deleted under it below: it must queue again, not hold.
     if (waiting->try_acquire_for(kWait)) {
-      EXPECT_TRUE(this->ensemble_.exists_now(waiting->lease().node_path()));
+      EXPECT_TRUE(this->ensemble_.exists_now(waiting->grant().node_path()));
       waiting->release();
     }
   });
@@ -476,7 +476,7 @@ TYPED_TEST(LockUnitTest, WaiterWhoseNodeIsDeletedQueuesAgainInsteadOfHolding) {
   std::thread waiter([&] {
     ASSERT_TRUE(lock->try_acquire_for(kWait));
     granted = true;
-    EXPECT_TRUE(this->ensemble_.exists_now(lock->lease().node_path()))
+    EXPECT_TRUE(this->ensemble_.exists_now(lock->grant().node_path()))
         << "granted on a node that no longer exists";
     lock->release();
   });
@@ -511,7 +511,7 @@ TEST_F(MutexUnitTest, IsReentrantPerThreadAndOnlyTheHolderReleases) {
   EXPECT_FALSE(lock->is_acquired_in_this_process());
   EXPECT_TRUE(lock_nodes().empty());
   EXPECT_FALSE(lock->release());  // double release
-  EXPECT_THROW((void)lock->lease(), std::logic_error);
+  EXPECT_THROW((void)lock->grant(), std::logic_error);
 }
 
 TEST_F(MutexUnitTest, WorksWithStandardLockGuards) {

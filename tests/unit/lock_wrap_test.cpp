@@ -51,7 +51,7 @@ TYPED_TEST(LockUnitTest, NoContenderIsGrantedPastTheCounterWrapWhileTheHolderHol
   EXPECT_TRUE(this->no_ephemerals_of(second));
   ASSERT_EQ(this->lock_nodes().size(), 1u);
   EXPECT_TRUE(this->lock_nodes()[0].ends_with("-lock-2147483647"));
-  EXPECT_TRUE(held->lease().held());
+  EXPECT_TRUE(held->grant().held());
   held->release();
 }
 

@@ -192,8 +192,8 @@ TEST_F(MisuseTest, TheLongestLockPathWorksAndItsNodesStayValid) {
   ASSERT_EQ(dir.size(), kMaxLockPathLength);
   InterProcessMutex lock(*a.client, dir);
   ASSERT_TRUE(lock.try_acquire());
-  EXPECT_LE(lock.lease().node_path().size(), kMaxPathLength);
-  EXPECT_NO_THROW(validate_path(lock.lease().node_path()));
+  EXPECT_LE(lock.grant().node_path().size(), kMaxPathLength);
+  EXPECT_NO_THROW(validate_path(lock.grant().node_path()));
   EXPECT_TRUE(lock.release());
   EXPECT_TRUE(ensemble_.children_now(dir).empty());
 
@@ -385,20 +385,20 @@ TYPED_TEST(ClientGoneTest, ALockOutlivingItsClientIsSafeAndSaysSo) {
   ASSERT_TRUE(doomed->client->block_until_connected(kWait));
   auto lock = std::make_unique<TypeParam>(*doomed->client, kDir);
   ASSERT_TRUE(lock->try_acquire());
-  const LockLease lease = lock->lease();
+  const Grant grant = lock->grant();
   ASSERT_EQ(this->ensemble_.children_now(kDir).size(), 1u);
   // The watch on our own node is armed once its reply is in. A Client closed
-  // before that leaves the lease unaware that it is lost, for now:
-  // LeaseState::check_own_watch takes only no_node for "gone", where a reply
+  // before that leaves the grant unaware that it is lost, for now:
+  // GrantState::check_own_watch takes only no_node for "gone", where a reply
   // of closing or session_expired means the same.
   ASSERT_TRUE(this->ensemble_.wait_idle());
 
   doomed->client.reset();
   // The session is closed: its node is gone, and the holder is told.
   EXPECT_TRUE(this->ensemble_.children_now(kDir).empty());
-  EXPECT_TRUE(lease.lost());
-  EXPECT_EQ(lease.lost_reason(), LostReason::session_lost);
-  EXPECT_TRUE(lease.lost_token().stop_requested());
+  EXPECT_TRUE(grant.lost());
+  EXPECT_EQ(grant.lost_reason(), LostReason::session_lost);
+  EXPECT_TRUE(grant.lost_token().stop_requested());
 
   // The lock knows its Client is gone and never touches it.
   try {
@@ -464,7 +464,7 @@ TYPED_TEST(ClientGoneTest, AnAcquireWaitingWhenItsClientIsDestroyedFailsWithClos
   }
   // Only the holder's node is left, and the holder still holds.
   EXPECT_EQ(this->ensemble_.children_now(kDir).size(), 1u);
-  EXPECT_FALSE(held.lease().lost());
+  EXPECT_FALSE(held.grant().lost());
   EXPECT_TRUE(test::threads_back_to(threads_before, kWait));
   EXPECT_TRUE(held.release());
 }

@@ -71,7 +71,7 @@ TEST_F(MultiLockGuardsTest, AllOrNoneAndTheGuardsOutliveTheLock) {
   auto guards = both->try_acquire_guards_for(5s);
   ASSERT_EQ(guards.size(), 3u);
   for (std::size_t i = 0; i < guards.size(); ++i) {
-    EXPECT_EQ(guards[i].lease().node_path().rfind(both->paths()[i] + "/", 0), 0u)
+    EXPECT_EQ(guards[i].grant().node_path().rfind(both->paths()[i] + "/", 0), 0u)
         << "guard " << i << " is not of " << both->paths()[i];
   }
   EXPECT_FALSE(both->is_acquired_in_this_process()) << "guards are no thread's";
@@ -103,8 +103,8 @@ TEST_F(MultiLockGuardsTest, ASessionLostWhileTakingTheSetIsNeverGrantedHalfLost)
   auto guards = taking.get();
   ASSERT_EQ(guards.size(), 2u);
   for (const auto& guard : guards) {
-    EXPECT_TRUE(guard.lease().held());
-    EXPECT_EQ(guard.lease().session_epoch(), mine.session_epoch());
+    EXPECT_TRUE(guard.grant().held());
+    EXPECT_EQ(guard.grant().session_epoch(), mine.session_epoch());
   }
 }
 

@@ -40,7 +40,7 @@ TEST_F(MultiLockTest, TakesPathsInCanonicalOrderOnce) {
   MultiLock both(client(), {"/l/b", "/l/a", "/l/b"});
   EXPECT_EQ(both.paths(), (std::vector<std::string>{"/l/a", "/l/b"}));
   ASSERT_TRUE(both.try_acquire());
-  EXPECT_EQ(both.leases().size(), 2u);
+  EXPECT_EQ(both.grants().size(), 2u);
   EXPECT_EQ(nodes_under({"/l/a", "/l/b"}), 2u);
   EXPECT_TRUE(both.release());
   EXPECT_EQ(nodes_under({"/l/a", "/l/b"}), 0u);
@@ -114,11 +114,11 @@ TEST_F(MultiLockTest, GuardedWriteChecksEveryLease) {
   c.keeper()->create("/resource", "0");
   MultiLock both(c, {"/l/a", "/l/b"});
   ASSERT_TRUE(both.try_acquire());
-  const auto leases = both.leases();
-  EXPECT_TRUE(guarded_write(*c.keeper(), leases, {op::Set{"/resource", "1"}}).ok());
+  const auto grants = both.grants();
+  EXPECT_TRUE(guarded_write(*c.keeper(), grants, {op::Set{"/resource", "1"}}).ok());
   // One of the nodes vanishes (an operator, an expired session): writes fail.
-  c.keeper()->remove(leases[1].node_path());
-  const auto refused = guarded_write(*c.keeper(), leases, {op::Set{"/resource", "2"}});
+  c.keeper()->remove(grants[1].node_path());
+  const auto refused = guarded_write(*c.keeper(), grants, {op::Set{"/resource", "2"}});
   EXPECT_EQ(refused.error, Errc::no_node);
   EXPECT_EQ(refused.failed_index(), 1u);
   EXPECT_EQ(*ensemble_.data_now("/resource"), "1");
@@ -127,7 +127,7 @@ TEST_F(MultiLockTest, GuardedWriteChecksEveryLease) {
 
 // The outcome says what became of the write, so that callers need not decode
 // the multi: applied; refused at one of the caller's ops (conflict, which
-// op); refused by a lease's check or a released lease (lock lost, nothing
+// op); refused by a grant's check or a released grant (lock lost, nothing
 // sent for the latter); or no reply (unknown: here it was applied, and here
 // not, and the caller cannot tell which).
 TEST_F(MultiLockTest, GuardedWriteSaysWhatBecameOfTheWrite) {
@@ -136,13 +136,13 @@ TEST_F(MultiLockTest, GuardedWriteSaysWhatBecameOfTheWrite) {
   c.keeper()->create("/resource", "0");
   MultiLock both(c, {"/l/a", "/l/b"});
   ASSERT_TRUE(both.try_acquire());
-  const auto leases = both.leases();
+  const auto grants = both.grants();
 
-  const auto applied = guarded_write(*c.keeper(), leases, {op::Set{"/resource", "1"}});
+  const auto applied = guarded_write(*c.keeper(), grants, {op::Set{"/resource", "1"}});
   EXPECT_EQ(applied.outcome, Outcome::applied);
   EXPECT_TRUE(applied.applied());
 
-  const auto conflict = guarded_write(*c.keeper(), leases,
+  const auto conflict = guarded_write(*c.keeper(), grants,
                                       {op::Set{"/resource", "2"}, op::Set{"/resource", "3", 99}});
   EXPECT_EQ(conflict.outcome, Outcome::conflict) << to_string(conflict.outcome);
   EXPECT_EQ(conflict.failed_op, 1u);  // the caller's second op, not the multi's fourth
@@ -152,22 +152,22 @@ TEST_F(MultiLockTest, GuardedWriteSaysWhatBecameOfTheWrite) {
   auto faults = std::make_shared<test::Faults>();
   test::FaultKeeper flaky(ensemble_.connect(), faults);
   faults->on(test::OpKind::multi).lose_reply_after_apply();
-  const auto lost_reply = guarded_write(flaky, leases, {op::Set{"/resource", "4"}});
+  const auto lost_reply = guarded_write(flaky, grants, {op::Set{"/resource", "4"}});
   EXPECT_EQ(lost_reply.outcome, Outcome::unknown) << to_string(lost_reply.outcome);
   EXPECT_EQ(*ensemble_.data_now("/resource"), "4");  // applied after all
   faults->on(test::OpKind::multi).fail(Errc::connection_loss);
-  const auto never_sent = guarded_write(flaky, leases, {op::Set{"/resource", "5"}});
+  const auto never_sent = guarded_write(flaky, grants, {op::Set{"/resource", "5"}});
   EXPECT_EQ(never_sent.outcome, Outcome::unknown) << to_string(never_sent.outcome);
   EXPECT_EQ(*ensemble_.data_now("/resource"), "4");
 
-  c.keeper()->remove(leases[1].node_path());
-  const auto node_gone = guarded_write(*c.keeper(), leases, {op::Set{"/resource", "6"}});
+  c.keeper()->remove(grants[1].node_path());
+  const auto node_gone = guarded_write(*c.keeper(), grants, {op::Set{"/resource", "6"}});
   EXPECT_EQ(node_gone.outcome, Outcome::lock_lost) << to_string(node_gone.outcome);
   EXPECT_EQ(*ensemble_.data_now("/resource"), "4");
 
   EXPECT_TRUE(both.release());
   const auto zxid = ensemble_.last_zxid();
-  const auto released = guarded_write(*c.keeper(), leases, {op::Set{"/resource", "7"}});
+  const auto released = guarded_write(*c.keeper(), grants, {op::Set{"/resource", "7"}});
   EXPECT_EQ(released.outcome, Outcome::lock_lost) << to_string(released.outcome);
   EXPECT_EQ(ensemble_.last_zxid(), zxid);  // nothing sent
   EXPECT_EQ(*ensemble_.data_now("/resource"), "4");
@@ -181,8 +181,8 @@ TEST_F(MultiLockTest, GuardedWriteRefusesOpsOnTheLocksOwnNodes) {
   c.keeper()->create("/elsewhere");
   MultiLock both(c, {"/l/a", "/l/b"});
   ASSERT_TRUE(both.try_acquire());
-  const auto leases = both.leases();
-  const std::string node = leases[1].node_path();  // under /l/b
+  const auto grants = both.grants();
+  const std::string node = grants[1].node_path();  // under /l/b
   const std::string sequential_lock_name = "/elsewhere/x-lock-";
   const std::vector<std::pair<Op, std::string>> refused = {
       {op::Remove{node}, "remove of " + node},
@@ -208,22 +208,22 @@ TEST_F(MultiLockTest, GuardedWriteRefusesOpsOnTheLocksOwnNodes) {
   const auto zxid = ensemble_.last_zxid();
   for (const auto& [o, named] : refused) {
     try {
-      (void)guarded_write(*c.keeper(), leases, {op::Set{"/resource", "1"}, o});
+      (void)guarded_write(*c.keeper(), grants, {op::Set{"/resource", "1"}, o});
       ADD_FAILURE() << "accepted the " << named;
     } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
     }
   }
-  // The single-lease form refuses the same way.
-  EXPECT_THROW((void)guarded_write(*c.keeper(), leases[0], {op::Remove{leases[0].node_path()}}),
+  // The single-grant form refuses the same way.
+  EXPECT_THROW((void)guarded_write(*c.keeper(), grants[0], {op::Remove{grants[0].node_path()}}),
                std::invalid_argument);
-  EXPECT_THROW((void)guarded_write(*c.keeper(), leases[0], {op::Create{"/l/a/x"}}),
+  EXPECT_THROW((void)guarded_write(*c.keeper(), grants[0], {op::Create{"/l/a/x"}}),
                std::invalid_argument);
   EXPECT_EQ(ensemble_.last_zxid(), zxid);  // nothing was sent
   EXPECT_EQ(*ensemble_.data_now("/resource"), "0");
   EXPECT_TRUE(ensemble_.exists_now(node));
   // Ordinary writes next to the locks still go through, sequential ones included.
-  EXPECT_TRUE(guarded_write(*c.keeper(), leases,
+  EXPECT_TRUE(guarded_write(*c.keeper(), grants,
                             {op::Set{"/resource", "1"}, op::Create{"/l/c"},
                              op::Create{"/elsewhere/job-", "", CreateMode::persistent_sequential}})
                   .ok());
@@ -272,7 +272,7 @@ TEST_F(MultiLockTest, RoundsLostToSessionEndsGoOnUntilTheDeadline) {
        at = text.find("starting over", at + 1))
     ++lost_rounds;
   EXPECT_GT(lost_rounds, 16) << "the old cap was not reached";
-  for (const auto& lease : both.leases()) EXPECT_TRUE(lease.held());
+  for (const auto& grant : both.grants()) EXPECT_TRUE(grant.held());
   both.release();
   EXPECT_TRUE(test::wait_children(
       *ensemble_.connect(), "/l/a", [](const auto& n) { return n.empty(); }, 5s));

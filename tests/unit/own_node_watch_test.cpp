@@ -18,7 +18,7 @@ TYPED_TEST_SUITE(LockUnitTest, LockTypes);
 // The read sent with an immediate grant loses its reply to the link (so it
 // set no watch); while the link is down, another client deletes our node and
 // creates a persistent node of the same name. The read after the reconnect
-// finds the node there, but not ours: the lease is lost. Before, nothing read
+// finds the node there, but not ours: the grant is lost. Before, nothing read
 // it again, and had it, the name alone would have passed.
 TYPED_TEST(LockUnitTest, ANodeOfOurNameOwnedByAnotherSessionIsNotOurs) {
   auto& a = this->contender();
@@ -41,10 +41,10 @@ TYPED_TEST(LockUnitTest, ANodeOfOurNameOwnedByAnotherSessionIsNotOurs) {
                      this->ensemble_.reconnect(session);
                    });
   ASSERT_TRUE(lock->try_acquire_for(kWait));
-  const LockLease lease = lock->lease();
+  const Grant grant = lock->grant();
   Latch lost;
   std::atomic<LostReason> why{LostReason::none};
-  lease.on_lost([&](LostReason r) {
+  grant.on_lost([&](LostReason r) {
     why = r;
     lost.open();
   });
@@ -54,7 +54,7 @@ TYPED_TEST(LockUnitTest, ANodeOfOurNameOwnedByAnotherSessionIsNotOurs) {
   lock->release();
   ASSERT_TRUE(this->ensemble_.wait_idle());
   // Not ours: the release leaves it alone.
-  EXPECT_EQ(this->ensemble_.data_now(lease.node_path()), "not yours");
+  EXPECT_EQ(this->ensemble_.data_now(grant.node_path()), "not yours");
 }
 
 }  // namespace

@@ -113,9 +113,9 @@ TEST_F(ReadWriteLockTest, NodesAreCuratorsAndTokensGrow) {
   auto& a = contender();
   auto rw = rw_for(a);
   ASSERT_TRUE(rw->write_lock().try_acquire());
-  const auto write = rw->write_lock().lease();
+  const auto write = rw->write_lock().grant();
   ASSERT_TRUE(rw->read_lock().try_acquire());  // a downgrade: granted at once
-  const auto read = rw->read_lock().lease();
+  const auto read = rw->read_lock().grant();
   const std::regex guid("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
   const std::string g = "[0-9a-f-]{36}";
   EXPECT_TRUE(
@@ -187,7 +187,7 @@ TEST_F(ReadWriteLockTest, DowngradeLetsOtherReadersInOnceTheWriteIsReleased) {
   auto& c = contender();
   EXPECT_FALSE(rw_for(c)->write_lock().try_acquire());
   EXPECT_TRUE(ra->read_lock().is_owned_by_current_thread());
-  EXPECT_FALSE(ra->read_lock().lease().lost());
+  EXPECT_FALSE(ra->read_lock().grant().lost());
   ra->read_lock().release();
   rb->read_lock().release();
 }
@@ -200,7 +200,7 @@ TEST_F(ReadWriteLockTest, DowngradeKeepsTheWriteNodeWhileWritersQueueBehindIt) {
   auto& w = contender();
   auto ra = rw_for(a), rw = rw_for(w);
   ASSERT_TRUE(ra->write_lock().try_acquire());
-  const auto write = ra->write_lock().lease();
+  const auto write = ra->write_lock().grant();
   auto writer = std::async(std::launch::async, [&] {
     const bool got = rw->write_lock().try_acquire_for(kWait);
     const bool beside_a_reader = ra->read_lock().is_acquired_in_this_process();
@@ -209,7 +209,7 @@ TEST_F(ReadWriteLockTest, DowngradeKeepsTheWriteNodeWhileWritersQueueBehindIt) {
   });
   ASSERT_TRUE(wait_kinds("WW"));
   ASSERT_TRUE(ra->read_lock().try_acquire());  // granted at once, ahead of the writer
-  const auto read = ra->read_lock().lease();
+  const auto read = ra->read_lock().grant();
   EXPECT_TRUE(ra->write_lock().release());
   EXPECT_FALSE(ra->write_lock().is_owned_by_current_thread());
   // A request of a's session is applied after any delete it sent: the write
@@ -236,18 +236,18 @@ TEST_F(ReadWriteLockTest, ADowngradedReadCarriesItsWriteTokenBelowTheQueuedWrite
   auto& b = contender();
   auto ra = rw_for(a), rb = rw_for(b);
   ASSERT_TRUE(ra->write_lock().try_acquire());
-  const auto write = ra->write_lock().lease();
+  const auto write = ra->write_lock().grant();
   auto writer = std::async(std::launch::async, [&]() -> std::int64_t {
     if (!rb->write_lock().try_acquire_for(kWait)) return -1;
-    const auto token = rb->write_lock().lease().fencing_token();
+    const auto token = rb->write_lock().grant().fencing_token();
     rb->write_lock().release();
     return token;
   });
   ASSERT_TRUE(wait_kinds("WW"));
   ASSERT_TRUE(ra->read_lock().try_acquire());  // granted at once, ahead of the writer
-  const auto read = ra->read_lock().lease();
+  const auto read = ra->read_lock().grant();
   ASSERT_TRUE(ra->read_lock().try_acquire());  // reentered: the same grant, the same token
-  EXPECT_EQ(ra->read_lock().lease().fencing_token(), read.fencing_token());
+  EXPECT_EQ(ra->read_lock().grant().fencing_token(), read.fencing_token());
   EXPECT_TRUE(ra->read_lock().release());
   // The race this is about: our read node is newer than the queued writer's.
   const auto queue = rw_queue();
@@ -275,18 +275,18 @@ TEST_F(ReadWriteLockTest, ADowngradeWithNobodyQueuedCarriesTheWriteTokenToo) {
   auto& b = contender();
   auto ra = rw_for(a), rb = rw_for(b);
   ASSERT_TRUE(ra->write_lock().try_acquire());
-  const auto write = ra->write_lock().lease();
+  const auto write = ra->write_lock().grant();
   ASSERT_TRUE(ra->read_lock().try_acquire());
-  const auto read = ra->read_lock().lease();
+  const auto read = ra->read_lock().grant();
   EXPECT_EQ(read.fencing_token(), write.fencing_token());
   EXPECT_TRUE(ra->write_lock().release());
   // The read now stands alone; another reader shares it with its own token.
   ASSERT_TRUE(rb->read_lock().try_acquire());
-  EXPECT_GT(rb->read_lock().lease().fencing_token(), read.fencing_token());
+  EXPECT_GT(rb->read_lock().grant().fencing_token(), read.fencing_token());
   rb->read_lock().release();
   ra->read_lock().release();
   ASSERT_TRUE(rb->write_lock().try_acquire_for(kWait));
-  EXPECT_GT(rb->write_lock().lease().fencing_token(), read.fencing_token());
+  EXPECT_GT(rb->write_lock().grant().fencing_token(), read.fencing_token());
   rb->write_lock().release();
 }
 
@@ -297,7 +297,7 @@ TEST_F(ReadWriteLockTest, ADowngradedReadIsLostWithTheKeptWriteNode) {
   auto& w = contender();
   auto ra = rw_for(a), rw = rw_for(w);
   ASSERT_TRUE(ra->write_lock().try_acquire());
-  const auto write = ra->write_lock().lease();
+  const auto write = ra->write_lock().grant();
   auto writer = std::async(std::launch::async, [&] {
     const bool got = rw->write_lock().try_acquire_for(kWait);
     if (got) rw->write_lock().release();
@@ -305,7 +305,7 @@ TEST_F(ReadWriteLockTest, ADowngradedReadIsLostWithTheKeptWriteNode) {
   });
   ASSERT_TRUE(wait_kinds("WW"));
   ASSERT_TRUE(ra->read_lock().try_acquire());
-  const auto read = ra->read_lock().lease();
+  const auto read = ra->read_lock().grant();
   EXPECT_TRUE(ra->write_lock().release());
   test::Latch lost;
   read.on_lost([&](LostReason why) {
@@ -325,7 +325,7 @@ TEST_F(ReadWriteLockTest, NoDowngradeThroughALostWriteNode) {
   auto& w = contender();
   auto ra = rw_for(a), rw = rw_for(w);
   ASSERT_TRUE(ra->write_lock().try_acquire());
-  const auto write = ra->write_lock().lease();
+  const auto write = ra->write_lock().grant();
   raw().remove(write.node_path());
   ASSERT_TRUE(rw->write_lock().try_acquire());
   EXPECT_FALSE(ra->read_lock().try_acquire());
@@ -340,7 +340,7 @@ TEST_F(ReadWriteLockTest, NoDowngradeThroughAForgedWriteNodeOfOurName) {
   auto& w = contender();
   auto ra = rw_for(a), rw = rw_for(w);
   ASSERT_TRUE(ra->write_lock().try_acquire());
-  const auto write = ra->write_lock().lease();
+  const auto write = ra->write_lock().grant();
   test::Latch lost;
   write.on_lost([&](LostReason) { lost.open(); });
   raw().remove(write.node_path());

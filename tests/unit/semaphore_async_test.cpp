@@ -97,7 +97,7 @@ TEST_F(SemaphoreAsyncTest, AllOrNoneWithACallback) {
   ASSERT_EQ(one.wait_for(kWait), std::future_status::ready);
   outcome = one.get();
   ASSERT_EQ(outcome.leases.size(), 1u);
-  EXPECT_FALSE(outcome.leases[0].lease().lost());
+  EXPECT_FALSE(outcome.leases[0].grant().lost());
   EXPECT_EQ(leases(), 3u);
   EXPECT_THROW(sb->async_acquire(4, {}, {}, [](std::exception_ptr, std::vector<SemaphoreLease>) {}),
                std::invalid_argument);

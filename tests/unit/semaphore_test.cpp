@@ -73,10 +73,10 @@ TEST_F(SemaphoreTest, CuratorsLayoutAndTokens) {
   ASSERT_EQ(held.size(), 2u);
   const std::regex lease(kLeases + "/_c_[0-9a-f]{8}-[0-9a-f-]{27}-lease-[0-9]{10}");
   for (const auto& h : held)
-    EXPECT_TRUE(std::regex_match(h.lease().node_path(), lease)) << h.lease().node_path();
-  EXPECT_LT(held[0].lease().fencing_token(), held[1].lease().fencing_token());
+    EXPECT_TRUE(std::regex_match(h.grant().node_path(), lease)) << h.grant().node_path();
+  EXPECT_LT(held[0].grant().fencing_token(), held[1].grant().fencing_token());
   EXPECT_EQ(s->participant_nodes(),
-            (std::vector<std::string>{held[0].lease().node_path(), held[1].lease().node_path()}));
+            (std::vector<std::string>{held[0].grant().node_path(), held[1].grant().node_path()}));
   auto children = ensemble_.children_now(kDir);
   EXPECT_EQ(children, (std::vector<std::string>{"leases", "locks"}));
   held.clear();  // released as they go
@@ -170,13 +170,13 @@ TEST_F(SemaphoreTest, ALeaseIsReleasedFromAnyThreadAndSaysWhenLost) {
   std::thread([&] { EXPECT_TRUE(held[0].release()); }).join();
   ASSERT_TRUE(wait_leases(1));
   test::Latch lost;
-  held[1].lease().on_lost([&](LostReason why) {
+  held[1].grant().on_lost([&](LostReason why) {
     EXPECT_EQ(why, LostReason::node_deleted);
     lost.open();
   });
-  raw().remove(held[1].lease().node_path());
+  raw().remove(held[1].grant().node_path());
   ASSERT_TRUE(lost.wait(kWait));
-  EXPECT_TRUE(held[1].lease().lost());
+  EXPECT_TRUE(held[1].grant().lost());
 }
 
 // No silent mix, both ways round.
@@ -226,10 +226,10 @@ TEST_F(SemaphoreTest, CuratorSemaphoreMutexExcludesAndAnyThreadReleases) {
   ASSERT_TRUE(ma.try_acquire());
   EXPECT_FALSE(mb.try_acquire());
   EXPECT_TRUE(ma.is_acquired_in_this_process());
-  EXPECT_EQ(node_name(parent_path(ma.lease().node_path())), "leases");
+  EXPECT_EQ(node_name(parent_path(ma.grant().node_path())), "leases");
   std::thread([&] { EXPECT_TRUE(ma.release()); }).join();
   EXPECT_FALSE(ma.release());
-  EXPECT_THROW((void)ma.lease(), std::logic_error);
+  EXPECT_THROW((void)ma.grant(), std::logic_error);
   ASSERT_TRUE(mb.try_acquire_for(kWait));
   EXPECT_TRUE(mb.release());
   {
@@ -275,15 +275,15 @@ TEST_F(SemaphoreTest, CuratorSemaphoreMutexReleasesTheOldestGrantFirst) {
   InterProcessSemaphoreMutex shared(*a.client, kDir);
   InterProcessSemaphoreMutex other(*b.client, kDir);
   ASSERT_TRUE(shared.try_acquire());  // thread 1
-  const LockLease first = shared.lease();
+  const Grant first = shared.grant();
   test::Latch lost;
   first.on_lost([&](LostReason) { lost.open(); });
   raw().remove(first.node_path());
   ASSERT_TRUE(lost.wait(kWait));
-  LockLease second = first;
+  Grant second = first;
   std::thread([&] {  // thread 2
     ASSERT_TRUE(shared.try_acquire_for(kWait));
-    second = shared.lease();
+    second = shared.grant();
   })
       .join();
   ASSERT_NE(second.node_path(), first.node_path());
@@ -314,7 +314,7 @@ TEST_F(SemaphoreTest, AWaiterThatLosesTheInternalLockWithdrawsItsLeaseAndQueuesA
   ASSERT_TRUE(wait_leases(2));  // B waits behind A's lease, holding the internal lock
   const auto first_lease = [&] {
     for (const auto& name : leases())
-      if (kLeases + "/" + name != held[0].lease().node_path()) return kLeases + "/" + name;
+      if (kLeases + "/" + name != held[0].grant().node_path()) return kLeases + "/" + name;
     return std::string();
   }();
   const auto locks = ensemble_.children_now(kLocks);
@@ -335,7 +335,7 @@ TEST_F(SemaphoreTest, AWaiterThatLosesTheInternalLockWithdrawsItsLeaseAndQueuesA
   EXPECT_TRUE(held[0].release());
   const auto granted = waiter.get();
   ASSERT_EQ(granted.size(), 1u);
-  EXPECT_NE(granted[0].lease().node_path(), first_lease);
+  EXPECT_NE(granted[0].grant().node_path(), first_lease);
   EXPECT_EQ(leases().size(), 1u);
 }
 

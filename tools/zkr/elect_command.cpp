@@ -2,9 +2,9 @@
 // time, across machines, with failover.
 //
 // zkr joins the leader latch at PATH (zkr/leader_latch.hpp, Curator's
-// LeaderLatch layout) and runs CMD only while it leads. A term is a lease like
+// LeaderLatch layout) and runs CMD only while it leads. A term is a grant like
 // a lock's, so waiting, running, losing and confirming are zkr lock's own
-// (lease_run.hpp): a lost term terminates CMD exactly as a lost lock does.
+// (grant_run.hpp): a lost term terminates CMD exactly as a lost lock does.
 // When CMD ends the latch is closed, which deletes our node, and the next
 // participant leads.
 #include <unistd.h>
@@ -21,7 +21,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "lease_run.hpp"
+#include "grant_run.hpp"
 #include "status_file.hpp"
 #include "verbs.hpp"
 #include "zkr/leader_latch.hpp"
@@ -172,13 +172,13 @@ int elect_main(const std::vector<std::string>& args) {
     const auto connection = connection_settings(parsed);
     if (settings.status_file) status.emplace(*settings.status_file);
     auto log = cli_logger(connection.verbosity);
-    // Before any thread exists (lease_run.hpp).
+    // Before any thread exists (grant_run.hpp).
     const auto inbox = supervision_inbox(*log);
 
     auto client = open_client(connection);
     LeaderLatch latch(*client, settings.path, settings.id, settings.latch_options);
     StatusFile* status_file = status ? &*status : nullptr;
-    const auto waited = wait_for_lease(
+    const auto waited = wait_for_grant(
         *client, connection, settings.path, *inbox, status_file, *log, [&](std::stop_token stop) {
           return settings.timeout ? latch.try_await_leadership_for(*settings.timeout, stop)
                                   : latch.await_leadership(stop);
@@ -187,17 +187,17 @@ int elect_main(const std::vector<std::string>& args) {
                                 [&] { latch.close(); }))
       return *code;
 
-    const LockLease term = latch.term();
+    const Grant term = latch.term();
     log->info("leading {} as {} ({}), epoch {}", settings.path, settings.id, term.node_path(),
               term.fencing_token());
     if (status_file) status_file->add("epoch", term.fencing_token());
-    const LeaseRun run{.held = "leadership of " + settings.path,
+    const GrantRun run{.held = "leadership of " + settings.path,
                        .command = settings.command,
                        .env = {"ZKR_LEADER_PATH=" + settings.path,
                                "ZKR_LEADER_EPOCH=" + std::to_string(term.fencing_token())},
                        .kill_after = settings.kill_after,
                        .session_timeout = connection.session_timeout};
-    const int code = run_under_lease(*client, term, run, *inbox, status_file, *log);
+    const int code = run_under_grant(*client, term, run, *inbox, status_file, *log);
     latch.close();
     return code;
   });

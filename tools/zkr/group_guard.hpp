@@ -14,7 +14,7 @@
 // So zkr forks a guard: a small process in a process group of its own (a
 // signal to zkr's group, a terminal's ^Z included, spares it), ignoring every
 // signal it can. It listens on a socket only zkr holds the other end of:
-//   - zkr sends it a proof of its lease every so often (the send time of a
+//   - zkr sends it a proof of its grant every so often (the send time of a
 //     read that showed our lock node owned by our session); the guard stops
 //     the group (SIGSTOP) when the latest proof is too old, lets it go on
 //     (SIGCONT) when a fresh one comes, and kills it (SIGKILL) when zkr has
@@ -34,7 +34,7 @@
 // host so starved that neither runs for half a session timeout) stops nothing.
 //
 //   GroupGuard guard(pgid, session_timeout, proven);  // before the command execs
-//   guard.proved(sent);       // from the thread that proves the lease
+//   guard.proved(sent);       // from the thread that proves the grant
 //   guard.hold(); ...; guard.release();                // around zkr's own stop
 //   guard.disarm();           // once the group is empty
 #pragma once
@@ -50,14 +50,14 @@ class GroupGuard {
  public:
   // Forks the guard for process group `pgid`. `session_timeout`: the timeout
   // the server granted; `proven_ns`: the send time (boottime_ns()) of a read
-  // that proved the lease. Throws std::system_error.
+  // that proved the grant. Throws std::system_error.
   GroupGuard(pid_t pgid, std::chrono::milliseconds session_timeout, std::int64_t proven_ns);
   // Disarms it (see disarm()).
   ~GroupGuard();
   GroupGuard(const GroupGuard&) = delete;
   GroupGuard& operator=(const GroupGuard&) = delete;
 
-  // The lease was proved by a request sent at `sent_ns`. Any thread; never
+  // The grant was proved by a request sent at `sent_ns`. Any thread; never
   // blocks (a proof the guard has no room for is dropped: it only makes the
   // guard stop the group sooner).
   void proved(std::int64_t sent_ns) noexcept;

@@ -1,6 +1,6 @@
 // `zkr lock PATH [options] [--] CMD ARGS...`: flock(1) across machines.
 //
-// Four steps (lease_run.hpp has the first three, shared with `zkr elect`):
+// Four steps (grant_run.hpp has the first three, shared with `zkr elect`):
 // queue for the lock with signals watched; run the command in a process
 // group of its own, terminated if the lock is lost; check with the server
 // that the lock is still ours, so that the command's own code is returned
@@ -18,7 +18,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "lease_run.hpp"
+#include "grant_run.hpp"
 #include "status_file.hpp"
 #include "verbs.hpp"
 #include "zkr/lock.hpp"
@@ -139,9 +139,9 @@ class CommandLock {
     if (!timeout) return side_ ? side_->acquire(stop) : mutex_->acquire(stop);
     return side_ ? side_->try_acquire_for(*timeout, stop) : mutex_->try_acquire_for(*timeout, stop);
   }
-  LockLease lease() const {
-    if (lease_) return lease_->lease();
-    return side_ ? side_->lease() : mutex_->lease();
+  Grant grant() const {
+    if (lease_) return lease_->grant();
+    return side_ ? side_->grant() : mutex_->grant();
   }
   void release() {
     if (semaphore_) (void)(lease_ && lease_->release());
@@ -249,29 +249,29 @@ int lock_main(const std::vector<std::string>& args) {
     if (settings.status_file) status.emplace(*settings.status_file);
     auto log = cli_logger(connection.verbosity);
 
-    // Before any thread exists (lease_run.hpp).
+    // Before any thread exists (grant_run.hpp).
     const auto inbox = supervision_inbox(*log);
     auto client = open_client(connection);
     CommandLock lock(*client, settings);
     StatusFile* status_file = status ? &*status : nullptr;
     const auto waited =
-        wait_for_lease(*client, connection, settings.path, *inbox, status_file, *log,
+        wait_for_grant(*client, connection, settings.path, *inbox, status_file, *log,
                        [&](std::stop_token stop) { return lock.acquire(settings.timeout, stop); });
     if (auto code = end_of_wait(waited, settings.path, settings.timeout, status_file,
                                 [&] { lock.release(); }))
       return *code;
 
-    const LockLease lease = lock.lease();
-    log->info("holding {} as {} (fencing token {})", settings.path, lease.node_path(),
-              lease.fencing_token());
-    const LeaseRun run{
+    const Grant grant = lock.grant();
+    log->info("holding {} as {} (fencing token {})", settings.path, grant.node_path(),
+              grant.fencing_token());
+    const GrantRun run{
         .held = "lock " + settings.path,
         .command = settings.command,
-        .env = {"ZKR_LOCK_PATH=" + settings.path, "ZKR_LOCK_NODE=" + lease.node_path(),
-                "ZKR_FENCING_TOKEN=" + std::to_string(lease.fencing_token())},
+        .env = {"ZKR_LOCK_PATH=" + settings.path, "ZKR_LOCK_NODE=" + grant.node_path(),
+                "ZKR_FENCING_TOKEN=" + std::to_string(grant.fencing_token())},
         .kill_after = settings.kill_after,
         .session_timeout = connection.session_timeout};
-    const int code = run_under_lease(*client, lease, run, *inbox, status_file, *log);
+    const int code = run_under_grant(*client, grant, run, *inbox, status_file, *log);
     lock.release();
     return code;
   });

@@ -11,7 +11,7 @@
 //     request sent at time t0 proves that the server still had our session
 //     when it received the request, and the request renewed it: from then on,
 //     the server expires it no earlier than T later, and the next waiter is
-//     granted only after that. So the lease is safe until t0 + T.
+//     granted only after that. So the grant is safe until t0 + T.
 //   - The command's group is stopped (SIGSTOP, which it cannot catch) at
 //     t0 + T/2, half way: the other half is the margin for the guard's own
 //     lateness (it is woken by a timer, and may be scheduled late on a busy
@@ -19,7 +19,7 @@
 //     healthy run is stopped; if it takes longer, the group is stopped and
 //     goes on as soon as a proof comes.
 //   - Stopped, the group goes on (SIGCONT) only on a proof that is again
-//     within its half: a resumed zkr must first prove its lease.
+//     within its half: a resumed zkr must first prove its grant.
 //   - At t0 + 2T the group is killed: by then the session has expired unless
 //     zkr's connection lived on without it for a whole session timeout, and
 //     a stopped group still holds files, ports and locks that the next
@@ -62,12 +62,12 @@ class PauseRule {
   constexpr PauseRule(std::int64_t session_timeout_ns, std::int64_t proven_ns) noexcept
       : timeout_(session_timeout_ns), proven_(proven_ns) {}
 
-  // How often zkr should prove its lease, for a session timeout T: T/6.
+  // How often zkr should prove its grant, for a session timeout T: T/6.
   static constexpr std::int64_t proof_interval(std::int64_t session_timeout_ns) noexcept {
     return session_timeout_ns / 6;
   }
 
-  // zkr proved its lease with a request sent at `sent_ns`.
+  // zkr proved its grant with a request sent at `sent_ns`.
   constexpr void proved(std::int64_t sent_ns) noexcept {
     if (sent_ns > proven_) proven_ = sent_ns;
   }

@@ -68,7 +68,7 @@ bool group_is_empty(pid_t pgid) { return ::kill(-pgid, 0) != 0 && errno == ESRCH
 }  // namespace
 
 SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<bool()>& lost,
-                            const std::function<void()>& on_loss, const LeaseHooks& lease,
+                            const std::function<void()>& on_loss, const GrantHooks& grant,
                             std::chrono::milliseconds kill_after, spdlog::logger& log) {
   SupervisionResult result;
   std::optional<int> leader_code;
@@ -90,14 +90,14 @@ SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<
     if (!result.terminated_for_loss && lost()) {
       result.terminated_for_loss = true;
       on_loss();
-      if (lease.may_end_gently()) {
+      if (grant.may_end_gently()) {
         // Woken whatever stopped it (the terminal, the guard): a stopped
         // process acts on no SIGTERM.
         signal_group(pgid, SIGTERM, true);
         kill_at = Clock::now() + kill_after;
       } else {
         print_error(
-            "our lease was last proved more than a session timeout ago: the next "
+            "our grant was last proved more than a session timeout ago: the next "
             "holder may be running; sending SIGKILL to the command's group (" +
             std::to_string(pgid) + ")");
         ::kill(-pgid, SIGKILL);
@@ -119,7 +119,7 @@ SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<
       case SignalInbox::Event::Kind::signal:
         if (event.signo == SIGCHLD) break;
         if (event.signo == SIGTSTP) {
-          lease.stop_with_command();
+          grant.stop_with_command();
           break;
         }
         if (event.from_process)
@@ -128,7 +128,7 @@ SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<
         else
           log.info("passing signal {} on to the command's group ({})", ::strsignal(event.signo),
                    pgid);
-        signal_group(pgid, event.signo, stopped && lease.may_run());
+        signal_group(pgid, event.signo, stopped && grant.may_run());
         break;
       case SignalInbox::Event::Kind::deadline:
         if (kill_at && Clock::now() >= *kill_at) {

@@ -18,14 +18,14 @@
 //
 // SIGTSTP (a terminal's ^Z) is not passed on: zkr stops the whole group
 // (SIGSTOP, which the command cannot ignore), then itself, and when continued
-// lets the group go on once its lease is proved again (lease_watch.hpp). The
+// lets the group go on once its grant is proved again (grant_watch.hpp). The
 // group must not run while zkr cannot watch its lock.
 //
 // Outside the terminal's foreground group, a command that reads the terminal
 // gets SIGTTIN and stops for good, still holding the lock. zkr says so on
 // stderr, and from then on follows every signal it sends with SIGCONT, since
 // a stopped process acts on no other signal but SIGKILL; but never while the
-// lease is unproved, when the group must stay stopped.
+// grant is unproved, when the group must stay stopped.
 //
 // When the lock is lost, the group is woken (SIGCONT) to act on the SIGTERM
 // even if it is stopped for want of a proof, as long as the session cannot
@@ -53,8 +53,8 @@ struct SupervisionResult {
   bool killed = false;               // the group outlived kill_after and got SIGKILL
 };
 
-// What zkr knows of its lease while the group runs (lease_watch.hpp).
-struct LeaseHooks {
+// What zkr knows of its grant while the group runs (grant_watch.hpp).
+struct GrantHooks {
   std::function<bool()> may_run;            // the group may run now
   std::function<bool()> may_end_gently;     // lost: may the group still act on SIGTERM?
   std::function<void()> stop_with_command;  // ^Z: stop group and zkr; returns once continued
@@ -64,7 +64,7 @@ struct LeaseHooks {
 // first seen true, before the SIGTERM. Throws std::system_error if waiting
 // fails: the group may then still run.
 SupervisionResult supervise(pid_t pgid, SignalInbox& inbox, const std::function<bool()>& lost,
-                            const std::function<void()>& on_loss, const LeaseHooks& lease,
+                            const std::function<void()>& on_loss, const GrantHooks& grant,
                             std::chrono::milliseconds kill_after, spdlog::logger& log);
 
 }  // namespace zkr::cli

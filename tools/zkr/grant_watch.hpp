@@ -1,21 +1,21 @@
-// tools/zkr/lease_watch.hpp: keeping the command of `zkr lock` or `zkr elect`
-// from running longer than zkr can prove that its lease (a lock, a
-// leadership term: any LockLease) is still held.
+// tools/zkr/grant_watch.hpp: keeping the command of `zkr lock` or `zkr elect`
+// from running longer than zkr can prove that its grant (a lock, a
+// leadership term: any Grant) is still held.
 //
-// A thread reads the lease's node every T/6 (T: the session timeout the server
-// granted). Each reply that shows the node, owned by the lease's session, is
+// A thread reads the grant's node every T/6 (T: the session timeout the server
+// granted). Each reply that shows the node, owned by the grant's session, is
 // a proof dated by the request's send time, passed on to the group guard
 // (group_guard.hpp), which stops the command's group when the latest proof
 // is too old and lets it go on with a fresh one (pause_rule.hpp has the
 // arithmetic and why it is safe). So a zkr that is stopped, or starved, stops
 // its command too, before its session can expire; once it runs again, the
-// command goes on only after zkr has proved its lease anew.
+// command goes on only after zkr has proved its grant anew.
 //
 // ^Z (SIGTSTP) is zkr's to handle (supervisor.hpp): stop_with_command() stops
 // the group, then zkr, and returns once zkr is continued; the group goes on
-// if the lease is still proved.
+// if the grant is still proved.
 //
-//   LeaseWatch watch(client.keeper(), lease, log);
+//   GrantWatch watch(client.keeper(), grant, log);
 //   if (!watch.prove_first()) ...;                 // lost before the command
 //   spawn_command(..., [&](pid_t pgid) { watch.arm(pgid); });
 //   supervise(...);                                // may_run(), stop_with_command()
@@ -40,26 +40,26 @@ class logger;
 
 namespace zkr {
 class Keeper;
-class LockLease;
+class Grant;
 }  // namespace zkr
 
 namespace zkr::cli {
 
-class LeaseWatch {
+class GrantWatch {
  public:
-  // `keeper`: the session `lease` was granted in. A node that exists, owned
-  // by that session, proves the lease: a lock's or a latch's node is ours
+  // `keeper`: the session `grant` was granted in. A node that exists, owned
+  // by that session, proves the grant: a lock's or a latch's node is ours
   // until deleted, and no node can come back before it in the queue.
-  LeaseWatch(std::shared_ptr<Keeper> keeper, const LockLease& lease, spdlog::logger& log);
+  GrantWatch(std::shared_ptr<Keeper> keeper, const Grant& grant, spdlog::logger& log);
   // Stops proving and disarms the guard (see disarm()).
-  ~LeaseWatch();
-  LeaseWatch(const LeaseWatch&) = delete;
-  LeaseWatch& operator=(const LeaseWatch&) = delete;
+  ~GrantWatch();
+  GrantWatch(const GrantWatch&) = delete;
+  GrantWatch& operator=(const GrantWatch&) = delete;
 
   // The session timeout the server granted.
   std::chrono::milliseconds session_timeout() const noexcept { return session_timeout_; }
 
-  // Proves the lease once, before the command runs; false if the server does
+  // Proves the grant once, before the command runs; false if the server does
   // not show our node, owned by our session, within half a session timeout.
   [[nodiscard]] bool prove_first();
 
@@ -68,11 +68,11 @@ class LeaseWatch {
   void arm(pid_t pgid);
 
   // Whether the command's group may run now: zkr has a proof young enough,
-  // and is not stopping; or it is ending for a lost lease (may_end_gently()).
+  // and is not stopping; or it is ending for a lost grant (may_end_gently()).
   // The guard's own view lags behind it, never ahead.
   bool may_run() const noexcept;
 
-  // The lease is lost. True if the group may still act on a SIGTERM: the
+  // The grant is lost. True if the group may still act on a SIGTERM: the
   // server cannot have expired the session yet (the last proof is less than
   // a session timeout old), and the guard is told to stop it no more. False
   // if zkr was stopped or starved past that point: the next holder may be
@@ -80,7 +80,7 @@ class LeaseWatch {
   bool may_end_gently() noexcept;
 
   // ^Z: stops the group, then zkr itself; returns once zkr is continued. The
-  // group goes on as soon as the lease is proved again (at once if the last
+  // group goes on as soon as the grant is proved again (at once if the last
   // proof is still young enough). Main thread.
   void stop_with_command(pid_t pgid);
 

@@ -1,8 +1,8 @@
-#include "lease_state.hpp"
+#include "grant_state.hpp"
 
 namespace zkr::detail {
 
-void LeaseState::mark_lost(LostReason why) {
+void GrantState::mark_lost(LostReason why) {
   std::vector<std::function<void(LostReason)>> to_run;
   {
     std::lock_guard lock(mutex_);
@@ -23,28 +23,28 @@ void LeaseState::mark_lost(LostReason why) {
   callbacks_->post_all(std::move(signal));
 }
 
-void LeaseState::mark_released() {
+void GrantState::mark_released() {
   std::lock_guard lock(mutex_);
   released_ = true;
   callbacks_to_run_.clear();
 }
 
-bool LeaseState::released() {
+bool GrantState::released() {
   std::lock_guard lock(mutex_);
   return released_;
 }
 
-LostReason LeaseState::reason() {
+LostReason GrantState::reason() {
   std::lock_guard lock(mutex_);
   return reason_;
 }
 
-bool LeaseState::revocation_requested() {
+bool GrantState::revocation_requested() {
   std::lock_guard lock(mutex_);
   return revocation_requested_;
 }
 
-void LeaseState::add_callback(std::function<void(LostReason)> callback) {
+void GrantState::add_callback(std::function<void(LostReason)> callback) {
   LostReason already;
   {
     std::lock_guard lock(mutex_);
@@ -57,7 +57,7 @@ void LeaseState::add_callback(std::function<void(LostReason)> callback) {
   callbacks_->post([callback = std::move(callback), already] { callback(already); });
 }
 
-void LeaseState::add_revocation_callback(std::function<void()> callback) {
+void GrantState::add_revocation_callback(std::function<void()> callback) {
   {
     std::lock_guard lock(mutex_);
     if (!revocation_requested_) {
@@ -68,7 +68,7 @@ void LeaseState::add_revocation_callback(std::function<void()> callback) {
   callbacks_->post(std::move(callback));
 }
 
-void LeaseState::read(const std::shared_ptr<Keeper>& keeper) {
+void GrantState::read(const std::shared_ptr<Keeper>& keeper) {
   std::lock_guard sending(send_mutex_);
   std::uint64_t generation;
   {
@@ -77,7 +77,7 @@ void LeaseState::read(const std::shared_ptr<Keeper>& keeper) {
     generation = ++generation_;
     read_needed_ = false;
   }
-  std::weak_ptr<LeaseState> weak = weak_from_this();
+  std::weak_ptr<GrantState> weak = weak_from_this();
   std::weak_ptr<Keeper> weak_keeper = keeper;
   keeper->async_get(
       node_path,
@@ -89,7 +89,7 @@ void LeaseState::read(const std::shared_ptr<Keeper>& keeper) {
       });
 }
 
-void LeaseState::link_down() {
+void GrantState::link_down() {
   std::lock_guard lock(mutex_);
   read_needed_ = true;
   // The proven version stays: a watch armed before the link went down is set
@@ -97,12 +97,12 @@ void LeaseState::link_down() {
   // read lost with the link forgets it when its reply says so.
 }
 
-bool LeaseState::read_needed() {
+bool GrantState::read_needed() {
   std::lock_guard lock(mutex_);
   return read_needed_ && !released_ && reason_ == LostReason::none;
 }
 
-bool LeaseState::read_if_needed(const std::shared_ptr<Keeper>& keeper) {
+bool GrantState::read_if_needed(const std::shared_ptr<Keeper>& keeper) {
   {
     // Waits for a read being sent by another thread: once we return, it is
     // on its way, ahead of whatever the caller sends next.
@@ -113,18 +113,18 @@ bool LeaseState::read_if_needed(const std::shared_ptr<Keeper>& keeper) {
   return true;
 }
 
-void LeaseState::lose_on_suspension_after(std::uint64_t suspensions) {
+void GrantState::lose_on_suspension_after(std::uint64_t suspensions) {
   std::lock_guard lock(mutex_);
   suspension_mark_ = suspensions;
 }
 
-std::optional<std::uint64_t> LeaseState::suspension_mark() {
+std::optional<std::uint64_t> GrantState::suspension_mark() {
   std::lock_guard lock(mutex_);
   return suspension_mark_;
 }
 
 // On the keeper's event thread: sending is all it does there, never waiting.
-void LeaseState::on_event(std::uint64_t generation, const WatchEvent& event,
+void GrantState::on_event(std::uint64_t generation, const WatchEvent& event,
                           const std::weak_ptr<Keeper>& keeper) {
   forget_watched();  // whatever the event, the last read no longer proves the version
   switch (event.type) {
@@ -144,7 +144,7 @@ void LeaseState::on_event(std::uint64_t generation, const WatchEvent& event,
   else mark_lost(LostReason::session_lost);
 }
 
-void LeaseState::on_reply(std::uint64_t generation, const Result<NodeData>& reply) {
+void GrantState::on_reply(std::uint64_t generation, const Result<NodeData>& reply) {
   if (reply.ok()) {
     // A node of our name that is not our session's, or that our create did
     // not make, is not ours: ours was deleted, and the name taken by someone
@@ -183,13 +183,13 @@ void LeaseState::on_reply(std::uint64_t generation, const Result<NodeData>& repl
   }
 }
 
-std::optional<Version> LeaseState::proven_version() {
+std::optional<Version> GrantState::proven_version() {
   std::lock_guard lock(mutex_);
   if (reason_ != LostReason::none) return std::nullopt;
   return proven_version_;
 }
 
-void LeaseState::forget_watched() {
+void GrantState::forget_watched() {
   std::lock_guard lock(mutex_);
   proven_version_.reset();
 }

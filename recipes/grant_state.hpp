@@ -1,8 +1,8 @@
-// The shared state behind a LockLease: what the lock knows about one grant,
+// The shared state behind a Grant: what the lock knows about one grant,
 // and the lost signal that the Client's listener thread, the keeper's event
 // thread and the holder all reach.
 //
-// One LeaseState per grant, never reused: a LockLease handle copied out of a
+// One GrantState per grant, never reused: a Grant handle copied out of a
 // lock keeps telling the truth about its own grant after the hold ends.
 #pragma once
 
@@ -27,11 +27,11 @@ namespace zkr::detail {
 // What Curator's Revoker writes into a lock node to ask its holder to let go.
 inline constexpr std::string_view kRevokeRequest = "__REVOKE__";
 
-class LeaseState : public std::enable_shared_from_this<LeaseState> {
+class GrantState : public std::enable_shared_from_this<GrantState> {
  public:
   // token: the fencing token, if not the node's own czxid (a downgraded
   // read carries its write grant's; see zkr/read_write_lock.hpp).
-  LeaseState(std::string path, std::int64_t zxid, std::uint64_t session_epoch, std::int64_t session,
+  GrantState(std::string path, std::int64_t zxid, std::uint64_t session_epoch, std::int64_t session,
              std::shared_ptr<CallbackThread> callbacks,
              std::optional<std::int64_t> token = std::nullopt)
       : node_path(std::move(path)),
@@ -47,15 +47,15 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   const std::uint64_t epoch;
   const std::int64_t session_id;  // the owner our node must have (ephemeralOwner)
   // The Client listener of the own-node watch (watch_own_node in
-  // lock_internals.hpp): set once, before the lease is shared; removed by the
-  // release, or by the attempt that gives the lease up before a grant.
+  // lock_internals.hpp): set once, before the grant is shared; removed by the
+  // release, or by the attempt that gives the grant up before a grant.
   Client::ListenerId listener = 0;
   // A read granted through its thread's write node ahead of queued writers
   // (queue_position): safe only while that write node stays. Set once,
-  // before the lease is shared.
+  // before the grant is shared.
   bool ahead_of_writers = false;
   // The grant's use of its lock directory (directory_registry.hpp): set
-  // before the lease is shared, ended by the release.
+  // before the grant is shared, ended by the release.
   std::unique_ptr<DirectoryRegistry::Use> directory_use;
 
   // The first reason wins and is visible at once; the lost token stops and
@@ -72,7 +72,7 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   // Runs once the revocation request is seen (queued at once if it was).
   void add_revocation_callback(std::function<void()> callback);
 
-  // The own-node watch. The lease counts as held only while its node is
+  // The own-node watch. The grant counts as held only while its node is
   // known to exist with our session as its owner, so every read of the node
   // (a get that also sets the watch) is judged: gone, or owned by another
   // session (ours was deleted and a node of its name made), is node_deleted;
@@ -97,7 +97,7 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
 
   // Under SuspendedPolicy::lost, set by the grant: the Client's suspension
   // count at the grant decision (ClientInternals::suspensions). A suspension
-  // counted after it loses the lease. nullopt: suspensions are not losses
+  // counted after it loses the grant. nullopt: suspensions are not losses
   // (a waiter, or SuspendedPolicy::ignore).
   void lose_on_suspension_after(std::uint64_t suspensions);
   std::optional<std::uint64_t> suspension_mark();
@@ -106,7 +106,7 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   // node ours and nothing has been heard of it since. The first read is our
   // create's reply (our session's node, version 0); then each reply of the
   // own-node watch's read that finds the node our create made (czxid) and
-  // owned by our session. Any watch event, a failed read, or a lost lease
+  // owned by our session. Any watch event, a failed read, or a lost grant
   // forgets it. The watch's events come before any later reply, so this is
   // what a read made now would show, as of the last reply: a release deletes
   // with this version and needs no read of its own (owned_delete.hpp says

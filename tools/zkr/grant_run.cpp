@@ -1,4 +1,4 @@
-#include "lease_run.hpp"
+#include "grant_run.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -18,13 +18,13 @@
 #include "command.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "lease_watch.hpp"
+#include "grant_watch.hpp"
 #include "supervisor.hpp"
 
 namespace zkr::cli {
 namespace {
 
-// Set by the lease's lost callback, on a library thread; shared with it, so
+// Set by the grant's lost callback, on a library thread; shared with it, so
 // that a loss reported after the run is over (before the verb releases)
 // touches nothing gone.
 struct LossFlag {
@@ -32,21 +32,21 @@ struct LossFlag {
   std::atomic<LostReason> reason{LostReason::none};
 };
 
-// Whether the lease is still ours, asked of the server after the command's
+// Whether the grant is still ours, asked of the server after the command's
 // group is gone: a loss the library has not heard of yet (a deletion on its
 // way, a race with the command's exit) must not pass for "held throughout".
 // The sync makes our server catch up with the leader first; a queue node
 // cannot come back once deleted (its name is unique), so if it exists now,
 // owned by our session, it existed all along.
-bool still_held(Client& client, const LockLease& lease, const LossFlag& loss,
+bool still_held(Client& client, const Grant& grant, const LossFlag& loss,
                 std::chrono::milliseconds timeout, std::string& why) {
   if (loss.lost) return false;
   try {
     const auto keeper = client.keeper();
-    keeper->sync(lease.node_path(), timeout);
-    const auto stat = keeper->exists(lease.node_path(), {}, timeout);
+    keeper->sync(grant.node_path(), timeout);
+    const auto stat = keeper->exists(grant.node_path(), {}, timeout);
     if (!stat) {
-      why = "our node " + lease.node_path() + " is gone";
+      why = "our node " + grant.node_path() + " is gone";
       return false;
     }
     if (stat->ephemeral_owner != keeper->session_id()) {
@@ -74,7 +74,7 @@ std::unique_ptr<SignalInbox> supervision_inbox(spdlog::logger& log) {
   return inbox;
 }
 
-Waited wait_for_lease(Client& client, const ConnectionSettings& connection, const std::string& path,
+Waited wait_for_grant(Client& client, const ConnectionSettings& connection, const std::string& path,
                       SignalInbox& inbox, StatusFile* status, spdlog::logger& log,
                       const std::function<bool(std::stop_token)>& acquire) {
   // The acquire runs on this thread, the one that releases; signals while
@@ -128,7 +128,7 @@ std::optional<int> end_of_wait(const Waited& waited, const std::string& path,
                                std::optional<std::chrono::milliseconds> timeout, StatusFile* status,
                                const std::function<void()>& give_back) {
   if (waited.signal) {
-    // A signal that came as the lease was granted is honoured too.
+    // A signal that came as the grant was granted is honoured too.
     if (waited.acquired) give_back();
     print_error("interrupted by signal " + std::to_string(*waited.signal) + " while waiting for " +
                 path);
@@ -147,21 +147,21 @@ std::optional<int> end_of_wait(const Waited& waited, const std::string& path,
   return std::nullopt;
 }
 
-int run_under_lease(Client& client, const LockLease& lease, const LeaseRun& run, SignalInbox& inbox,
+int run_under_grant(Client& client, const Grant& grant, const GrantRun& run, SignalInbox& inbox,
                     StatusFile* status, spdlog::logger& log) {
   const auto loss = std::make_shared<LossFlag>();
-  lease.on_lost([loss, &inbox](LostReason why) {
+  grant.on_lost([loss, &inbox](LostReason why) {
     // On a library thread: record and wake the supervisor, nothing more.
-    // The inbox outlives the lease: the verb makes it before any lease.
+    // The inbox outlives the grant: the verb makes it before any grant.
     loss->reason = why;
     loss->lost = true;
     inbox.wake();
   });
   const auto lost_reason = [&] { return std::string(to_string(loss->reason.load())); };
 
-  // Proves the lease while the command runs, and stops the command when
-  // zkr cannot (lease_watch.hpp).
-  LeaseWatch watch(client.keeper(), lease, log);
+  // Proves the grant while the command runs, and stops the command when
+  // zkr cannot (grant_watch.hpp).
+  GrantWatch watch(client.keeper(), grant, log);
   if (loss->lost || !watch.prove_first()) {
     print_error(run.held + " was lost (" +
                 (loss->lost ? lost_reason() : std::string("the server did not confirm it")) +
@@ -182,7 +182,7 @@ int run_under_lease(Client& client, const LockLease& lease, const LeaseRun& run,
   }
   const pid_t pgid = *spawned.pid;
   log.info("running {} as pid {}, in a process group of its own", run.command[0], pgid);
-  const LeaseHooks hooks{[&] { return watch.may_run(); }, [&] { return watch.may_end_gently(); },
+  const GrantHooks hooks{[&] { return watch.may_run(); }, [&] { return watch.may_end_gently(); },
                          [&] { watch.stop_with_command(pgid); }};
   SupervisionResult result;
   try {
@@ -194,7 +194,7 @@ int run_under_lease(Client& client, const LockLease& lease, const LeaseRun& run,
         },
         hooks, run.kill_after, log);
   } catch (...) {
-    // We can no longer tell when the group ends: end it before the lease is
+    // We can no longer tell when the group ends: end it before the grant is
     // released.
     ::kill(-pgid, SIGKILL);
     throw;
@@ -204,7 +204,7 @@ int run_under_lease(Client& client, const LockLease& lease, const LeaseRun& run,
   std::string why;
   if (result.terminated_for_loss) {
     // said so when it happened
-  } else if (!still_held(client, lease, *loss, run.session_timeout, why)) {
+  } else if (!still_held(client, grant, *loss, run.session_timeout, why)) {
     print_error("the command ended (" + std::to_string(result.exit_code) + "), but " + run.held +
                 " was lost meanwhile (" + (why.empty() ? lost_reason() : why) + ")");
   } else {

@@ -1,28 +1,28 @@
-// tools/zkr/lease_run.hpp: what `zkr lock` and `zkr elect` share: waiting for
-// a lease with signals watched, and running a command only while that lease
-// is held, whatever made the lease (a lock, a semaphore, a leader latch's
-// term: each is a LockLease). The safety of both verbs lives here, once.
+// tools/zkr/grant_run.hpp: what `zkr lock` and `zkr elect` share: waiting for
+// a grant with signals watched, and running a command only while that grant
+// is held, whatever made the grant (a lock, a semaphore, a leader latch's
+// term: each is a Grant). The safety of both verbs lives here, once.
 //
-//   1. wait_for_lease: the verb's acquire runs on this thread, signals are
+//   1. wait_for_grant: the verb's acquire runs on this thread, signals are
 //      watched on another: a signal stops the acquire (which takes our node
 //      out of the queue) and zkr exits 128+S; a second one while that is
 //      under way closes the session; a timeout exits 75 (end_of_wait);
-//   2. run_under_lease: the command runs in a process group of its own
+//   2. run_under_grant: the command runs in a process group of its own
 //      (command.hpp), supervised until the whole group is gone
-//      (supervisor.hpp): signals passed on, and if the lease is lost the
+//      (supervisor.hpp): signals passed on, and if the grant is lost the
 //      group is terminated and zkr exits 79; a guard process kills the group
-//      if zkr dies, and stops it while zkr cannot prove its lease
-//      (lease_watch.hpp);
-//   3. after the group is gone, the server is asked whether the lease is
+//      if zkr dies, and stops it while zkr cannot prove its grant
+//      (grant_watch.hpp);
+//   3. after the group is gone, the server is asked whether the grant is
 //      still ours, so that the command's own code is returned only if the
-//      lease was held throughout.
-// The verb releases its lease afterwards (step 4), whatever happened.
+//      grant was held throughout.
+// The verb releases its grant afterwards (step 4), whatever happened.
 //
 //   auto inbox = supervision_inbox(log);            // before any thread
-//   auto waited = wait_for_lease(client, connection, path, inbox, status, log,
+//   auto waited = wait_for_grant(client, connection, path, inbox, status, log,
 //                                [&](std::stop_token stop) { return lock.acquire(timeout, stop); });
 //   if (auto code = end_of_wait(waited, path, timeout, status, [&] { lock.release(); })) return *code;
-//   const int code = run_under_lease(client, lock.lease(), run, inbox, status, log);
+//   const int code = run_under_grant(client, lock.grant(), run, inbox, status, log);
 //   lock.release();
 #pragma once
 
@@ -60,24 +60,24 @@ struct Waited {
   std::exception_ptr error;
 };
 
-// Connects, then calls `acquire(stop)` on this thread: true once the lease
+// Connects, then calls `acquire(stop)` on this thread: true once the grant
 // is ours, false if it timed out or `stop` was stopped. SIGTSTP while waiting
 // stops zkr; a handled signal stops `stop`; a second one closes the session
 // and ends zkr at once (128+S, written to `status`). `path` names the wait in
 // messages.
-Waited wait_for_lease(Client& client, const ConnectionSettings& connection, const std::string& path,
+Waited wait_for_grant(Client& client, const ConnectionSettings& connection, const std::string& path,
                       SignalInbox& inbox, StatusFile* status, spdlog::logger& log,
                       const std::function<bool(std::stop_token)>& acquire);
 
-// zkr's exit code when the wait did not give a lease: 128+S for a signal
-// (`give_back` releases a lease granted as the signal came), 75 for a
+// zkr's exit code when the wait did not give a grant: 128+S for a signal
+// (`give_back` releases a grant granted as the signal came), 75 for a
 // timeout, said on stderr and written to `status`. Rethrows the wait's
-// error. nullopt: the lease is ours, go on.
+// error. nullopt: the grant is ours, go on.
 std::optional<int> end_of_wait(const Waited& waited, const std::string& path,
                                std::optional<std::chrono::milliseconds> timeout, StatusFile* status,
                                const std::function<void()>& give_back);
 
-struct LeaseRun {
+struct GrantRun {
   std::string held;                  // what is held, for messages: "lock /a", "leadership of /a"
   std::vector<std::string> command;  // argv
   std::vector<std::string> env;      // "NAME=value" added to the command's environment
@@ -85,12 +85,12 @@ struct LeaseRun {
   std::chrono::milliseconds session_timeout{15'000};  // for the server's confirmation
 };
 
-// Steps 2 and 3 for `lease`, granted in `client`'s session: zkr's exit code
-// (the command's own only if the server confirmed the lease after the group
+// Steps 2 and 3 for `grant`, granted in `client`'s session: zkr's exit code
+// (the command's own only if the server confirmed the grant after the group
 // was gone; 79 if it was lost; 126, 127 if the command could not run),
 // written to `status`. Throws what supervision cannot recover from (the
 // group is killed first).
-int run_under_lease(Client& client, const LockLease& lease, const LeaseRun& run, SignalInbox& inbox,
+int run_under_grant(Client& client, const Grant& grant, const GrantRun& run, SignalInbox& inbox,
                     StatusFile* status, spdlog::logger& log);
 
 }  // namespace zkr::cli
