@@ -4,6 +4,7 @@
 // refuses another's, sets new data on ours.
 #include "zkr/persistent_node.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -11,11 +12,13 @@
 #include <stop_token>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "callback_thread.hpp"
 #include "client_internals.hpp"
+#include "owned_delete.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -46,6 +49,9 @@ CreateMode checked_mode(CreateMode mode) {
 
 // A failed look is repeated after this, unless something wakes us first.
 constexpr auto kLookAgainAfterFailure = std::chrono::seconds(1);
+// close()'s delete: tries within the session timeout (each waits for a
+// connection), so that a reply that comes back at once with an error cannot spin.
+constexpr int kDeleteAttempts = 20;
 
 }  // namespace
 
@@ -93,14 +99,19 @@ struct PersistentNode::Impl {
     if (!keeper || !client.is_connected()) return true;  // the listener wakes us
     try {
       const auto session = keeper->session_id();
+      const auto epoch = client.session_epoch();
       const auto stat = keeper->exists(path, [w = wakeup](const WatchEvent&) { w->wake(); });
-      if (!stat) return create(*keeper);
+      if (!stat) return create(*keeper, epoch);
       const bool ours = mode == CreateMode::ephemeral ? stat->ephemeral_owner == session
                                                       : stat->ephemeral_owner == 0;
       if (!ours) {
         refuse(*stat, session);
         return true;
       }
+      // An ephemeral node of our session is ours whatever made it: this is
+      // how a create whose reply was lost is proven ours. A persistent one
+      // is proven only by our create's reply (create()).
+      if (mode == CreateMode::ephemeral) prove({session, stat->czxid}, epoch);
       return keep(*keeper, *stat);
     } catch (const KeeperError& e) {
       detail::ClientInternals::log(client)->debug("persistent node {}: {}", path, e.what());
@@ -108,7 +119,20 @@ struct PersistentNode::Impl {
     }
   }
 
-  bool create(Keeper& keeper) {
+  void prove(detail::Ownership owner, std::uint64_t epoch) {
+    std::lock_guard lock(mutex);
+    proof = owner;
+    proof_epoch = epoch;
+  }
+
+  // Creates our node at version 1: a create and a set of the same data in
+  // one transaction (one write, as a plain create). ZooKeeper conditions a
+  // write or delete only on the data version, and a node someone makes at
+  // the path in place of ours starts at 0: so our versioned set_data() and
+  // close() can never hit theirs, in the round trip between our look and our
+  // write, as they could if ours were at 0 too. The set's reply carries the
+  // node's stat, and so the czxid that proves it ours.
+  bool create(Keeper& keeper, std::uint64_t epoch) {
     std::string snapshot;
     {
       std::lock_guard lock(mutex);
@@ -117,21 +141,28 @@ struct PersistentNode::Impl {
     }
     CreateOptions create_options;
     create_options.acl = options.acl;
-    auto created = keeper.try_create(path, snapshot, mode, create_options);
-    if (created.error() == Errc::no_node) {
+    std::vector<Op> ops;
+    ops.emplace_back(op::Create{path, snapshot, mode, create_options});
+    ops.emplace_back(op::Set{path, snapshot, 0});
+    const auto created = keeper.try_multi(std::move(ops));
+    if (is_connection_error(created.error) && mode == CreateMode::persistent) {
+      // It may have been applied: a node found later is adopted, and (its
+      // czxid unknown) cannot be proven ours at close().
+      std::lock_guard lock(mutex);
+      create_in_doubt = true;
+    }
+    if (created.error == Errc::no_node) {
       keeper.create_parents(path, CreateMode::container);
       wakeup->wake();
       return true;
     }
-    if (created.error() == Errc::node_exists) {  // someone was first: look at it
+    if (created.error == Errc::node_exists) {  // someone was first: look at it
       wakeup->wake();
       return true;
     }
-    const auto& made = created.value();
-    {
-      std::lock_guard lock(mutex);
-      if (mode == CreateMode::persistent) our_czxid = made.stat.czxid;
-    }
+    if (!created.ok()) throw KeeperError(created.error, path);  // the look is repeated
+    const Stat& made = created.results.at(1).stat;
+    prove({mode == CreateMode::ephemeral ? keeper.session_id() : 0, made.czxid}, epoch);
     wakeup->wake();  // look again: that look sets the watch on our node
     return true;
   }
@@ -191,26 +222,56 @@ struct PersistentNode::Impl {
       callbacks->post([on_state = options.on_state, next] { on_state(next); });
   }
 
-  // Deletes our node if it is provably ours.
+  // Deletes our node if it is provably ours (owned_delete.hpp: read, then
+  // delete with the version read), through drops and a new session, for up
+  // to one session timeout. An ephemeral node still there then is handed to
+  // the Client's background remover (it goes with its session anyway); a
+  // persistent one is left, and logged.
   void delete_if_ours() noexcept {
-    try {
-      const auto keeper = client.keeper();
-      if (!keeper || !client.is_connected()) return;  // an ephemeral one goes with the session
-      const auto stat = keeper->exists(path);
-      if (!stat) return;
-      std::optional<std::int64_t> made;
-      {
-        std::lock_guard lock(mutex);
-        made = our_czxid;
-      }
-      const bool ours = mode == CreateMode::ephemeral
-                            ? stat->ephemeral_owner == keeper->session_id()
-                            : stat->ephemeral_owner == 0 && made && *made == stat->czxid;
-      if (ours) (void)keeper->try_remove(path, stat->version);
-    } catch (const std::exception& e) {
-      detail::ClientInternals::log(client)->warn("persistent node {}: not deleted: {}", path,
-                                                 e.what());
+    std::optional<detail::Ownership> owner;
+    std::uint64_t epoch = 0;
+    bool doubt = false;
+    {
+      std::lock_guard lock(mutex);
+      owner = proof;
+      epoch = proof_epoch;
+      doubt = create_in_doubt;
     }
+    const auto log = detail::ClientInternals::log(client);
+    if (!owner) {
+      if (doubt)
+        log->warn(
+            "persistent node {} left: the reply to our create was lost, so it cannot be "
+            "proven ours",
+            path);
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + client.options().session_timeout;
+    std::string why = "no connection within the session timeout";
+    for (int attempt = 0; attempt < kDeleteAttempts; ++attempt) {
+      try {
+        const auto session = client.session_when_connected(deadline);
+        if (owner->session_id != 0 && session.epoch != epoch) return;  // gone with its session
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left <= std::chrono::milliseconds::zero()) break;
+        const auto removal = detail::remove_if_ours_now(session.keeper, path, *owner, log, left);
+        if (removal.ok()) return;  // deleted, gone, or not ours (left alone, logged)
+        why = std::string(errc_name(removal.error()));
+        if (!is_connection_error(removal.error()) && removal.error() != Errc::session_expired)
+          break;
+      } catch (const std::exception& e) {
+        why = e.what();
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        const auto* error = dynamic_cast<const KeeperError*>(&e);
+        if (!error || error->errc() == Errc::closing || error->errc() == Errc::auth_failed) break;
+      }
+    }
+    if (owner->session_id != 0) {
+      detail::ClientInternals::remove_in_background(client, path, epoch, false, owner->czxid);
+      return;
+    }
+    log->warn("persistent node {} left: not deleted: {}", path, why);
   }
 
   Client& client;
@@ -225,8 +286,13 @@ struct PersistentNode::Impl {
   bool data_to_write = false;  // guarded by mutex: set_data() since the last write
   PersistentNodeState state = PersistentNodeState::absent;  // guarded by mutex
   std::optional<std::string> refusal;                       // guarded by mutex
-  std::optional<std::int64_t> our_czxid;  // guarded by mutex: a persistent node we made
-  bool started = false;                   // guarded by mutex
+  // guarded by mutex: what proves a node at the path ours, and the session
+  // epoch of an ephemeral one; unset until our create's reply (or, for an
+  // ephemeral node, a look that found it ours) came.
+  std::optional<detail::Ownership> proof;
+  std::uint64_t proof_epoch = 0;
+  bool create_in_doubt = false;  // guarded by mutex: a persistent create's reply was lost
+  bool started = false;          // guarded by mutex
 
   std::mutex closing;  // one close() at a time
   std::optional<Client::ListenerId> listener;

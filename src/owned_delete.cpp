@@ -62,10 +62,15 @@ struct Chain : std::enable_shared_from_this<Chain> {
 }  // namespace
 
 std::optional<std::string> not_ours(const Stat& stat, const Ownership& owner) {
-  if (stat.ephemeral_owner != owner.session_id)
-    return stat.ephemeral_owner == 0 ? std::string("persistent, not a node of a session")
-                                     : fmt::format("owned by session 0x{:x}, ours is 0x{:x}",
-                                                   stat.ephemeral_owner, owner.session_id);
+  if (owner.session_id == 0 && owner.czxid == 0)
+    return std::string("a persistent node whose create we cannot prove ours");
+  if (stat.ephemeral_owner != owner.session_id) {
+    if (stat.ephemeral_owner == 0) return std::string("persistent, not a node of a session");
+    if (owner.session_id == 0)
+      return fmt::format("owned by session 0x{:x}, ours is persistent", stat.ephemeral_owner);
+    return fmt::format("owned by session 0x{:x}, ours is 0x{:x}", stat.ephemeral_owner,
+                       owner.session_id);
+  }
   if (owner.czxid != 0 && stat.czxid != owner.czxid)
     return fmt::format("created at zxid 0x{:x}, ours at 0x{:x}", stat.czxid, owner.czxid);
   return std::nullopt;

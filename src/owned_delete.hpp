@@ -1,4 +1,5 @@
-// src/owned_delete.hpp (internal): deleting a lock node only when it is ours.
+// src/owned_delete.hpp (internal): deleting a node only when it is ours: a
+// lock node, or a node a recipe keeps (PersistentNode).
 //
 // A lock node is ours when it is owned by our session (ephemeralOwner) and,
 // when we know it, was created by our create (its czxid, the fencing token).
@@ -37,10 +38,13 @@ class logger;
 
 namespace zkr::detail {
 
-// What makes a node ours.
+// What makes a node ours. An ephemeral node: our session owns it, and (when
+// known) it has the czxid of our create. A persistent node (session_id 0):
+// only the czxid of our own create proves it, so it must be known; a
+// persistent node whose create's reply was lost can never be proven ours.
 struct Ownership {
-  std::int64_t session_id = 0;
-  std::int64_t czxid = 0;  // 0: not known (a create whose reply was lost)
+  std::int64_t session_id = 0;  // 0: a persistent node
+  std::int64_t czxid = 0;       // 0: not known (a create whose reply was lost)
 };
 
 // Why a node with this stat is not ours ("owned by session 0x.."), or

@@ -21,9 +21,15 @@
 // delete it to make its own); a persistent one adopts an existing persistent
 // node (sets its data) but refuses an ephemeral one. close() deletes only a
 // node it can prove is its own: an ephemeral node of our session, or a
-// persistent node with the czxid of our own create. (ZooKeeper cannot make a
-// delete conditional on the owner: between our check and our delete, one
-// round trip, someone who deletes ours and creates theirs would lose it.)
+// persistent node with the czxid of our own create. A persistent node whose
+// create's reply was lost can never be proven ours (ZooKeeper records no
+// creator of a persistent node): it is kept, and left by close(), with a
+// warning. Our node is made at version 1 (a create and a set in one
+// transaction), and every write and delete of ours is conditioned on the
+// version we read: a node someone makes in place of ours starts at 0, so
+// neither set_data() nor close() can hit it in the round trip between our
+// read and our write. close() retries through drops and a new session for
+// up to one session timeout.
 //
 // One-shot watches only (Debian's C client has no persistent watches): a
 // watch is set with every look, and every change of the connection (a

@@ -75,7 +75,10 @@ TEST_F(PersistentNodeIntegrationTest, MadeAgainInTheNextSessionAfterOursExpires)
   EXPECT_EQ(watcher.keeper()->exists(path_)->ephemeral_owner, a.keeper()->session_id());
   EXPECT_EQ(watcher.keeper()->get(path_).data, "10.0.0.7:8080");
   member.close();
-  EXPECT_FALSE(watcher.keeper()->exists(path_));  // ours: deleted before close() returned
+  // Ours: deleted before close() returned (through a's server: the watcher's
+  // may not have applied it yet, hence the sync).
+  watcher.keeper()->sync(path_);
+  EXPECT_FALSE(watcher.keeper()->exists(path_));
 }
 
 TEST_F(PersistentNodeIntegrationTest, AnotherSessionsNodeIsRefusedAndOursComesWhenItGoes) {
