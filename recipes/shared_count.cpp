@@ -34,6 +34,24 @@ constexpr auto kReadAgainAfterFailure = std::chrono::seconds(1);
 
 }  // namespace
 
+// The listeners, shared with the tasks posted to the callback thread: a task
+// looks them up when it runs, so a listener removed (or the count closed)
+// before then is not called.
+struct CountListeners {
+  std::mutex mutex;
+  std::map<SharedCount::ListenerId, SharedCount::Listener> listeners;  // guarded by mutex
+  SharedCount::ListenerId next = 1;                                    // guarded by mutex
+
+  void tell(VersionedCount count) {
+    std::vector<SharedCount::Listener> to_tell;
+    {
+      std::lock_guard lock(mutex);
+      for (const auto& [id, listener] : listeners) to_tell.push_back(listener);
+    }
+    for (const auto& listener : to_tell) listener(count);
+  }
+};
+
 // What watches and listeners reach: they may outlive the count.
 struct CountWakeup {
   std::mutex mutex;
@@ -95,8 +113,7 @@ struct SharedCount::Impl {
   // write of the ensemble and is 64 bits wide, where the int32 version wraps
   // (CURATOR-688) and a re-made node starts its version again at 0.
   void learn(const Stat& stat, std::int32_t value) {
-    std::vector<Listener> to_tell;
-    VersionedCount count{stat.version, value};
+    const VersionedCount count{stat.version, value};
     {
       std::lock_guard lock(mutex);
       if (known && stat.mzxid <= mzxid) return;
@@ -104,14 +121,9 @@ struct SharedCount::Impl {
       mzxid = stat.mzxid;
       czxid = stat.czxid;
       current = count;
-      for (const auto& [id, listener] : listeners) to_tell.push_back(listener);
     }
-    changed.notify_all();
-    if (to_tell.empty()) return;
     if (const auto callbacks = detail::ClientInternals::callback_thread(client))
-      callbacks->post([to_tell = std::move(to_tell), count] {
-        for (const auto& listener : to_tell) listener(count);
-      });
+      callbacks->post([registry = registry, count] { registry->tell(count); });
   }
 
   void require_started() const {
@@ -122,17 +134,15 @@ struct SharedCount::Impl {
   const std::string path;
   const std::int32_t seed;
   const std::shared_ptr<CountWakeup> wakeup = std::make_shared<CountWakeup>();
+  const std::shared_ptr<CountListeners> registry = std::make_shared<CountListeners>();
 
   mutable std::mutex mutex;
-  std::condition_variable changed;
-  bool started = false;                      // guarded by mutex
-  bool closed = false;                       // guarded by mutex
-  bool known = false;                        // guarded by mutex: a value has been read
-  VersionedCount current;                    // guarded by mutex
-  std::int64_t mzxid = 0;                    // guarded by mutex: of `current`
-  std::int64_t czxid = 0;                    // guarded by mutex: of `current`
-  std::map<ListenerId, Listener> listeners;  // guarded by mutex
-  ListenerId next_listener = 1;              // guarded by mutex
+  bool started = false;    // guarded by mutex
+  bool closed = false;     // guarded by mutex
+  bool known = false;      // guarded by mutex: a value has been read
+  VersionedCount current;  // guarded by mutex
+  std::int64_t mzxid = 0;  // guarded by mutex: of `current`
+  std::int64_t czxid = 0;  // guarded by mutex: of `current`
 
   std::mutex closing;  // start() and close() one at a time
   std::optional<Client::ListenerId> connection_listener;
@@ -237,15 +247,17 @@ CounterOutcome SharedCount::try_set_count(VersionedCount previous, std::int32_t 
 }
 
 SharedCount::ListenerId SharedCount::add_listener(Listener listener) {
-  std::lock_guard lock(impl_->mutex);
-  const auto id = impl_->next_listener++;
-  impl_->listeners.emplace(id, std::move(listener));
+  auto& registry = *impl_->registry;
+  std::lock_guard lock(registry.mutex);
+  const auto id = registry.next++;
+  registry.listeners.emplace(id, std::move(listener));
   return id;
 }
 
 void SharedCount::remove_listener(ListenerId id) {
-  std::lock_guard lock(impl_->mutex);
-  impl_->listeners.erase(id);
+  auto& registry = *impl_->registry;
+  std::lock_guard lock(registry.mutex);
+  registry.listeners.erase(id);
 }
 
 void SharedCount::close() noexcept {
@@ -255,7 +267,10 @@ void SharedCount::close() noexcept {
     std::lock_guard lock(impl.mutex);
     if (impl.closed) return;
     impl.closed = true;
-    impl.listeners.clear();
+  }
+  {
+    std::lock_guard lock(impl.registry->mutex);
+    impl.registry->listeners.clear();
   }
   impl.thread.request_stop();
   if (impl.thread.joinable()) impl.thread.join();

@@ -87,11 +87,15 @@ class SharedCount {
   [[nodiscard]] CounterOutcome try_set_count(VersionedCount previous, std::int32_t value);
 
   /// Called with each new value read, on the Client's callback thread, in
-  /// order. Our own successful writes count too.
+  /// order. Our own successful writes count too. It must not block for long:
+  /// other recipes' callbacks wait.
   ListenerId add_listener(Listener listener);
+  /// After it returns the listener is not started again (one running on the
+  /// callback thread may still be finishing).
   void remove_listener(ListenerId id);
 
-  /// Stops watching. The node stays (it is shared). Final; never throws.
+  /// Stops watching and removes every listener. The node stays (it is
+  /// shared). Final; never throws.
   void close() noexcept;
   const std::string& path() const noexcept;
 
