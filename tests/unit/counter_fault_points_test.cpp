@@ -6,9 +6,11 @@
 // to count its requests; then once per request and kind of fault.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,8 +59,9 @@ struct Run {
   std::string error;
   std::int64_t before = 0;
   std::int64_t after = 0;
-  std::int64_t applied_value = 0;  // the value if the change was applied once
-  int writes = 0;                  // data writes the server saw (version delta, or 1 for a create)
+  std::int64_t applied_value = 0;   // the value if the change was applied once
+  int writes = 0;                   // data writes the server saw (version delta, or 1 for a create)
+  std::vector<test::OpKind> kinds;  // of the script's requests, in order
 };
 
 struct Script {
@@ -100,16 +103,30 @@ Run run(const Script& s, std::optional<std::pair<std::size_t, Fault>> fault, std
     EXPECT_TRUE(rig.ensemble.wait_idle());
   }
   const auto base = rig.faults->requests();
-  if (s.interfered)
-    rig.faults->tap([&rig, target = base + 1](std::size_t index, test::OpKind) {
-      if (index == target) rig.raw->set(kPath, detail::encode_int64(100));
-    });
+  // Shared with the tap, which may run on another thread (the Client's, the
+  // SharedCount's) until it is replaced.
+  struct Kinds {
+    std::mutex mutex;
+    std::vector<test::OpKind> seen;  // guarded by mutex
+  };
+  const auto kinds = std::make_shared<Kinds>();
+  const bool interfere = s.interfered;
+  const auto raw = rig.raw;
+  rig.faults->tap([kinds, base, interfere, raw](std::size_t index, test::OpKind kind) {
+    if (index < base) return;
+    {
+      std::lock_guard lock(kinds->mutex);
+      kinds->seen.resize(std::max(kinds->seen.size(), index - base + 1), test::OpKind::any);
+      kinds->seen[index - base] = kind;
+    }
+    if (interfere && index == base + 1) raw->set(kPath, detail::encode_int64(100));
+  });
+  Run r;
   if (fault) {
     auto& rule = rig.faults->on_request(base + fault->first);
     if (fault->second == Fault::lose_reply) rule.lose_reply_after_apply();
     else rule.fail(Errc::connection_loss);
   }
-  Run r;
   r.before = s.start;
   r.applied_value = s.applied_value;
   try {
@@ -135,6 +152,9 @@ Run run(const Script& s, std::optional<std::pair<std::size_t, Fault>> fault, std
     r.writes = 0;
   }
   if (count) count->close();
+  rig.faults->tap({});
+  std::lock_guard lock(kinds->mutex);
+  r.kinds = kinds->seen;
   return r;
 }
 
@@ -168,6 +188,7 @@ std::vector<Script> scripts() {
 
 TEST(CounterFaultPoints, AChangeIsNeverAppliedTwiceWhateverRequestFails) {
   int cases = 0;
+  int lost_sets = 0;
   for (const auto& s : scripts()) {
     int indeterminate = 0;
     std::size_t n = 0;
@@ -206,13 +227,25 @@ TEST(CounterFaultPoints, AChangeIsNeverAppliedTwiceWhateverRequestFails) {
         if (r.after == s.applied_value) {
           EXPECT_NE(r.outcome, CounterOutcome::conflict) << where;
         }
+        // The counter's own set applied and its reply lost: nothing can
+        // prove which, so it must say so (with no other writer, the set
+        // cannot have been refused).
+        if (fault == Fault::lose_reply && !s.interfered && k < r.kinds.size() &&
+            r.kinds[k] == test::OpKind::set) {
+          EXPECT_EQ(r.outcome, CounterOutcome::indeterminate) << where;
+          EXPECT_EQ(r.after, s.applied_value) << where;
+          ++lost_sets;
+        }
         if (r.outcome == CounterOutcome::indeterminate) ++indeterminate;
       }
     // The faults reached the write itself: some lost replies were applied.
     EXPECT_GT(indeterminate, 0) << s.name << ": no fault fell on a write";
+    std::printf("%s: %zu requests\n", s.name.c_str(), n);
   }
-  std::printf("counter fault points: %d cases\n", cases);
+  std::printf("counter fault points: %d cases, %d of them a lost reply to the counter's set\n",
+              cases, lost_sets);
   EXPECT_GE(cases, 24);
+  EXPECT_GE(lost_sets, 4);  // add, compare_and_set, try_set, try_set_count
 }
 
 }  // namespace
