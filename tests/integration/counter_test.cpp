@@ -3,12 +3,17 @@
 // final value, read from the servers, is the number of adds that succeeded
 // plus some of the indeterminate ones: with no faults, exactly the sum), and
 // they did race (failed conditional writes, counted from the zxids the
-// servers used); a SharedCount seen by a second session.
+// servers used); the same with a server killed under them, where adds whose
+// reply was lost are indeterminate and none is applied twice; a SharedCount
+// seen by a second session.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <barrier>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -125,6 +130,83 @@ TEST_F(CounterIntegrationTest, EightSessionsAddingAtOnceLoseNothingAndApplyNothi
   const auto lost_races = writes - final_value - 1;
   RecordProperty("lost_races", static_cast<int>(lost_races));
   EXPECT_GT(lost_races, 0) << "the sessions never raced: the test proved nothing";
+}
+
+TEST_F(CounterIntegrationTest, AServerKilledUnderTheAddsLosesRepliesButAppliesNothingTwice) {
+  ZKR_REQUIRE_SERVER_FAULTS();
+  constexpr int kSessions = 8;
+  constexpr int kAdds = 40;
+  auto& observer = client();
+  std::vector<Client*> sessions;
+  for (int i = 0; i < kSessions; ++i) sessions.push_back(&client());
+  observer.keeper()->create(dir_);
+  DistributedAtomicLong(observer, path_).initialize(0);
+  // The server most sessions are on: its death loses their replies in flight.
+  std::vector<int> on_server(4, 0);
+  for (auto* c : sessions) ++on_server.at(test::connected_server(*c->keeper()));
+  const int victim = static_cast<int>(std::max_element(on_server.begin() + 1, on_server.end()) -
+                                      on_server.begin());
+
+  std::mutex mutex;
+  std::condition_variable progress;
+  int done = 0, succeeded = 0, indeterminate = 0, conflicts = 0;  // guarded by mutex
+  std::multiset<std::int64_t> posts;                              // guarded by mutex
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < kSessions; ++i)
+      threads.emplace_back([&, i] {
+        DistributedAtomicLongOptions options;
+        options.retry_policy = std::make_shared<RetryUntilElapsed>(60s, 1ms);
+        DistributedAtomicLong counter(*sessions[i], path_, options);
+        for (int k = 0; k < kAdds; ++k) {
+          std::optional<AtomicLongResult> r;
+          try {
+            r = counter.increment();
+          } catch (const KeeperError&) {
+            // Nothing was sent, or the reads failed: not applied.
+          }
+          std::lock_guard lock(mutex);
+          ++done;
+          if (r && r->succeeded()) {
+            ++succeeded;
+            posts.insert(*r->post);
+          } else if (r && r->indeterminate()) {
+            ++indeterminate;
+          } else {
+            ++conflicts;
+          }
+          progress.notify_all();
+        }
+      });
+    const auto reached = [&](int n) {
+      std::unique_lock lock(mutex);
+      return progress.wait_for(lock, kWait, [&] { return done >= n; });
+    };
+    EXPECT_TRUE(reached(kSessions * kAdds / 4));
+    test::Repair restart("restart " + std::to_string(victim));
+    test::ensemble("kill " + std::to_string(victim));
+    {
+      std::lock_guard lock(mutex);
+      EXPECT_LT(done, kSessions * kAdds) << "the adds were over before the kill";
+    }
+    EXPECT_TRUE(reached(kSessions * kAdds / 2));
+    restart.now();
+  }
+  observer.keeper_when_connected()->sync(path_);
+  const auto node = observer.keeper_when_connected()->get(path_);
+  const auto final_value = detail::decode_int64(path_, node.data);
+  RecordProperty("indeterminate", indeterminate);
+  RecordProperty("not_applied", conflicts);
+  EXPECT_EQ(succeeded + indeterminate + conflicts, kSessions * kAdds);
+  // Every add that succeeded is in; of the indeterminate ones, some subset.
+  EXPECT_GE(final_value, succeeded);
+  EXPECT_LE(final_value, succeeded + indeterminate);
+  // Each applied add was one write of the value before it plus one: the
+  // version counts the writes, and the values that succeeded are distinct.
+  EXPECT_EQ(node.stat.version, final_value);
+  EXPECT_EQ(std::set<std::int64_t>(posts.begin(), posts.end()).size(), posts.size())
+      << "two adds wrote the same value";
+  EXPECT_TRUE(posts.empty() || *posts.rbegin() <= final_value);
 }
 
 TEST_F(CounterIntegrationTest, SharedCountSeenAndSetAcrossSessions) {
