@@ -78,6 +78,7 @@ class DistributedAtomicLong {
   /// The value now (0 if the node is missing). KeeperError if the reads fail,
   /// CounterDataError if the node holds neither 0 nor 8 bytes.
   std::int64_t get();
+  /// Adds `delta`; past either end of int64 it wraps, as Java's long does.
   [[nodiscard]] AtomicLongResult add(std::int64_t delta);
   [[nodiscard]] AtomicLongResult subtract(std::int64_t delta);
   [[nodiscard]] AtomicLongResult increment() { return add(1); }
