@@ -646,13 +646,20 @@ TEST_F(CuratorInteropTest, AtomicLongAddsFromBothLibrariesAllCount) {
   const auto lost_races = (last_zxid - first_zxid - 1) - kAll - 1;  // less the probe's delete
   RecordProperty("lost_races", static_cast<int>(lost_races));
   EXPECT_GT(lost_races, 0) << "Curator's adds and ours never raced";
-  // Values each way, negative ones too.
-  EXPECT_EQ(java.call("along-add " + counter + " 1 -1000"), "along-added 1");
-  keeper.sync(counter);
-  EXPECT_EQ(along.get(), kAll - 1000);
-  ASSERT_TRUE(along.add(-(std::int64_t{1} << 40)).succeeded());
-  EXPECT_EQ(java.call("along-get " + counter),
-            "along " + std::to_string(kAll - 1000 - (std::int64_t{1} << 40)));
+  // Turn about, each reads the value the other wrote, negative ones and
+  // ones past 32 bits too.
+  std::int64_t expected = kAll;
+  for (int round = 0; round < 5; ++round) {
+    const std::int64_t theirs = round % 2 ? 1000 : -1000;
+    EXPECT_EQ(java.call("along-add " + counter + " 1 " + std::to_string(theirs)), "along-added 1");
+    expected += theirs;
+    keeper.sync(counter);
+    EXPECT_EQ(along.get(), expected);
+    const std::int64_t mine = (round % 2 ? 1 : -1) * (std::int64_t{1} << (36 + round));
+    ASSERT_TRUE(along.add(mine).succeeded());
+    expected += mine;
+    EXPECT_EQ(java.call("along-get " + counter), "along " + std::to_string(expected));
+  }
 }
 
 TEST_F(CuratorInteropTest, SharedCountAddsFromBothLibrariesAllCount) {
