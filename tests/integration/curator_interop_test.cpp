@@ -40,16 +40,19 @@
 #include <thread>
 #include <vector>
 
+#include "counter_write.hpp"
 #include "lock_driver.hpp"
 #include "support/child_process.hpp"
 #include "support/ensemble.hpp"
 #include "support/waits.hpp"
+#include "zkr/distributed_atomic_long.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/leader_selector.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
 #include "zkr/read_write_lock.hpp"
 #include "zkr/semaphore.hpp"
+#include "zkr/shared_count.hpp"
 
 #ifndef ZKR_INTEROP_DIR
 #error \
@@ -590,6 +593,122 @@ TEST_F(CuratorInteropTest, SharedCounterLosesNoIncrement) {
   for (std::size_t i = 1; i < marks.size(); ++i) interleavings += marks[i] != marks[i - 1];
   EXPECT_GE(interleavings, kInterleavings) << "holds in order: " << marks;
   RecordProperty("interleavings", interleavings);
+}
+
+// ------------------------------------------------------------ counters --
+//
+// Curator's DistributedAtomicLong and SharedCount and ours on one path: adds
+// from both at once, none lost, and each side reads every value the other
+// wrote (the encodings agree). Ours start once Curator's first add is on the
+// servers and make fewer adds, so that they run among Curator's; refused
+// conditional writes show that the two did race.
+
+constexpr int kJavaAdds = 300;
+constexpr int kOurAdds = 60;
+
+// The zxid the servers give the next write: a probe node's czxid. Every
+// write request takes one, a refused conditional write too.
+std::int64_t next_zxid(Keeper& keeper, const std::string& dir) {
+  const auto made = keeper.create(dir + "/probe", "", CreateMode::ephemeral);
+  keeper.remove(made.path);
+  return made.stat.czxid;
+}
+
+TEST_F(CuratorInteropTest, AtomicLongAddsFromBothLibrariesAllCount) {
+  const std::string counter = dir_ + "-along";
+  also_remove_.push_back(counter);
+  auto& java = peer();
+  Client& ours = client();
+  ASSERT_EQ(java.reply(), "ready");
+  auto& keeper = *ours.keeper();
+  keeper.create(dir_);
+  DistributedAtomicLongOptions options;
+  options.retry_policy = std::make_shared<RetryUntilElapsed>(60s, 1ms);
+  DistributedAtomicLong along(ours, counter, options);
+  ASSERT_TRUE(along.initialize(0));
+  const auto first_zxid = next_zxid(keeper, dir_);
+  java.send("along-add " + counter + " " + std::to_string(kJavaAdds) + " 1");
+  ASSERT_TRUE(test::wait_node(
+      keeper, counter,
+      [&](const std::optional<NodeData>& n) {
+        return n && detail::decode_int64(counter, n->data) >= 1;
+      },
+      kWait));
+  int succeeded = 0;
+  for (int i = 0; i < kOurAdds; ++i) succeeded += along.increment().succeeded() ? 1 : 0;
+  EXPECT_EQ(succeeded, kOurAdds);
+  EXPECT_EQ(java.reply(), "along-added " + std::to_string(kJavaAdds));
+  const auto last_zxid = next_zxid(keeper, dir_);
+  constexpr int kAll = kJavaAdds + kOurAdds;
+  keeper.sync(counter);
+  EXPECT_EQ(along.get(), kAll);
+  EXPECT_EQ(java.call("along-get " + counter), "along " + std::to_string(kAll));
+  const auto lost_races = (last_zxid - first_zxid - 1) - kAll - 1;  // less the probe's delete
+  RecordProperty("lost_races", static_cast<int>(lost_races));
+  EXPECT_GT(lost_races, 0) << "Curator's adds and ours never raced";
+  // Turn about, each reads the value the other wrote, negative ones and
+  // ones past 32 bits too.
+  std::int64_t expected = kAll;
+  for (int round = 0; round < 5; ++round) {
+    const std::int64_t theirs = round % 2 ? 1000 : -1000;
+    EXPECT_EQ(java.call("along-add " + counter + " 1 " + std::to_string(theirs)), "along-added 1");
+    expected += theirs;
+    keeper.sync(counter);
+    EXPECT_EQ(along.get(), expected);
+    const std::int64_t mine = (round % 2 ? 1 : -1) * (std::int64_t{1} << (36 + round));
+    ASSERT_TRUE(along.add(mine).succeeded());
+    expected += mine;
+    EXPECT_EQ(java.call("along-get " + counter), "along " + std::to_string(expected));
+  }
+}
+
+TEST_F(CuratorInteropTest, SharedCountAddsFromBothLibrariesAllCount) {
+  const std::string counter = dir_ + "-count";
+  also_remove_.push_back(counter);
+  auto& java = peer();
+  Client& ours = client();
+  ASSERT_EQ(java.reply(), "ready");
+  auto& keeper = *ours.keeper();
+  keeper.create(dir_);
+  SharedCount count(ours, counter, 0);
+  count.start();
+  const auto first_zxid = next_zxid(keeper, dir_);
+  java.send("count-add " + counter + " " + std::to_string(kJavaAdds) + " 1");
+  ASSERT_TRUE(test::wait_node(
+      *ours.keeper(), counter,
+      [&](const std::optional<NodeData>& n) {
+        return n && detail::decode_int32(counter, n->data) >= 1;
+      },
+      kWait));
+  int conflicts = 0;
+  for (int i = 0; i < kOurAdds; ++i) {
+    for (;;) {
+      const auto seen = count.get_versioned_count();
+      const auto outcome = count.try_set_count(seen, seen.value + 1);
+      if (outcome == CounterOutcome::succeeded) break;
+      ASSERT_EQ(outcome, CounterOutcome::conflict) << "no faults here";
+      ++conflicts;
+    }
+  }
+  EXPECT_EQ(java.reply(), "count-added " + std::to_string(kJavaAdds));
+  const auto last_zxid = next_zxid(keeper, dir_);
+  constexpr int kAll = kJavaAdds + kOurAdds;
+  // Refused writes of either side (ours re-read and went again: conflicts).
+  const auto lost_races = (last_zxid - first_zxid - 1) - kAll - 1;
+  RecordProperty("conflicts", conflicts);
+  RecordProperty("lost_races", static_cast<int>(lost_races));
+  EXPECT_GT(lost_races, 0) << "Curator's adds and ours never raced";
+  ours.keeper()->sync(counter);
+  EXPECT_EQ(ours.keeper()->get(counter).data, detail::encode_int32(kAll));
+  EXPECT_EQ(java.call("count-get " + counter), "count " + std::to_string(kAll));
+  test::Latch heard;
+  count.add_listener([&](VersionedCount c) {
+    if (c.value == kAll - 500) heard.open();
+  });
+  EXPECT_EQ(java.call("count-add " + counter + " 1 -500"), "count-added 1");
+  EXPECT_TRUE(heard.wait(kWait)) << "our SharedCount never heard Curator's write: "
+                                 << count.get_count();
+  EXPECT_EQ(count.get_count(), kAll - 500);
 }
 
 // ------------------------------------------------------- no silent mix --

@@ -50,6 +50,14 @@
 //   selector-leader               -> leader-id <id> <isLeader>   (getLeader)
 //   selector-end                  -> ended: takeLeadership returns, the term ends
 //   selector-close                -> closed
+//   count-add <path> <n> <delta>  -> count-added <n>: Curator's SharedCount on <path>
+//                                    (seed 0), n times: trySetCount(seen, seen + delta)
+//                                    until it succeeds
+//   count-get <path>              -> count <value>   (after a sync: SharedCount.getCount
+//                                    after start)
+//   along-add <path> <n> <delta>  -> along-added <succeeded>: Curator's
+//                                    DistributedAtomicLong on <path>, n adds
+//   along-get <path>              -> along <value>   (after a sync: DistributedAtomicLong.get)
 //   quit                          -> bye
 // Anything that goes wrong           -> error <message> (details on stderr).
 // It prints "ready" once connected. stdout carries nothing but replies: every
@@ -67,6 +75,8 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -80,7 +90,10 @@ import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.zookeeper.CreateMode;
 import org.apache.curator.framework.recipes.locks.LockInternals;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 
 public final class CuratorLockPeer {
   // Short, so that the nodes of a peer killed by a failing test go soon.
@@ -249,6 +262,20 @@ public final class CuratorLockPeer {
         selector.close();
         selector = null;
         return "closed";
+      case "count-add":
+        return countAdd(words[1], Integer.parseInt(words[2]), Integer.parseInt(words[3]));
+      case "count-get":
+        // Synced first: our writes may not have reached this peer's server yet.
+        client.sync().forPath(words[1]);
+        try (SharedCount count = new SharedCount(client, words[1], 0)) {
+          count.start();
+          return "count " + count.getCount();
+        }
+      case "along-add":
+        return atomicLongAdd(words[1], Integer.parseInt(words[2]), Long.parseLong(words[3]));
+      case "along-get":
+        client.sync().forPath(words[1]);
+        return "along " + atomicLong(words[1]).get().postValue();
       default:
         return "error unknown command: " + words[0];
     }
@@ -338,5 +365,35 @@ public final class CuratorLockPeer {
       }
     }
     return "rw-counted " + writes + " " + reads + " " + overlaps;
+  }
+
+  // Curator's SharedCount as its users write an add: compare-and-set on the
+  // value seen, again on a refusal (which re-reads it).
+  private String countAdd(String path, int n, int delta) throws Exception {
+    try (SharedCount count = new SharedCount(client, path, 0)) {
+      count.start();
+      for (int i = 0; i < n; i++) {
+        for (;;) {
+          VersionedValue<Integer> seen = count.getVersionedValue();
+          if (count.trySetCount(seen, seen.getValue() + delta)) break;
+        }
+      }
+    }
+    return "count-added " + n;
+  }
+
+  // Many attempts: the contention of the interop test must never run them out.
+  private DistributedAtomicLong atomicLong(String path) {
+    return new DistributedAtomicLong(client, path, new RetryNTimes(10000, 1));
+  }
+
+  private String atomicLongAdd(String path, int n, long delta) throws Exception {
+    DistributedAtomicLong counter = atomicLong(path);
+    int succeeded = 0;
+    for (int i = 0; i < n; i++) {
+      AtomicValue<Long> result = counter.add(delta);
+      if (result.succeeded()) succeeded++;
+    }
+    return "along-added " + succeeded;
   }
 }

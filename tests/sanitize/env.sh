@@ -20,12 +20,12 @@ zkr_sanitize_dir=$ZKR_SANITIZE_SOURCE_DIR/tests/sanitize
 # What CI runs under ASan+UBSan (.ci/run): every unit test (all the recipes on
 # the in-memory ensemble, the Client's threads, the timer thread), and the live
 # tests of the locks (blocking and async, the multi-process stress test with
-# its sanitized workers), cleanup, the Client under faults and destroyed in
-# use, shared roots, and Curator and kazoo interop (our side is sanitized;
+# its sanitized workers), the counters (eight sessions racing), cleanup, the
+# Client under faults and destroyed in use, shared roots, and Curator and kazoo interop (our side is sanitized;
 # the Java and Python peers are not). Left out, and run by the full `--sanitize=asan`: the zkr command's
 # process tests, the scripts (bench, train yard, examples), the chaos runs and
 # the Keeper operation tests, for CI's time.
-ZKR_ASAN_CI_TESTS='^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(Lock|CleanupIntegrationTest|ClientFaults|ClientDestroyed|SharedRootsTest|Curator|Kazoo))'
+ZKR_ASAN_CI_TESTS='^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(Lock|CleanupIntegrationTest|ClientFaults|ClientDestroyed|SharedRootsTest|Curator|Kazoo|CounterIntegrationTest))'
 
 case $zkr_sanitize_mode in
   asan)
@@ -51,12 +51,12 @@ case $zkr_sanitize_mode in
     # The tests where our threads meet: every unit test (the locks, the
     # Client and its callback and session threads on the fake keeper; the
     # pure-logic ones cost little), and the live tests of the locks, the
-    # stress test with its worker processes (sanitized too), the C client's
-    # completions, watches and faults, cleanup, and a client destroyed while
+    # stress test with its worker processes (sanitized too), the counters'
+    # eight racing sessions, the C client's completions, watches and faults, cleanup, and a client destroyed while
     # in use. Left out: the zkr command's and the scripts' process-level
     # tests, Curator interop (its peer is Java) and the chaos runs, whose
     # workers run the same lock code as the stress test.
-    ZKR_TSAN_DEFAULT_TESTS='^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(LockIntegrationTest|LockStressTest|LockKinds/LockKindStressTest|ClientFaults|KeeperTest|CleanupIntegrationTest|ClientDestroyed|SharedRootsTest))'
+    ZKR_TSAN_DEFAULT_TESTS='^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(LockIntegrationTest|LockStressTest|LockKinds/LockKindStressTest|ClientFaults|KeeperTest|CleanupIntegrationTest|ClientDestroyed|SharedRootsTest|CounterIntegrationTest))'
     zkr_sanitize_tools=OFF # none of these runs the zkr command or a benchmark
     ZKR_SANITIZE_CTEST_ARGS=(-R "${ZKR_TSAN_TESTS:-$ZKR_TSAN_DEFAULT_TESTS}")
     ;;

@@ -171,7 +171,7 @@ Errc set_node(Tree& tree, Txn& txn, const std::string& path, std::string data, V
   if (version != kAnyVersion && version != node.stat.version) return Errc::bad_version;
   node.stat.data_length = static_cast<std::int32_t>(data.size());
   node.data = std::move(data);
-  ++node.stat.version;
+  node.stat.version = next_cversion(node.stat.version);  // a Java int too: it wraps
   node.stat.mzxid = txn.zxid;
   node.stat.mtime = txn.time_ms;
   stat = node.stat;
@@ -556,6 +556,14 @@ class Server : public std::enable_shared_from_this<Server> {
     return true;
   }
 
+  bool set_version(const std::string& path, Version version) {
+    std::lock_guard lock(mu_);
+    const auto it = tree_.find(path);
+    if (it == tree_.end()) return false;
+    it->second.stat.version = version;
+    return true;
+  }
+
   std::size_t node_count() const {
     std::lock_guard lock(mu_);
     return static_cast<std::size_t>(std::count_if(
@@ -861,6 +869,9 @@ std::vector<std::string> FakeEnsemble::children_now(const std::string& path) con
 std::size_t FakeEnsemble::node_count() const { return server_->node_count(); }
 bool FakeEnsemble::set_cversion(const std::string& path, Version cversion) {
   return server_->set_cversion(path, cversion);
+}
+bool FakeEnsemble::set_version(const std::string& path, Version version) {
+  return server_->set_version(path, version);
 }
 std::vector<std::string> FakeEnsemble::ephemerals_of(std::int64_t session_id) const {
   return server_->ephemerals_of(session_id);

@@ -152,6 +152,10 @@ class FakeEnsemble {
   // by (it wraps past 2^31 - 1 as the server's does): a test reaches the
   // wrap without two billion creates. False if the node does not exist.
   bool set_cversion(const std::string& path, Version cversion);
+  // Sets a node's data version (it wraps past 2^31 - 1 as the server's does),
+  // without a write: a test reaches the wrap without two billion sets. False
+  // if the node does not exist.
+  bool set_version(const std::string& path, Version version);
   // Nodes other than "/" and the reserved /zookeeper subtree.
   std::size_t node_count() const;
   std::vector<std::string> ephemerals_of(std::int64_t session_id) const;  // sorted paths

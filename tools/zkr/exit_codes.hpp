@@ -14,7 +14,8 @@ inline constexpr int ok = 0;
 inline constexpr int usage = 64;  // EX_USAGE: bad arguments, bad path, unknown verb
 inline constexpr int listing_too_large =
     65;  // EX_DATAERR: a directory has more children than --max-children
-inline constexpr int no_such_root = 66;  // EX_NOINPUT: ls/cleanup of a path that does not exist
+inline constexpr int bad_counter_data = 65;  // EX_DATAERR: zkr counter of a node that is not one
+inline constexpr int no_such_root = 66;      // EX_NOINPUT: ls/cleanup of a path that does not exist
 inline constexpr int unavailable =
     69;  // EX_UNAVAILABLE: ZooKeeper unreachable (connect deadline, lost link)
 inline constexpr int internal = 70;      // EX_SOFTWARE: a bug in zkr or the library
@@ -26,9 +27,11 @@ inline constexpr int foreign_lock = 78;  // EX_CONFIG: another lock protocol (Cu
                                          // the lock path; not queued
 // Not a sysexits code: no program that follows sysexits(3) returns it, and it
 // is below 126, so it cannot be mistaken for a shell's or a signal's code.
-inline constexpr int lock_lost = 79;        // the lock was lost while the command ran
-inline constexpr int not_executable = 126;  // as shells: found but could not be run
-inline constexpr int not_found = 127;       // as shells: command not found
-inline constexpr int signal_base = 128;     // 128+S: killed by signal S (command or zkr itself)
+inline constexpr int lock_lost = 79;         // the lock was lost while the command ran
+inline constexpr int counter_conflict = 80;  // zkr counter: not applied (--cas found another value)
+inline constexpr int counter_indeterminate = 81;  // zkr counter: applied once or not at all
+inline constexpr int not_executable = 126;        // as shells: found but could not be run
+inline constexpr int not_found = 127;             // as shells: command not found
+inline constexpr int signal_base = 128;  // 128+S: killed by signal S (command or zkr itself)
 
 }  // namespace zkr::cli::exit_code

@@ -30,6 +30,8 @@ constexpr Verb kVerbs[] = {
     {"ls", "list the locks under a root: holder, waiters, age", ls_main, ls_help},
     {"cleanup", "remove empty lock directories and orphaned lock nodes", cleanup_main,
      cleanup_help},
+    {"counter", "read or change a counter (Curator's DistributedAtomicLong or SharedCount)",
+     counter_main, counter_help},
     {"bench", "run the lock benchmarks", bench_main, bench_help},
 };
 
@@ -62,6 +64,7 @@ std::string main_help() {
       "  69 ZooKeeper unreachable   70 internal error   71 operating system error\n"
       "  75 lock (or leadership) timeout   76 ZooKeeper refused\n"
       "  79 lock (or leadership) lost while the command ran\n"
+      "  80 counter change not applied   81 counter change indeterminate\n"
       "  126/127 command not runnable/not found   128+S signal S\n"
       "A command may return these too: --status-file tells them apart.\n"
       "\n"
@@ -80,7 +83,8 @@ int help_main(const std::vector<std::string>& args) {
   }
   const Verb* verb = find_verb(args[0]);
   if (args.size() > 1 || !verb) {
-    print_error("help: unknown verb '" + args[0] + "' (verbs: lock, elect, ls, cleanup, bench)");
+    print_error("help: unknown verb '" + args[0] +
+                "' (verbs: lock, elect, ls, cleanup, counter, bench)");
     return exit_code::usage;
   }
   const std::string text = verb->help();
@@ -112,6 +116,6 @@ int main(int argc, char** argv) {
     print_error("unknown option '" + first + "': options go after the verb (try 'zkr --help')");
   else
     print_error("unknown verb '" + first +
-                "' (verbs: lock, elect, ls, cleanup, bench; try 'zkr --help')");
+                "' (verbs: lock, elect, ls, cleanup, counter, bench; try 'zkr --help')");
   return exit_code::usage;
 }

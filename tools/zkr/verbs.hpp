@@ -16,6 +16,8 @@ std::string elect_help();
 int ls_main(const std::vector<std::string>& args);
 std::string ls_help();
 
+int counter_main(const std::vector<std::string>& args);
+std::string counter_help();
 int cleanup_main(const std::vector<std::string>& args);
 std::string cleanup_help();
 
