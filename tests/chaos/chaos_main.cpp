@@ -47,6 +47,7 @@
 #include "worker_pool.hpp"
 #include "zkr/cleanup.hpp"
 #include "zkr/client.hpp"
+#include "zkr/distributed_atomic_long.hpp"
 #include "zkr/lock_factory.hpp"
 #include "zkr_supervisors.hpp"
 
@@ -197,6 +198,15 @@ chaos::FinalState snapshot(zkr::Client& client, const std::vector<std::string>& 
   });
 }
 
+// The counter participants' counter, as the servers hold it at the end.
+void read_counter(zkr::Client& client, chaos::FinalState& state) {
+  const std::string path = std::string(chaos::kCounterRoot) + "/c0";
+  client.with_retry([&](zkr::Keeper& k) {
+    k.sync(chaos::kCounterRoot);
+    state.long_counters[path] = zkr::DistributedAtomicLong(client, path).get();
+  });
+}
+
 // Other applications' nodes in the lock root (bystanders): lock roots are
 // shared, and the library may delete nothing it did not make. Planted before
 // any worker starts: a Kafka-like tree of empty persistent nodes and one with
@@ -298,6 +308,9 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   // Where the workers' latch leaders write (latch_participant.hpp).
   create_if_missing(client, chaos::kLeaderWriteRoot, "");
   create_if_missing(client, std::string(chaos::kLeaderWriteRoot) + "/l0", "");
+  // The counter the workers' counter participants race on, at 0.
+  create_if_missing(client, chaos::kCounterRoot, "");
+  (void)zkr::DistributedAtomicLong(client, std::string(chaos::kCounterRoot) + "/c0").initialize(0);
   std::string key_list;
   for (const auto& key : keys) key_list += (key_list.empty() ? "" : ",") + key;
   // Every key that keeps a counter: the mutexes' and the read/write lock's.
@@ -409,7 +422,8 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   proxies.clear();  // the workers are gone: no connection is left to proxy
 
   wait_lock_nodes_gone(client, lock_root, o.session_timeout * 3 + 15s);
-  const auto state = snapshot(client, counted);
+  auto state = snapshot(client, counted);
+  read_counter(client, state);
   chaos::write_final_state(dir + "/final-state.txt", state);
 
   // What an operator does after such a day: sweep the lock root, for real.

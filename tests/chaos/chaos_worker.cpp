@@ -72,6 +72,7 @@
 #include <CLI/CLI.hpp>
 
 #include "checker.hpp"
+#include "counter_participant.hpp"
 #include "event_log.hpp"
 #include "latch_participant.hpp"
 #include "zkr/client.hpp"
@@ -825,6 +826,10 @@ int run(const Config& config) {
       config.seed,
       config.session_timeout,
       config.broken == "unguarded"};
+  // And one counter participant, racing the other processes' on one counter.
+  const zkr::chaos::CounterParticipantConfig counter{
+      std::string(zkr::chaos::kCounterRoot) + "/c0",
+      std::to_string(config.slot) + "." + std::to_string(config.gen), config.seed};
   {
     std::vector<std::jthread> threads;
     for (int t = 0; t < config.threads; ++t)
@@ -832,6 +837,9 @@ int run(const Config& config) {
     if (config.broken != "nolock")
       threads.emplace_back(
           [&] { zkr::chaos::run_latch_participant(latch, client, log, stop_requested, end); });
+    if (config.broken != "nolock")
+      threads.emplace_back(
+          [&] { zkr::chaos::run_counter_participant(counter, client, log, stop_requested, end); });
   }
   log.write("stop", {});
   return 0;

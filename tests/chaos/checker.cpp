@@ -53,6 +53,7 @@ class Checker {
     check_bystanders(input_.bystanders, result_);
     check_supervised_commands(input_.lives, result_);
     check_leader_latch(input_, paused_, result_);
+    check_counter_history(input_, result_);
     find_stall();
     return std::move(result_);
   }
@@ -537,6 +538,7 @@ std::vector<std::string> bite_problems(const CheckResult& result,
   else if (result.latch_failovers == 0)
     problems.push_back("the leader latch participants led " + std::to_string(result.latch_terms) +
                        " terms and the servers' record shows no failover between them");
+  if (result.counter_ops == 0) problems.push_back("no counter operation was recorded");
   return problems;
 }
 

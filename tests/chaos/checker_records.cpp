@@ -191,6 +191,8 @@ void write_final_state(const std::string& path, const FinalState& state) {
     out << "0 node path=" << word(node.path) << " owner=" << hex_session(node.owner) << "\n";
   for (const auto session : state.live_sessions)
     out << "0 live session=" << hex_session(session) << "\n";
+  for (const auto& [counter, value] : state.long_counters)
+    out << "0 along path=" << word(counter) << " value=" << value << "\n";
   out.close();
   if (!out) throw std::runtime_error("cannot write " + path);
 }
@@ -203,6 +205,7 @@ FinalState read_final_state(const std::string& path) {
     else if (e.name == "node")
       state.lock_root_nodes.push_back({e.get("path"), parse_hex_session(e.get("owner"))});
     else if (e.name == "live") state.live_sessions.insert(parse_hex_session(e.get("session")));
+    else if (e.name == "along") state.long_counters[e.get("path")] = e.integer("value");
   }
   return state;
 }

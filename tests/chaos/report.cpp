@@ -60,6 +60,9 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
       << " applied, " << r.latch_writes_refused << " refused, " << r.latch_writes_unknown
       << " unknown; late writes " << r.latch_late_writes << " (" << r.latch_late_refused
       << " refused); " << r.latch_leader_hits << " leaders' nodes deleted by delete_leader_node\n";
+  out << "counter              " << r.counter_ops << " operations on one DistributedAtomicLong ("
+      << r.counter_indeterminate << " of unknown outcome), with its final value judged "
+      << "linearizable or not in " << r.counter_search_states << " search states\n";
   out << "violations           " << r.violation_count();
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";
