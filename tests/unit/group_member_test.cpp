@@ -129,6 +129,41 @@ TEST_F(GroupMemberTest, AMemberWhoseSessionEndsComesBackAndOthersSeeIt) {
   EXPECT_TRUE(sees(*leaving, both));
 }
 
+TEST_F(GroupMemberTest, ARegistrationIsLostWhenItsNodeGoesAndTheNextIsANewOne) {
+  auto& a = contender();
+  auto m = member(a, "host-1", "x");
+  EXPECT_FALSE(m->registration());  // not started: not registered
+  m->start();
+  ASSERT_TRUE(m->wait_until_registered(kWait));
+  const auto first = m->registration();
+  ASSERT_TRUE(first);
+  const auto node = kGroup + "/host-1";
+  EXPECT_EQ(first->node_path(), node);
+  EXPECT_EQ(first->fencing_token(), ensemble_.exists_now(node)->czxid);
+  EXPECT_TRUE(first->held());
+  test::Latch lost;
+  first->on_lost([&lost](LostReason) { lost.open(); });
+
+  raw().remove(node);  // someone deletes it: this registration is over
+  ASSERT_TRUE(lost.wait(kWait));
+  EXPECT_EQ(first->lost_reason(), LostReason::node_deleted);
+  ASSERT_TRUE(test::wait_node(
+      raw(), node,
+      [&](const std::optional<NodeData>& n) {
+        return n && n->stat.czxid != first->fencing_token();
+      },
+      kWait));
+  ASSERT_TRUE(m->wait_until_registered(kWait));
+  const auto second = m->registration();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->fencing_token(), ensemble_.exists_now(node)->czxid);
+  EXPECT_TRUE(second->held());
+  m->close();  // leaving is no loss
+  EXPECT_TRUE(second->released());
+  EXPECT_FALSE(second->lost());
+  EXPECT_FALSE(ensemble_.exists_now(node));
+}
+
 TEST_F(GroupMemberTest, IdsAreChecked) {
   auto& a = contender();
   const std::vector<std::string> bad_ids{"", "a/b", ".", "..", "a\nb", std::string("a\0b", 3)};
