@@ -146,6 +146,13 @@ TEST_F(ZkrCliMemberTest, AnIdHeldByAnotherLiveSessionIsRefusedAndNotTaken) {
   EXPECT_EQ(keeper().get(group + "/host-1").data, "theirs");
   EXPECT_EQ(keeper().exists(group + "/host-1")->ephemeral_owner, client_->keeper()->session_id());
 
+  // With --timeout it waits; still theirs when the timeout passes: 73 all the same.
+  auto waited = start_member(group, "host-1", "touch " + quoted(ran_flag), {"--timeout", "1s"});
+  EXPECT_EQ(waited->wait(), 73) << waited->err();
+  EXPECT_NE(waited->err().find("still so after --timeout"), std::string::npos) << waited->err();
+  EXPECT_FALSE(std::filesystem::exists(ran_flag)) << "the command ran though refused";
+  EXPECT_EQ(keeper().get(group + "/host-1").data, "theirs");
+
   // With --timeout it waits for theirs to go, then registers.
   Fifo events(dir_ / "events");
   auto patient = start_member(group, "host-1", "echo started > " + quoted(events.path()),

@@ -206,7 +206,12 @@ int member_main(const std::vector<std::string>& args) {
                                        });
     if (!waited.signal && !waited.error && !waited.acquired &&
         member.state() == PersistentNodeState::refused) {
-      print_error("not registered: " + member.refusal().value_or(node + " is another's"));
+      // The refusal says the member waits for the holder to go: zkr waited
+      // as long as it was told to.
+      print_error("not registered: " + member.refusal().value_or(node + " is another's") +
+                  (settings.timeout
+                       ? " (still so after --timeout " + format_duration(*settings.timeout) + ")"
+                       : " (zkr does not wait for it without --timeout)"));
       if (status_file) status_file->write("refused", exit_code::member_refused, std::nullopt);
       return exit_code::member_refused;
     }
