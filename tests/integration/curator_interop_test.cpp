@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <future>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <regex>
@@ -46,6 +47,7 @@
 #include "support/ensemble.hpp"
 #include "support/waits.hpp"
 #include "zkr/distributed_atomic_long.hpp"
+#include "zkr/group_member.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/leader_selector.hpp"
 #include "zkr/lock.hpp"
@@ -1128,6 +1130,55 @@ TEST_F(CuratorInteropTest, CuratorLeaderSelectorAndOursLeadOneAtATime) {
   EXPECT_EQ(ours.leader().value_or(Participant{}).id, "java-again");
   EXPECT_EQ(java.call("selector-end"), "ended");
   EXPECT_EQ(java.call("selector-close"), "closed");
+}
+
+// Curator's GroupMember and ours in one group: the same layout (an
+// ephemeral <group>/<id> holding the data), so each lists the other with its
+// data, sees it change, and sees it leave.
+TEST_F(CuratorInteropTest, CuratorsGroupMemberAndOursSeeEachOthersMembersAndData) {
+  auto& java = peer();
+  Client& c = client();
+  const std::string group = dir_ + "/search";
+  std::mutex m;
+  std::condition_variable changed;
+  GroupMemberOptions options;
+  options.on_change = [&](const ChildEvent&) {
+    { std::lock_guard lock(m); }
+    changed.notify_all();
+  };
+  GroupMember ours(c, group, "cpp", "c1", options);
+  const auto ours_sees = [&](const std::map<std::string, std::string>& expected) {
+    std::unique_lock lock(m);
+    return changed.wait_for(lock, kWait, [&] { return ours.current_members() == expected; });
+  };
+  ASSERT_EQ(java.reply(), "ready");
+  ASSERT_EQ(java.call("group-start " + group + " java j1"), "started");
+  ours.start();
+  ASSERT_TRUE(ours.wait_until_registered(kWait));
+  // Curator's node is ours in form: ephemeral, named by the id, the data as is.
+  ASSERT_TRUE(test::wait_node(
+      *c.keeper(), group + "/java",
+      [](const std::optional<NodeData>& n) { return n && n->data == "j1"; }, kWait));
+  EXPECT_NE(c.keeper()->exists(group + "/java")->ephemeral_owner, 0);
+
+  EXPECT_TRUE(ours_sees({{"cpp", "c1"}, {"java", "j1"}}));
+  EXPECT_EQ(java.call("group-await cpp=c1,java=j1 " + ms(kWait)), "members cpp=c1 java=j1");
+
+  ASSERT_EQ(java.call("group-set j2"), "set");
+  EXPECT_TRUE(ours_sees({{"cpp", "c1"}, {"java", "j2"}}));
+  ours.set_this_data("c2");
+  EXPECT_EQ(java.call("group-await cpp=c2,java=j2 " + ms(kWait)), "members cpp=c2 java=j2");
+
+  ASSERT_EQ(java.call("group-close"), "closed");
+  EXPECT_TRUE(ours_sees({{"cpp", "c2"}}));
+  ASSERT_EQ(java.call("group-start " + group + " java j3"), "started");
+  EXPECT_TRUE(ours_sees({{"cpp", "c2"}, {"java", "j3"}}));
+  ours.close();
+  EXPECT_EQ(java.call("group-await java=j3 " + ms(kWait)), "members java=j3");
+  EXPECT_EQ(java.call("group-close"), "closed");
+  EXPECT_TRUE(test::wait_children(
+      *c.keeper(), group, [](const auto& names) { return names.empty(); }, kWait));
+  (void)c.keeper()->try_remove(group);  // before the fixture looks for what is left in dir_
 }
 
 }  // namespace

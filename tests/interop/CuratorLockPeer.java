@@ -71,6 +71,8 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.Deque;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
@@ -92,6 +94,7 @@ import org.apache.curator.framework.recipes.locks.LockInternals;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 
@@ -125,6 +128,7 @@ public final class CuratorLockPeer {
   // The selector `selector-start` started, until `selector-close`; a permit
   // in `termsBegun` for each takeLeadership call, one in `termEnds` ends it.
   private LeaderSelector selector;
+  private GroupMember member;
   private final Semaphore termsBegun = new Semaphore(0);
   private final Semaphore termEnds = new Semaphore(0);
 
@@ -276,9 +280,49 @@ public final class CuratorLockPeer {
       case "along-get":
         client.sync().forPath(words[1]);
         return "along " + atomicLong(words[1]).get().postValue();
+      case "group-start":
+        if (member != null) return "error a member is already started";
+        member = new GroupMember(client, words[1], words[2], words[3].getBytes(StandardCharsets.UTF_8));
+        member.start();
+        return "started";
+      case "group-set":
+        member.setThisData(words[1].getBytes(StandardCharsets.UTF_8));
+        return "set";
+      case "group-members":
+        return members();
+      case "group-await":
+        return awaitMembers(words[1], Long.parseLong(words[2]));
+      case "group-close":
+        member.close();
+        member = null;
+        return "closed";
       default:
         return "error unknown command: " + words[0];
     }
+  }
+
+  // "members id=data ..." in id order, as getCurrentMembers() has them.
+  private String members() {
+    Map<String, String> sorted = new TreeMap<>();
+    for (Map.Entry<String, byte[]> e : member.getCurrentMembers().entrySet())
+      sorted.put(e.getKey(), new String(e.getValue(), StandardCharsets.UTF_8));
+    StringBuilder line = new StringBuilder("members");
+    for (Map.Entry<String, String> e : sorted.entrySet())
+      line.append(' ').append(e.getKey()).append('=').append(e.getValue());
+    return line.toString();
+  }
+
+  // Until members() says exactly `expected` ("id=data,id=data"), or the
+  // timeout. GroupMember tells no one of changes (its cache is private),
+  // so this looks every 20 ms, a bounded number of times.
+  private String awaitMembers(String expected, long timeoutMs) throws Exception {
+    String want = "members " + expected.replace(',', ' ');
+    String seen = members();
+    for (long waited = 0; !seen.equals(want) && waited < timeoutMs; waited += 20) {
+      Thread.sleep(20);
+      seen = members();
+    }
+    return seen;
   }
 
   private static String reply(String word, Collection<String> items) {

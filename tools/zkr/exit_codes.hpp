@@ -18,9 +18,11 @@ inline constexpr int bad_counter_data = 65;  // EX_DATAERR: zkr counter of a nod
 inline constexpr int no_such_root = 66;      // EX_NOINPUT: ls/cleanup of a path that does not exist
 inline constexpr int unavailable =
     69;  // EX_UNAVAILABLE: ZooKeeper unreachable (connect deadline, lost link)
-inline constexpr int internal = 70;      // EX_SOFTWARE: a bug in zkr or the library
-inline constexpr int os_error = 71;      // EX_OSERR: fork, pipe, signal set-up failed
-inline constexpr int timeout = 75;       // EX_TEMPFAIL: the lock was not acquired in --timeout
+inline constexpr int internal = 70;        // EX_SOFTWARE: a bug in zkr or the library
+inline constexpr int os_error = 71;        // EX_OSERR: fork, pipe, signal set-up failed
+inline constexpr int member_refused = 73;  // EX_CANTCREAT: zkr member's GROUP/ID is held by
+                                           // another live session; not registered
+inline constexpr int timeout = 75;         // EX_TEMPFAIL: the lock was not acquired in --timeout
 inline constexpr int zookeeper = 76;     // EX_PROTOCOL: ZooKeeper refused an operation (auth, ...)
 inline constexpr int foreign_lock = 78;  // EX_CONFIG: another lock protocol (Curator's semaphore or
                                          // read/write lock, kazoo's locks, an unknown one) uses

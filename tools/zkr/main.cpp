@@ -27,6 +27,8 @@ constexpr Verb kVerbs[] = {
     {"lock", "run a command while holding a lock (flock(1) across machines)", lock_main, lock_help},
     {"elect", "run a command only while leader of an election (one instance, with failover)",
      elect_main, elect_help},
+    {"member", "run a command while registered as a member of a group", member_main, member_help},
+    {"members", "list the members of a group and their data", members_main, members_help},
     {"ls", "list the locks under a root: holder, waiters, age", ls_main, ls_help},
     {"cleanup", "remove empty lock directories and orphaned lock nodes", cleanup_main,
      cleanup_help},
@@ -59,11 +61,13 @@ std::string main_help() {
       "Every verb takes --connect HOSTS (default $ZK_CONNECT), --session-timeout D,\n"
       "--connect-timeout D (default 15s: zkr never hangs on a dead ensemble) and -v.\n"
       "\n"
-      "Exit status of zkr's own (zkr lock and zkr elect pass their command's through):\n"
-      "  64 bad usage   65 directory too large to list   66 no such path\n"
+      "Exit status of zkr's own (zkr lock, elect and member pass their command's through):\n"
+      "  64 bad usage   65 data not as expected (a directory too large to list,\n"
+      "     a node that is not a counter)   66 no such path\n"
       "  69 ZooKeeper unreachable   70 internal error   71 operating system error\n"
-      "  75 lock (or leadership) timeout   76 ZooKeeper refused\n"
-      "  79 lock (or leadership) lost while the command ran\n"
+      "  73 member id held by another session   75 lock (or leadership) timeout\n"
+      "  76 ZooKeeper refused\n"
+      "  79 lock (or leadership, membership) lost while the command ran\n"
       "  80 counter change not applied   81 counter change indeterminate\n"
       "  126/127 command not runnable/not found   128+S signal S\n"
       "A command may return these too: --status-file tells them apart.\n"

@@ -13,6 +13,12 @@ std::string lock_help();
 int elect_main(const std::vector<std::string>& args);
 std::string elect_help();
 
+int member_main(const std::vector<std::string>& args);
+std::string member_help();
+
+int members_main(const std::vector<std::string>& args);
+std::string members_help();
+
 int ls_main(const std::vector<std::string>& args);
 std::string ls_help();
 

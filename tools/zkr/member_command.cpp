@@ -1,0 +1,243 @@
+// `zkr member GROUP --id ID [options] [--] CMD ARGS...`: a service registered
+// in a group exactly while it runs.
+//
+// zkr registers as the member ID of GROUP (zkr/group_member.hpp, Curator's
+// GroupMember layout: an ephemeral GROUP/ID with the data) and runs CMD only
+// while registered. A registration is a grant like a lock's (its node ours,
+// watched), so running, losing and confirming are zkr lock's own
+// (grant_run.hpp): a lost registration terminates CMD exactly as a lost lock
+// does. When CMD ends zkr leaves the group (deletes the node).
+//
+// An ID held by another live session is never taken over: zkr waits for it
+// to go until --timeout passes, or without --timeout exits at once, with its
+// own code (exit_code::member_refused).
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "args.hpp"
+#include "connection.hpp"
+#include "errors.hpp"
+#include "exit_codes.hpp"
+#include "grant_run.hpp"
+#include "status_file.hpp"
+#include "verbs.hpp"
+#include "zkr/deadline.hpp"
+#include "zkr/group_member.hpp"
+#include "zkr/path.hpp"
+
+namespace zkr::cli {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<OptionSpec> member_specs() {
+  auto specs = connection_option_specs();
+  const std::vector<OptionSpec> own{
+      {"id", 0, true, "ID", "this member's id: the node GROUP/ID (required)"},
+      {"data", 0, true, "D", "this member's data, e.g. its address (default: empty)"},
+      {"timeout", 't', true, "D",
+       "give up if not registered within D of connecting (an ID held by another "
+       "session is waited for until then)"},
+      {"kill-after", 'k', true, "D",
+       "if the registration is lost: SIGKILL the command D after SIGTERM (default 10s)"},
+      {"status-file", 0, true, "PATH",
+       "write zkr's own outcome to PATH as one JSON line (see Exit status)"},
+  };
+  specs.insert(specs.begin(), own.begin(), own.end());
+  return specs;
+}
+
+struct MemberSettings {
+  std::string group;
+  std::string id;
+  std::string data;
+  std::vector<std::string> command;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::chrono::milliseconds kill_after = 10s;
+  std::optional<std::string> status_file;
+};
+
+MemberSettings member_settings(const ParsedArgs& parsed) {
+  MemberSettings s;
+  const auto& operands = parsed.operands();
+  if (operands.empty()) throw UsageError("missing GROUP and command");
+  if (operands.size() < 2) throw UsageError("missing the command to run while registered");
+  s.group = operands[0];
+  s.command.assign(operands.begin() + 1, operands.end());
+  validate_path(s.group);
+  if (s.group == "/") throw UsageError("a group cannot be the root \"/\"");
+  const auto id = parsed.value("id");
+  if (!id) throw UsageError("missing --id ID");
+  try {
+    GroupMember::validate_member_id(*id);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--id: ") + e.what());
+  }
+  s.id = *id;
+  validate_path(join_path(s.group, s.id));  // the whole path's length
+  if (auto v = parsed.value("data")) s.data = *v;
+  if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
+  if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
+  if (auto v = parsed.value("status-file")) {
+    if (v->empty()) throw UsageError("--status-file needs a PATH");
+    s.status_file = *v;
+  }
+  return s;
+}
+
+// The member's registration state, for the wait: told on the Client's
+// callback thread, waited for on zkr's.
+class Registration {
+ public:
+  void operator()(PersistentNodeState) {
+    { std::lock_guard lock(mutex_); }
+    changed_.notify_all();
+  }
+  // True once registered; false when refused (unless still waiting for
+  // the deadline), when the deadline passes, or on a stop.
+  bool wait(const GroupMember& member, std::optional<std::chrono::milliseconds> timeout,
+            std::stop_token stop) {
+    const auto deadline =
+        timeout ? deadline_after(*timeout) : std::chrono::steady_clock::time_point::max();
+    std::unique_lock lock(mutex_);
+    changed_.wait_until(lock, stop, deadline, [&] {
+      const auto state = member.state();
+      return state == PersistentNodeState::present ||
+             (state == PersistentNodeState::refused && !timeout);
+    });
+    return member.state() == PersistentNodeState::present;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable_any changed_;
+};
+
+}  // namespace
+
+std::string member_help() {
+  return "Usage: zkr member GROUP --id ID [options] [--] CMD [ARGS...]\n"
+         "\n"
+         "Runs CMD only while registered as the member ID of the group GROUP, so that\n"
+         "whoever watches the group (`zkr members GROUP`, a GroupMember of zkrecipes\n"
+         "or Apache Curator) sees this service exactly while it runs. The member is\n"
+         "the ephemeral node GROUP/ID, with --data as its data (Curator's GroupMember\n"
+         "layout). Options after CMD belong to CMD.\n"
+         "\n"
+         "An ID is one member: if another live session holds GROUP/ID (the same ID\n"
+         "started twice, or a restart before the old session expired), zkr never\n"
+         "takes it over. Without --timeout it exits at once with 73; with --timeout\n"
+         "it waits for that session's node to go, and exits 73 if it is still there\n"
+         "when the timeout passes.\n"
+         "\n"
+         "CMD gets ZKR_MEMBER_GROUP, ZKR_MEMBER_ID and ZKR_MEMBER_NODE (GROUP/ID) in\n"
+         "its environment.\n"
+         "\n"
+         "CMD is supervised exactly as under `zkr lock` (see zkr lock --help): it\n"
+         "runs in a process group of its own, only while zkr can prove its\n"
+         "registration, and is killed if zkr dies. If the registration is lost while\n"
+         "it runs (the session expired, or our node was deleted), its group gets\n"
+         "SIGTERM, then SIGKILL after --kill-after. When CMD's group is gone zkr\n"
+         "leaves the group (our node is deleted), and exits with CMD's code if the\n"
+         "server confirmed that it was registered throughout.\n"
+         "\n"
+         "Options:\n" +
+         format_options(member_specs()) + "\n" + connection_help_footer() +
+         "\n"
+         "Exit status (zkr lock's, with the registration for the lock):\n"
+         "  CMD's own      CMD ran, and the server confirmed after it ended that this\n"
+         "                 member was registered throughout\n"
+         "  64             bad usage: options, GROUP, --id, durations\n"
+         "  69             ZooKeeper unreachable within --connect-timeout, or the link failed\n"
+         "  73             GROUP/ID is held by another live session: not registered,\n"
+         "                 CMD not run\n"
+         "  75             not registered within --timeout (CMD not run)\n"
+         "  76             ZooKeeper refused an operation (e.g. no permission on GROUP)\n"
+         "  79             the registration was lost (or could not be confirmed) while\n"
+         "                 CMD ran; its group was terminated\n"
+         "  126, 127       CMD could not be run, or was not found\n"
+         "  128+S          zkr got signal S while registering\n"
+         "--status-file PATH tells them apart from CMD's own codes as under zkr lock:\n"
+         "outcome held_throughout, lock_lost (registration lost), refused, timeout,\n"
+         "command_not_run, interrupted or error.\n"
+         "\n"
+         "Example: a search server, listed in /services/search while it serves\n"
+         "  zkr member /services/search --id \"$(hostname)\" --data 10.0.0.7:8080 -- "
+         "./search --serve\n";
+}
+
+int member_main(const std::vector<std::string>& args) {
+  // Outside the body, so that an error reported by run_reporting_errors is
+  // written too.
+  std::optional<StatusFile> status;
+  const int zkr_exit = run_reporting_errors("member", [&]() -> int {
+    const auto specs = member_specs();
+    // Options end at CMD's first word: what follows is CMD's.
+    const auto parsed = parse_args(args, specs, 1);
+    if (parsed.has("help")) {
+      std::fputs(member_help().c_str(), stdout);
+      return exit_code::ok;
+    }
+    const auto settings = member_settings(parsed);
+    const auto connection = connection_settings(parsed);
+    if (settings.status_file) status.emplace(*settings.status_file);
+    auto log = cli_logger(connection.verbosity);
+    // Before any thread exists (grant_run.hpp).
+    const auto inbox = supervision_inbox(*log);
+
+    auto client = open_client(connection);
+    const auto registration = std::make_shared<Registration>();
+    GroupMemberOptions options;
+    options.on_state = [registration](PersistentNodeState s) { (*registration)(s); };
+    GroupMember member(*client, settings.group, settings.id, settings.data, options);
+    const std::string node = join_path(settings.group, settings.id);
+    StatusFile* status_file = status ? &*status : nullptr;
+    const auto waited = wait_for_grant(*client, connection, node, *inbox, status_file, *log,
+                                       [&](std::stop_token stop) {
+                                         member.start();
+                                         return registration->wait(member, settings.timeout, stop);
+                                       });
+    if (!waited.signal && !waited.error && !waited.acquired &&
+        member.state() == PersistentNodeState::refused) {
+      // The refusal says the member waits for the holder to go: zkr waited
+      // as long as it was told to.
+      print_error("not registered: " + member.refusal().value_or(node + " is another's") +
+                  (settings.timeout
+                       ? " (still so after --timeout " + format_duration(*settings.timeout) + ")"
+                       : " (zkr does not wait for it without --timeout)"));
+      if (status_file) status_file->write("refused", exit_code::member_refused, std::nullopt);
+      return exit_code::member_refused;
+    }
+    if (auto code =
+            end_of_wait(waited, node, settings.timeout, status_file, [&] { member.close(); }))
+      return *code;
+
+    const auto term = member.registration();
+    if (!term) {
+      print_error("membership of " + node + " was lost before the command started");
+      if (status_file) status_file->write("lock_lost", exit_code::lock_lost, std::nullopt);
+      return exit_code::lock_lost;
+    }
+    log->info("registered as {} in {} ({})", settings.id, settings.group, term->node_path());
+    const GrantRun run{.held = "membership of " + node,
+                       .command = settings.command,
+                       .env = {"ZKR_MEMBER_GROUP=" + settings.group, "ZKR_MEMBER_ID=" + settings.id,
+                               "ZKR_MEMBER_NODE=" + node},
+                       .kill_after = settings.kill_after,
+                       .session_timeout = connection.session_timeout};
+    const int code = run_under_grant(*client, *term, run, *inbox, status_file, *log);
+    member.close();
+    return code;
+  });
+  if (status && !status->written()) status->write("error", zkr_exit, std::nullopt);
+  return zkr_exit;
+}
+
+}  // namespace zkr::cli
