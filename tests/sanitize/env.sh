@@ -25,7 +25,7 @@ zkr_sanitize_dir=$ZKR_SANITIZE_SOURCE_DIR/tests/sanitize
 # the Java and Python peers are not). Left out, and run by the full `--sanitize=asan`: the zkr command's
 # process tests, the scripts (bench, train yard, examples), the chaos runs and
 # the Keeper operation tests, for CI's time.
-ZKR_ASAN_CI_TESTS='^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(Lock|CleanupIntegrationTest|ClientFaults|ClientDestroyed|SharedRootsTest|Curator|Kazoo|CounterIntegrationTest))'
+ZKR_ASAN_CI_TESTS='^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(Lock|CleanupIntegrationTest|ClientFaults|ClientDestroyed|SharedRootsTest|Curator|Kazoo|CounterIntegrationTest|GroupMemberIntegrationTest|PersistentNodeIntegrationTest))'
 
 case $zkr_sanitize_mode in
   asan)
@@ -56,7 +56,7 @@ case $zkr_sanitize_mode in
     # in use. Left out: the zkr command's and the scripts' process-level
     # tests, Curator interop (its peer is Java) and the chaos runs, whose
     # workers run the same lock code as the stress test.
-    ZKR_TSAN_DEFAULT_TESTS='^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(LockIntegrationTest|LockStressTest|LockKinds/LockKindStressTest|ClientFaults|KeeperTest|CleanupIntegrationTest|ClientDestroyed|SharedRootsTest|CounterIntegrationTest))'
+    ZKR_TSAN_DEFAULT_TESTS='^(unit\.|chaos\.MultiLockSessionExpiry|integration\.(LockIntegrationTest|LockStressTest|LockKinds/LockKindStressTest|ClientFaults|KeeperTest|CleanupIntegrationTest|ClientDestroyed|SharedRootsTest|CounterIntegrationTest|GroupMemberIntegrationTest|PersistentNodeIntegrationTest))'
     zkr_sanitize_tools=OFF # none of these runs the zkr command or a benchmark
     ZKR_SANITIZE_CTEST_ARGS=(-R "${ZKR_TSAN_TESTS:-$ZKR_TSAN_DEFAULT_TESTS}")
     ;;
