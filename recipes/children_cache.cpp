@@ -17,7 +17,6 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
-#include <stop_token>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -27,6 +26,7 @@
 #include "callback_thread.hpp"
 #include "children_diff.hpp"
 #include "client_internals.hpp"
+#include "refresh_thread.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -55,22 +55,6 @@ bool armed(const Flag& flag) { return flag && !flag->fired.load(); }
 
 }  // namespace
 
-// What watches and listeners reach: they may outlive the cache.
-struct CacheWakeup {
-  std::mutex mutex;
-  std::condition_variable_any changed;
-  bool look = false;  // guarded by mutex
-  bool full = false;  // guarded by mutex: read every child again, not only the changed ones
-  void wake(bool everything = false) {
-    {
-      std::lock_guard lock(mutex);
-      look = true;
-      full = full || everything;
-    }
-    changed.notify_all();
-  }
-};
-
 struct ChildrenCache::Impl {
   Impl(Client& c, std::string p, ChildrenCacheOptions o)
       : client(c), path(checked(std::move(p))), options(std::move(o)) {}
@@ -82,28 +66,10 @@ struct ChildrenCache::Impl {
 
   // One watcher: raises its flag, then wakes the thread.
   Watcher watcher(const Flag& flag) const {
-    return [w = wakeup, flag](const WatchEvent&) {
+    return [signal = refresh.signal(), flag](const WatchEvent&) {
       flag->fired = true;
-      w->wake();
+      signal->wake();
     };
-  }
-
-  void run(const std::stop_token& stop) {
-    for (;;) {
-      bool full = false;
-      {
-        std::unique_lock lock(wakeup->mutex);
-        if (!wakeup->changed.wait(lock, stop, [&] { return wakeup->look; })) return;
-        wakeup->look = false;
-        full = wakeup->full;
-        wakeup->full = false;
-      }
-      if (read_once(full)) continue;
-      std::unique_lock lock(wakeup->mutex);
-      wakeup->changed.wait_for(lock, stop, kReadAgainAfterFailure, [&] { return wakeup->look; });
-      wakeup->look = true;
-      wakeup->full = true;  // what failed is not known in detail: read it all
-    }
   }
 
   // One read, and the view it gives. False when it failed and must be
@@ -140,7 +106,7 @@ struct ChildrenCache::Impl {
     const auto stat = keeper.exists(path, flag ? watcher(flag) : Watcher{});
     if (flag) parent_watch = flag;
     if (stat) {  // created between the two reads: read it
-      wakeup->wake(true);
+      refresh.signal()->wake(true);
       return true;
     }
     entries.clear();
@@ -226,7 +192,6 @@ struct ChildrenCache::Impl {
   Client& client;
   const std::string path;
   const ChildrenCacheOptions options;
-  const std::shared_ptr<CacheWakeup> wakeup = std::make_shared<CacheWakeup>();
   // Lowered by close(): events still queued on the callback thread are dropped.
   const std::shared_ptr<std::atomic<bool>> open = std::make_shared<std::atomic<bool>>(true);
 
@@ -245,7 +210,7 @@ struct ChildrenCache::Impl {
 
   std::mutex closing;  // one close() at a time
   std::optional<Client::ListenerId> listener;
-  std::jthread thread;
+  detail::RefreshThread refresh;  // reads whenever its signal is raised
 };
 
 ChildrenCache::ChildrenCache(Client& client, std::string path, ChildrenCacheOptions options)
@@ -265,9 +230,10 @@ void ChildrenCache::start() {
   }
   // Every change of the connection reads it all again: a reply lost with
   // the link set no watch, and a new session has none of the old ones.
-  impl.listener = impl.client.add_listener([w = impl.wakeup](ConnectionState) { w->wake(true); });
-  impl.wakeup->wake(true);
-  impl.thread = std::jthread([&impl](std::stop_token stop) { impl.run(stop); });
+  impl.listener = impl.client.add_listener(
+      [signal = impl.refresh.signal()](ConnectionState) { signal->wake(true); });
+  impl.refresh.signal()->wake(true);
+  impl.refresh.start([&impl](bool full) { return impl.read_once(full); }, kReadAgainAfterFailure);
 }
 
 bool ChildrenCache::wait_until_initialized(std::chrono::milliseconds timeout) const {
@@ -292,8 +258,7 @@ void ChildrenCache::close() noexcept {
   }
   impl.open->store(false);
   if (!was_started) return;
-  impl.thread.request_stop();
-  if (impl.thread.joinable()) impl.thread.join();
+  impl.refresh.stop();
   if (impl.listener) impl.client.remove_listener(*impl.listener);
 }
 

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <mutex>
 #include <stdexcept>
-#include <stop_token>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "callback_thread.hpp"
 #include "client_internals.hpp"
 #include "owned_delete.hpp"
+#include "refresh_thread.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -55,20 +55,6 @@ constexpr int kDeleteAttempts = 20;
 
 }  // namespace
 
-// What watches and listeners reach: they may outlive the node.
-struct NodeWakeup {
-  std::mutex mutex;
-  std::condition_variable_any changed;
-  bool look = false;  // guarded by mutex
-  void wake() {
-    {
-      std::lock_guard lock(mutex);
-      look = true;
-    }
-    changed.notify_all();
-  }
-};
-
 struct PersistentNode::Impl {
   Impl(Client& c, std::string p, std::string d, PersistentNodeOptions o)
       : client(c),
@@ -77,20 +63,7 @@ struct PersistentNode::Impl {
         options(std::move(o)),
         data(std::move(d)) {}
 
-  // The node's thread: a look each time one is asked for, until close().
-  void run(const std::stop_token& stop) {
-    for (;;) {
-      {
-        std::unique_lock lock(wakeup->mutex);
-        if (!wakeup->changed.wait(lock, stop, [&] { return wakeup->look; })) return;
-        wakeup->look = false;
-      }
-      if (look_once()) continue;
-      std::unique_lock lock(wakeup->mutex);
-      wakeup->changed.wait_for(lock, stop, kLookAgainAfterFailure, [&] { return wakeup->look; });
-      wakeup->look = true;
-    }
-  }
+  const std::shared_ptr<detail::RefreshSignal>& wake() const { return refresh.signal(); }
 
   // One look, and what it calls for. False when it failed and must be
   // repeated (a connection or server error).
@@ -100,7 +73,8 @@ struct PersistentNode::Impl {
     try {
       const auto session = keeper->session_id();
       const auto epoch = client.session_epoch();
-      const auto stat = keeper->exists(path, [w = wakeup](const WatchEvent&) { w->wake(); });
+      const auto stat =
+          keeper->exists(path, [signal = wake()](const WatchEvent&) { signal->wake(); });
       if (!stat) return create(*keeper, epoch);
       const bool ours = mode == CreateMode::ephemeral ? stat->ephemeral_owner == session
                                                       : stat->ephemeral_owner == 0;
@@ -153,17 +127,17 @@ struct PersistentNode::Impl {
     }
     if (created.error == Errc::no_node) {
       keeper.create_parents(path, CreateMode::container);
-      wakeup->wake();
+      wake()->wake();
       return true;
     }
     if (created.error == Errc::node_exists) {  // someone was first: look at it
-      wakeup->wake();
+      wake()->wake();
       return true;
     }
     if (!created.ok()) throw KeeperError(created.error, path);  // the look is repeated
     const Stat& made = created.results.at(1).stat;
     prove({mode == CreateMode::ephemeral ? keeper.session_id() : 0, made.czxid}, epoch);
-    wakeup->wake();  // look again: that look sets the watch on our node
+    wake()->wake();  // look again: that look sets the watch on our node
     return true;
   }
 
@@ -179,7 +153,7 @@ struct PersistentNode::Impl {
       if (!set.ok()) {  // changed or gone meanwhile: look again, and write then
         std::lock_guard lock(mutex);
         data_to_write = true;
-        wakeup->wake();
+        wake()->wake();
         return set.error() == Errc::bad_version || set.error() == Errc::no_node;
       }
     }
@@ -278,7 +252,6 @@ struct PersistentNode::Impl {
   const std::string path;
   const CreateMode mode;
   const PersistentNodeOptions options;
-  const std::shared_ptr<NodeWakeup> wakeup = std::make_shared<NodeWakeup>();
 
   mutable std::mutex mutex;
   mutable std::condition_variable present_changed;
@@ -296,7 +269,7 @@ struct PersistentNode::Impl {
 
   std::mutex closing;  // one close() at a time
   std::optional<Client::ListenerId> listener;
-  std::jthread thread;
+  detail::RefreshThread refresh;  // looks whenever its signal is raised
 };
 
 PersistentNode::PersistentNode(Client& client, std::string path, std::string data,
@@ -318,9 +291,10 @@ void PersistentNode::start() {
     // first look writes it (a create clears this).
     impl.data_to_write = impl.mode == CreateMode::persistent;
   }
-  impl.listener = impl.client.add_listener([w = impl.wakeup](ConnectionState) { w->wake(); });
-  impl.wakeup->wake();
-  impl.thread = std::jthread([&impl](std::stop_token stop) { impl.run(stop); });
+  impl.listener =
+      impl.client.add_listener([signal = impl.wake()](ConnectionState) { signal->wake(); });
+  impl.wake()->wake();
+  impl.refresh.start([&impl](bool) { return impl.look_once(); }, kLookAgainAfterFailure);
 }
 
 bool PersistentNode::wait_until_present(std::chrono::milliseconds timeout) const {
@@ -345,7 +319,7 @@ void PersistentNode::set_data(std::string data) {
     impl_->data = std::move(data);
     impl_->data_to_write = true;
   }
-  impl_->wakeup->wake();
+  impl_->wake()->wake();
 }
 
 std::string PersistentNode::data() const {
@@ -366,8 +340,7 @@ void PersistentNode::close() noexcept {
   }
   impl.present_changed.notify_all();
   if (!was_started) return;
-  impl.thread.request_stop();
-  if (impl.thread.joinable()) impl.thread.join();
+  impl.refresh.stop();
   if (impl.listener) impl.client.remove_listener(*impl.listener);
   impl.delete_if_ours();
   impl.post_state(PersistentNodeState::closed);

@@ -7,7 +7,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <stop_token>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "callback_thread.hpp"
 #include "client_internals.hpp"
 #include "counter_write.hpp"
+#include "refresh_thread.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -52,48 +52,22 @@ struct CountListeners {
   }
 };
 
-// What watches and listeners reach: they may outlive the count.
-struct CountWakeup {
-  std::mutex mutex;
-  std::condition_variable_any changed;
-  bool read = false;  // guarded by mutex
-  void wake() {
-    {
-      std::lock_guard lock(mutex);
-      read = true;
-    }
-    changed.notify_all();
-  }
-};
-
 struct SharedCount::Impl {
   Impl(Client& c, std::string p, std::int32_t s)
       : client(c), path(checked_count_path(std::move(p))), seed(s) {}
 
-  void run(const std::stop_token& stop) {
-    for (;;) {
-      {
-        std::unique_lock lock(wakeup->mutex);
-        if (!wakeup->changed.wait(lock, stop, [&] { return wakeup->read; })) return;
-        wakeup->read = false;
-      }
-      if (read_once()) continue;
-      std::unique_lock lock(wakeup->mutex);
-      wakeup->changed.wait_for(lock, stop, kReadAgainAfterFailure, [&] { return wakeup->read; });
-      wakeup->read = true;
-    }
-  }
+  const std::shared_ptr<detail::RefreshSignal>& wake() const { return refresh.signal(); }
 
   // One read with a watch. False when it failed and must be repeated.
   bool read_once() {
     const auto keeper = client.keeper();
     if (!keeper || !client.is_connected()) return true;  // the listener wakes us
     try {
-      const auto watch = [w = wakeup](const WatchEvent&) { w->wake(); };
+      const auto watch = [signal = wake()](const WatchEvent&) { signal->wake(); };
       const auto got = keeper->try_get(path, watch);
       if (got.error() == Errc::no_node) {
         // Deleted: keep the last value, and watch for the node to come back.
-        if (keeper->exists(path, watch)) wakeup->wake();
+        if (keeper->exists(path, watch)) wake()->wake();
         return true;
       }
       const auto& node = got.value();
@@ -133,7 +107,6 @@ struct SharedCount::Impl {
   Client& client;
   const std::string path;
   const std::int32_t seed;
-  const std::shared_ptr<CountWakeup> wakeup = std::make_shared<CountWakeup>();
   const std::shared_ptr<CountListeners> registry = std::make_shared<CountListeners>();
 
   mutable std::mutex mutex;
@@ -146,7 +119,7 @@ struct SharedCount::Impl {
 
   std::mutex closing;  // start() and close() one at a time
   std::optional<Client::ListenerId> connection_listener;
-  std::jthread thread;
+  detail::RefreshThread refresh;  // reads whenever its signal is raised
 };
 
 SharedCount::SharedCount(Client& client, std::string path, std::int32_t seed)
@@ -181,9 +154,9 @@ void SharedCount::start() {
   // Every change of the connection reads again: a watch may have been lost
   // with a request, and a value may have changed while we could not hear it.
   impl.connection_listener =
-      impl.client.add_listener([w = impl.wakeup](ConnectionState) { w->wake(); });
-  impl.wakeup->wake();  // the first read sets the watch
-  impl.thread = std::jthread([&impl](std::stop_token stop) { impl.run(stop); });
+      impl.client.add_listener([signal = impl.wake()](ConnectionState) { signal->wake(); });
+  impl.wake()->wake();  // the first read sets the watch
+  impl.refresh.start([&impl](bool) { return impl.read_once(); }, kReadAgainAfterFailure);
 }
 
 std::int32_t SharedCount::get_count() const { return get_versioned_count().value; }
@@ -272,8 +245,7 @@ void SharedCount::close() noexcept {
     std::lock_guard lock(impl.registry->mutex);
     impl.registry->listeners.clear();
   }
-  impl.thread.request_stop();
-  if (impl.thread.joinable()) impl.thread.join();
+  impl.refresh.stop();
   if (impl.connection_listener) impl.client.remove_listener(*impl.connection_listener);
 }
 
