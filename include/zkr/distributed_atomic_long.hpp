@@ -75,8 +75,11 @@ class DistributedAtomicLong {
   DistributedAtomicLong(const DistributedAtomicLong&) = delete;
   DistributedAtomicLong& operator=(const DistributedAtomicLong&) = delete;
 
-  /// The value now (0 if the node is missing). KeeperError if the reads fail,
-  /// CounterDataError if the node holds neither 0 nor 8 bytes.
+  /// The value (0 if the node is missing), as the connected server has it:
+  /// it may lag another session's write that already succeeded (ZooKeeper's
+  /// reads are not linearizable); sync the path first for the latest.
+  /// KeeperError if the reads fail, CounterDataError if the node holds
+  /// neither 0 nor 8 bytes.
   std::int64_t get();
   /// Adds `delta`; past either end of int64 it wraps, as Java's long does.
   [[nodiscard]] AtomicLongResult add(std::int64_t delta);

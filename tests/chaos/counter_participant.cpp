@@ -40,6 +40,9 @@ void run_counter_participant(const CounterParticipantConfig& config, Client& cli
                        {"invoked", std::to_string(monotonic_ns())}});
     try {
       if (kind == "read") {
+        // Synced first: a plain read may lag writes other sessions saw
+        // succeed (ZooKeeper's reads are not linearizable; docs/counters.md).
+        client.keeper_when_connected()->sync(config.path);
         last_seen = counter.get();
         log.write("cop",
                   {{"id", id}, {"outcome", "succeeded"}, {"value", std::to_string(last_seen)}});

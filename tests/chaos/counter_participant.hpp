@@ -12,7 +12,8 @@
 //   cinv id=ID kind=read|add|cas operand=N expected=E invoked=T   before the call
 //   cop  id=ID outcome=succeeded|conflict|indeterminate|error value=V   after it
 // (value: what a read returned, an add's or a swap's result when known).
-// Every add adds 1 to 3, and a compare-and-set sets a larger value than the
+// A read syncs its path first (a plain read may be stale: ZooKeeper's reads
+// are not linearizable). Every add adds 1 to 3, and a compare-and-set sets a larger value than the
 // one it expects: the counter only grows, so a swap refused because the
 // version moved saw another value, as the history says.
 #pragma once
