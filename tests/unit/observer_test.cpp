@@ -18,6 +18,7 @@
 
 #include "lock_fixture.hpp"
 #include "zkr/observer.hpp"
+#include "zkr/semaphore.hpp"
 
 namespace zkr {
 namespace {
@@ -312,6 +313,29 @@ TEST_F(ObserverTest, WithRetryTellsItsRetriesAsTheClients) {
   ASSERT_EQ(ev.retries.size(), 2u);
   EXPECT_EQ(ev.retries[0].recipe, Recipe::client);
   EXPECT_EQ(ev.retries[1].retry, 2);
+}
+
+// A lease is a semaphore grant, taken under the semaphore's internal mutex,
+// which is a mutex grant held until the lease is granted.
+TEST_F(ObserverTest, ASemaphoreLeaseIsASemaphoreHoldTakenUnderAMutexHold) {
+  const auto rec = std::make_shared<Recorder>();
+  auto& a = observed(rec);
+  {
+    InterProcessSemaphoreV2 pool(*a.client, "/locks/pool", SemaphoreLimit::fixed(2));
+    auto leases = pool.try_acquire_for(1, kWait);
+    ASSERT_EQ(leases.size(), 1u);
+    const auto ev = rec->events();
+    ASSERT_EQ(ev.grants.size(), 2u);
+    EXPECT_EQ(ev.grants[0].recipe, Recipe::mutex);  // the internal mutex first
+    EXPECT_EQ(ev.grants[1].recipe, Recipe::semaphore);
+    ASSERT_EQ(ev.holds.size(), 1u);  // the mutex, let go once the lease was granted
+    EXPECT_EQ(ev.holds[0].recipe, Recipe::mutex);
+    EXPECT_GT(ev.requests_of(Recipe::semaphore, Request::create), 0);
+  }  // the lease goes out of scope: released
+  const auto ev = rec->events();
+  ASSERT_EQ(ev.holds.size(), 2u);
+  EXPECT_EQ(ev.holds[1].recipe, Recipe::semaphore);
+  EXPECT_EQ(ev.holds[1].outcome, HoldOutcome::released);
 }
 
 TEST_F(ObserverTest, AThrowingObserverBreaksNothing) {
