@@ -103,25 +103,27 @@ void GrantState::add_revocation_callback(std::function<void()> callback) {
 }
 
 void GrantState::read(const std::shared_ptr<Keeper>& keeper) {
-  std::lock_guard sending(send_mutex_);
-  std::uint64_t generation;
   {
-    std::lock_guard lock(mutex_);
-    if (released_ || reason_ != LostReason::none) return;  // nothing left to watch for
-    generation = ++generation_;
-    read_needed_ = false;
+    std::lock_guard sending(send_mutex_);
+    std::uint64_t generation;
+    {
+      std::lock_guard lock(mutex_);
+      if (released_ || reason_ != LostReason::none) return;  // nothing left to watch for
+      generation = ++generation_;
+      read_needed_ = false;
+    }
+    std::weak_ptr<GrantState> weak = weak_from_this();
+    std::weak_ptr<Keeper> weak_keeper = keeper;
+    keeper->async_get(
+        node_path,
+        [weak, weak_keeper, generation](const WatchEvent& event) {
+          if (auto self = weak.lock()) self->on_event(generation, event, weak_keeper);
+        },
+        [weak, generation](Result<NodeData> reply) {
+          if (auto self = weak.lock()) self->on_reply(generation, reply);
+        });
   }
-  std::weak_ptr<GrantState> weak = weak_from_this();
-  std::weak_ptr<Keeper> weak_keeper = keeper;
-  count_request(observed, Request::get);
-  keeper->async_get(
-      node_path,
-      [weak, weak_keeper, generation](const WatchEvent& event) {
-        if (auto self = weak.lock()) self->on_event(generation, event, weak_keeper);
-      },
-      [weak, generation](Result<NodeData> reply) {
-        if (auto self = weak.lock()) self->on_reply(generation, reply);
-      });
+  count_request(observed, Request::get);  // told once the send lock is let go
 }
 
 void GrantState::link_down() {

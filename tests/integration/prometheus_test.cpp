@@ -145,6 +145,10 @@ TEST_F(PrometheusTest, AScrapeCountsGrantsTimeoutsAndALoss) {
     EXPECT_FALSE(mutex.try_acquire_for(200ms));
     EXPECT_TRUE(theirs.release());
   }
+  // Their delete is sent without waiting: once it is applied, our next
+  // grant is at once, not a hand-off.
+  ASSERT_TRUE(test::wait_children(
+      *other_->keeper(), dir_, [](const auto& names) { return names.empty(); }, kWait));
   // A hold lost: another session deletes our node.
   ASSERT_TRUE(mutex.try_acquire_for(kWait));
   const Grant grant = mutex.grant();
