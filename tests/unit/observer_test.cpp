@@ -302,6 +302,19 @@ TEST_F(ObserverTest, ALinkErrorInTheQueueIsOneRetryOfTheLock) {
   EXPECT_TRUE(lock->release());
 }
 
+TEST_F(ObserverTest, AnAcquireThatThrowsIsAFailedWait) {
+  const auto rec = std::make_shared<Recorder>();
+  auto& a = observed(rec);
+  a.faults->on(test::OpKind::create, kDir).fail(Errc::no_auth).times(2);  // not retried
+  auto lock = lock_for(a);
+  EXPECT_THROW(lock->acquire(), KeeperError);
+  const auto ev = rec->events();
+  ASSERT_EQ(ev.waits.size(), 1u);
+  EXPECT_EQ(ev.waits[0].outcome, WaitOutcome::failed);
+  EXPECT_TRUE(ev.grants.empty());
+  EXPECT_TRUE(ev.retries.empty());
+}
+
 TEST_F(ObserverTest, WithRetryTellsItsRetriesAsTheClients) {
   const auto rec = std::make_shared<Recorder>();
   auto& a = observed(rec);
