@@ -4,6 +4,10 @@
 #   dev      libzkrecipes-dev         headers, the .so link, the CMake package,
 #                                     zkrecipes.pc
 #   tool     zkr                      the zkr command
+#   prometheus      libzkrecipes-prometheus<SOVERSION>  the metrics exporter
+#   prometheus_dev  libzkrecipes-prometheus-dev         its header, .so link and
+#                                     CMake targets (zkrecipes::prometheus)
+#   (the last two only when prometheus-cpp was found; scripts/setup installs it)
 #
 # scripts/package configures a build of its own for this (Release, installed
 # in /usr so that GNUInstallDirs picks Debian's multiarch libdir) and runs
@@ -58,6 +62,28 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "libboost1.81-dev")  # for zkr/asio.hpp al
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "The headers, the CMake package (find_package(zkrecipes)) and the pkg-config
 file (zkrecipes.pc) to build programs against libzkrecipes.")
+
+# The Prometheus exporter in packages of its own: a service that does not
+# scrape installs neither it nor prometheus-cpp.
+if(TARGET zkrecipes-prometheus)
+  list(APPEND CPACK_COMPONENTS_ALL prometheus prometheus_dev)
+  set(CPACK_DEBIAN_PROMETHEUS_PACKAGE_NAME "libzkrecipes-prometheus${zkr_soversion}")
+  set(CPACK_DEBIAN_PROMETHEUS_PACKAGE_SECTION libs)
+  set(CPACK_COMPONENT_PROMETHEUS_DEPENDS runtime)
+  set(CPACK_COMPONENT_PROMETHEUS_DESCRIPTION
+      "zkrecipes-prometheus: counts a zkrecipes Client's lock waits, grants, holds,
+losses, retries, connection states and requests into a prometheus-cpp
+registry, and serves it for Prometheus to scrape. The shared library.")
+  set(CPACK_DEBIAN_PROMETHEUS_DEV_PACKAGE_NAME libzkrecipes-prometheus-dev)
+  set(CPACK_DEBIAN_PROMETHEUS_DEV_PACKAGE_SECTION libdevel)
+  set(CPACK_COMPONENT_PROMETHEUS_DEV_DEPENDS prometheus dev)
+  # Its targets link prometheus-cpp's, which a consumer's find_package needs.
+  set(CPACK_DEBIAN_PROMETHEUS_DEV_PACKAGE_DEPENDS "prometheus-cpp-dev (>= 1.0)")
+  set(CPACK_COMPONENT_PROMETHEUS_DEV_DESCRIPTION
+      "zkr/prometheus.hpp and the CMake targets (find_package(zkrecipes COMPONENTS
+prometheus), zkrecipes::prometheus) to build services against
+libzkrecipes-prometheus.")
+endif()
 
 set(CPACK_DEBIAN_TOOL_PACKAGE_NAME zkr)
 set(CPACK_DEBIAN_TOOL_PACKAGE_SECTION utils)

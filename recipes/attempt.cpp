@@ -129,6 +129,7 @@ Attempt::Next Attempt::after_failure(const std::exception_ptr& failure, RetryBud
     if (step.verdict == RetryBudget::Verdict::past_deadline) return {Action::give_back, step};
     detail::ClientInternals::log(client_)->debug("lock {}: {}; retrying in {} ms", lock_.dir_,
                                                  e.what(), step.delay.count());
+    tell_retry(lock_.observed_, budget.retries(), step.delay);
     return {Action::retry, step};
   } catch (...) {
     return {Action::fail, {}};

@@ -63,6 +63,7 @@ Task<void> Attempt::enqueue() {
   for (int races = 0;; ++races) {
     const auto create_directory = [&](const std::string& path) {
       return sent<Created>([&](auto on_reply) {
+        count_request(lock_.observed_, Request::create);
         keeper_->async_create(path, std::string(kLockDirectoryMark), CreateMode::container,
                               lock_.create_options_, std::move(on_reply));
       });
@@ -80,6 +81,7 @@ Task<void> Attempt::enqueue() {
     if (with_directory) dir_created = create_directory(lock_.dir_);
     create_sent_ = true;
     auto created = sent<Created>([&](auto on_reply) {
+      count_request(lock_.observed_, Request::create);
       keeper_->async_create(prefix_path(), lock_.holder_, CreateMode::ephemeral_sequential,
                             lock_.create_options_, std::move(on_reply));
     });
@@ -142,8 +144,10 @@ Task<bool> Attempt::recover_node() {
     co_return create_sent_ = false;
   }
   const std::string path = join_path(lock_.dir_, *found);
-  auto checking =
-      sent<Stat>([&](auto on_reply) { keeper_->async_exists(path, {}, std::move(on_reply)); });
+  auto checking = sent<Stat>([&](auto on_reply) {
+    count_request(lock_.observed_, Request::exists);
+    keeper_->async_exists(path, {}, std::move(on_reply));
+  });
   const auto stat = co_await await(checking, path);
   if (stat.error() == Errc::no_node) co_return create_sent_ = false;
   if (!stat.ok()) throw KeeperError(stat.error(), path, "checking our lock node");
@@ -165,15 +169,19 @@ Attempt::Look Attempt::look(bool watch) {
   if (lock_.leases_) {
     const auto& leases = *lock_.leases_;
     out.semaphore = sent<Children>([&](auto on_reply) {
+      count_request(lock_.observed_, Request::children);
       keeper_->async_children(leases.semaphore_dir, {}, std::move(on_reply));
     });
     if (!leases.fixed_max)
       out.count = sent<NodeData>([&](auto on_reply) {
+        count_request(lock_.observed_, Request::get);
         keeper_->async_get(leases.count_path, watcher, std::move(on_reply));
       });
   }
-  out.queue = sent<Children>(
-      [&](auto on_reply) { keeper_->async_children(lock_.dir_, watcher, std::move(on_reply)); });
+  out.queue = sent<Children>([&](auto on_reply) {
+    count_request(lock_.observed_, Request::children);
+    keeper_->async_children(lock_.dir_, watcher, std::move(on_reply));
+  });
   return out;
 }
 

@@ -99,6 +99,7 @@ Task<bool> Attempt::watch_before() {
   // and lock node names are never used twice, so such a watch would stay
   // in the session for ever.
   auto watching = sent<NodeData>([&](auto on_reply) {
+    count_request(lock_.observed_, Request::get);
     keeper_->async_get(before, watch_for_hand_off(), std::move(on_reply));
   });
   const auto watched = co_await await(watching, before);
@@ -209,9 +210,11 @@ std::optional<Attempt::Change> Attempt::what_changed(bool woken) {
 }
 
 std::shared_ptr<GrantState> Attempt::new_grant() const {
-  return std::make_shared<GrantState>(join_path(lock_.dir_, node_), czxid_, epoch_, session_id_,
-                                      detail::ClientInternals::callback_thread(client_),
-                                      downgrade_token_);
+  auto grant = std::make_shared<GrantState>(
+      join_path(lock_.dir_, node_), czxid_, epoch_, session_id_,
+      detail::ClientInternals::callback_thread(client_), downgrade_token_);
+  grant->observed = lock_.observed_;  // before it is shared: its reads count from the first
+  return grant;
 }
 
 // The grant. A contender that waited watches its node since it queued
@@ -223,12 +226,22 @@ std::shared_ptr<GrantState> Attempt::grant() {
   // the decision.
   const auto suspensions = detail::ClientInternals::suspensions(client_);
   auto grant = std::exchange(grant_, nullptr);
+  // Someone was before us, and we waited for our turn (the waiter's own-node
+  // watch is made only then): a hand-off.
+  const bool hand_off = grant != nullptr;
   if (!grant) {
     grant = new_grant();
     watch_own_node(client_, grant, keeper_);
   }
   grant->directory_use = std::move(use_);
   grant->ahead_of_writers = ahead_of_writers_;
+  // The hold starts here, before the loss rules below may end it.
+  if (lock_.observed_) {
+    grant->mark_granted();
+    lock_.observed_->tell([&](Observer& o) {
+      o.granted({.recipe = lock_.observed_->recipe, .path = lock_.dir_, .hand_off = hand_off});
+    });
+  }
   listen_for_loss(client_, grant, lock_.options_.suspended_policy, suspensions);
   return grant;
 }
@@ -290,7 +303,8 @@ Task<bool> Attempt::remove_now(const std::string& path) {
   // made by someone else is theirs.
   PendingReply<Result<Removal>> removing;
   remove_if_ours(keeper_, path, {.session_id = session_id_, .czxid = czxid_},
-                 detail::ClientInternals::log(client_), removing.handler());
+                 detail::ClientInternals::log(client_),
+                 counting_removal(lock_.observed_, removing.handler()));
   const auto removed = co_await await(removing, path);
   co_return removed.ok();  // deleted, gone, or not ours (logged)
 }

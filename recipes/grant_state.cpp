@@ -1,16 +1,42 @@
 #include "grant_state.hpp"
 
 namespace zkr::detail {
+namespace {
+
+// The end of an observed hold, told outside the grant's lock.
+void tell_hold_ended(const ObservedLock& observed, const std::string& dir, HoldOutcome outcome,
+                     std::chrono::steady_clock::time_point since, LostReason why) {
+  const auto held = std::chrono::steady_clock::now() - since;
+  observed.tell([&](Observer& o) {
+    if (outcome == HoldOutcome::lost)
+      o.lost({.recipe = observed.recipe, .path = dir, .reason = why});
+    o.hold_ended({.recipe = observed.recipe,
+                  .path = dir,
+                  .outcome = outcome,
+                  .duration = std::chrono::duration_cast<std::chrono::nanoseconds>(held)});
+  });
+}
+
+}  // namespace
+
+void GrantState::mark_granted() {
+  std::lock_guard lock(mutex_);
+  held_since_ = std::chrono::steady_clock::now();
+}
 
 void GrantState::mark_lost(LostReason why) {
   std::vector<std::function<void(LostReason)>> to_run;
+  std::optional<std::chrono::steady_clock::time_point> held_since;
   {
     std::lock_guard lock(mutex_);
     proven_version_.reset();
     if (released_ || reason_ != LostReason::none) return;
     reason_ = why;
     to_run.swap(callbacks_to_run_);
+    held_since = held_since_;
   }
+  if (observed && held_since)
+    tell_hold_ended(*observed, observed->path, HoldOutcome::lost, *held_since, why);
   // Stop callbacks are user code too: they run where on_lost callbacks do.
   // All in one batch: a stop callback may end the holder's term, and whatever
   // it does next (a callback added now, a new term's) must come after the
@@ -24,9 +50,17 @@ void GrantState::mark_lost(LostReason why) {
 }
 
 void GrantState::mark_released() {
-  std::lock_guard lock(mutex_);
-  released_ = true;
-  callbacks_to_run_.clear();
+  std::optional<std::chrono::steady_clock::time_point> held_since;
+  {
+    std::lock_guard lock(mutex_);
+    // A hold that was lost ended then, and one released twice once.
+    if (!released_ && reason_ == LostReason::none) held_since = held_since_;
+    released_ = true;
+    callbacks_to_run_.clear();
+  }
+  if (observed && held_since)
+    tell_hold_ended(*observed, observed->path, HoldOutcome::released, *held_since,
+                    LostReason::none);
 }
 
 bool GrantState::released() {
@@ -69,24 +103,27 @@ void GrantState::add_revocation_callback(std::function<void()> callback) {
 }
 
 void GrantState::read(const std::shared_ptr<Keeper>& keeper) {
-  std::lock_guard sending(send_mutex_);
-  std::uint64_t generation;
   {
-    std::lock_guard lock(mutex_);
-    if (released_ || reason_ != LostReason::none) return;  // nothing left to watch for
-    generation = ++generation_;
-    read_needed_ = false;
+    std::lock_guard sending(send_mutex_);
+    std::uint64_t generation;
+    {
+      std::lock_guard lock(mutex_);
+      if (released_ || reason_ != LostReason::none) return;  // nothing left to watch for
+      generation = ++generation_;
+      read_needed_ = false;
+    }
+    std::weak_ptr<GrantState> weak = weak_from_this();
+    std::weak_ptr<Keeper> weak_keeper = keeper;
+    keeper->async_get(
+        node_path,
+        [weak, weak_keeper, generation](const WatchEvent& event) {
+          if (auto self = weak.lock()) self->on_event(generation, event, weak_keeper);
+        },
+        [weak, generation](Result<NodeData> reply) {
+          if (auto self = weak.lock()) self->on_reply(generation, reply);
+        });
   }
-  std::weak_ptr<GrantState> weak = weak_from_this();
-  std::weak_ptr<Keeper> weak_keeper = keeper;
-  keeper->async_get(
-      node_path,
-      [weak, weak_keeper, generation](const WatchEvent& event) {
-        if (auto self = weak.lock()) self->on_event(generation, event, weak_keeper);
-      },
-      [weak, generation](Result<NodeData> reply) {
-        if (auto self = weak.lock()) self->on_reply(generation, reply);
-      });
+  count_request(observed, Request::get);  // told once the send lock is let go
 }
 
 void GrantState::link_down() {

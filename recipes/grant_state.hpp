@@ -6,6 +6,7 @@
 // lock keeps telling the truth about its own grant after the hold ends.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -18,6 +19,7 @@
 
 #include "callback_thread.hpp"
 #include "directory_registry.hpp"
+#include "observed_lock.hpp"
 #include "zkr/client.hpp"
 #include "zkr/keeper.hpp"
 #include "zkr/lost_reason.hpp"
@@ -57,6 +59,9 @@ class GrantState : public std::enable_shared_from_this<GrantState> {
   // The grant's use of its lock directory (directory_registry.hpp): set
   // before the grant is shared, ended by the release.
   std::unique_ptr<DirectoryRegistry::Use> directory_use;
+  // Who hears of this grant's hold, losses and reads (observed_lock.hpp):
+  // set before the grant is shared; null without an observer.
+  std::shared_ptr<const ObservedLock> observed;
 
   // The first reason wins and is visible at once; the lost token stops and
   // the callbacks run on the callback thread, each on its own (one that
@@ -64,6 +69,10 @@ class GrantState : public std::enable_shared_from_this<GrantState> {
   // back is not lost.
   void mark_lost(LostReason why);
   void mark_released();
+  // The hold starts (only with an observer): its end, a release or the first
+  // loss, is told with its duration. A waiter's node lost before its grant
+  // ends no hold.
+  void mark_granted();
   bool released();
   LostReason reason();
   bool revocation_requested();
@@ -130,6 +139,7 @@ class GrantState : public std::enable_shared_from_this<GrantState> {
   bool read_needed_ = false;                                       // guarded by mutex_
   std::optional<std::uint64_t> suspension_mark_;                   // guarded by mutex_
   std::optional<Version> proven_version_{0};  // guarded by mutex_: see proven_version()
+  std::optional<std::chrono::steady_clock::time_point> held_since_;  // guarded by mutex_
   // Held while a read is sent, so that a read another thread has decided to
   // send is on its way before read_if_needed() returns false.
   std::mutex send_mutex_;

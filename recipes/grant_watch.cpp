@@ -101,6 +101,7 @@ void release_node(Client& client, const std::shared_ptr<GrantState>& grant) noex
       if (const auto version = grant->proven_version()) {
         // Sent now, so that the session's next requests (our next acquire's
         // create) come after it, as a release promises.
+        count_request(grant->observed, Request::remove);
         registry->watch_release(grant->node_path, grant->epoch, grant->czxid,
                                 keeper->async_remove(grant->node_path, *version));
         return;
@@ -109,11 +110,13 @@ void release_node(Client& client, const std::shared_ptr<GrantState>& grant) noex
       registry->watch_release(grant->node_path, grant->epoch, grant->czxid, removed->get_future());
       // The directory's use ends once the delete is sent, or found not due.
       auto until_sent = std::make_shared<std::unique_ptr<DirectoryRegistry::Use>>(std::move(use));
-      remove_if_ours(keeper, grant->node_path, ours, detail::ClientInternals::log(client),
-                     [removed, until_sent, path = grant->node_path](Result<Removal> removal) {
-                       until_sent->reset();
-                       removed->set_value(as_delete_reply(removal, path));
-                     });
+      remove_if_ours(
+          keeper, grant->node_path, ours, detail::ClientInternals::log(client),
+          counting_removal(grant->observed,
+                           [removed, until_sent, path = grant->node_path](Result<Removal> removal) {
+                             until_sent->reset();
+                             removed->set_value(as_delete_reply(removal, path));
+                           }));
       return;
     }
     detail::ClientInternals::remove_in_background(client, grant->node_path, grant->epoch, false,

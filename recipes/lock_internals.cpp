@@ -30,7 +30,8 @@ LockInternals::LockInternals(Client& client, std::string dir, LockOptions option
       leases_(std::move(leases)),
       holder_(checked_holder_id(options_.holder_id)),
       create_options_{.acl = options_.acl.value_or(open_acl_unsafe()), .ttl = {}},
-      directories_(DirectoryRegistry::of(client)) {
+      directories_(DirectoryRegistry::of(client)),
+      observed_(observe_lock(client, kind_, leases_.has_value(), dir_)) {
   validate_path(dir_);
   if (dir_ == "/") throw std::invalid_argument("a lock path cannot be the root \"/\"");
   if (options_.directory_grace < std::chrono::milliseconds::zero())
@@ -43,12 +44,37 @@ LockInternals::~LockInternals() {
   directories_->detach(dir_, options_.remove_directory_on_release);
 }
 
+namespace {
+
+// An acquire whose end is told to the observer: a coroutine around it only
+// when someone observes, so that a lock without an observer pays no frame.
+Task<std::shared_ptr<GrantState>> observed_acquire(Task<std::shared_ptr<GrantState>> acquire,
+                                                   std::shared_ptr<const ObservedLock> observed,
+                                                   std::stop_token stop) {
+  const auto since = Clock::now();
+  std::shared_ptr<GrantState> grant;
+  std::exception_ptr failure;
+  try {
+    grant = co_await acquire;
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  tell_wait_ended(*observed, since, grant != nullptr, stop.stop_requested(), failure != nullptr);
+  if (failure) std::rethrow_exception(failure);
+  co_return grant;
+}
+
+}  // namespace
+
 // Attempt::acquire, in attempt.cpp: one coroutine for the whole acquire.
 Task<std::shared_ptr<GrantState>> LockInternals::acquisition(Deadline deadline,
                                                              const HeldWriteNode* held_write,
                                                              std::stop_token stop,
                                                              std::shared_ptr<GrantState> under) {
-  return Attempt::acquire(*this, deadline, held_write, std::move(stop), std::move(under));
+  if (!observed_)
+    return Attempt::acquire(*this, deadline, held_write, std::move(stop), std::move(under));
+  auto acquire = Attempt::acquire(*this, deadline, held_write, stop, std::move(under));
+  return observed_acquire(std::move(acquire), observed_, std::move(stop));
 }
 
 // The retry policy's pause before queueing again in a new session, on the
@@ -62,6 +88,7 @@ Task<bool> LockInternals::pause_after_session_loss(RetryBudget& budget, AttemptI
   if (step.verdict == RetryBudget::Verdict::past_deadline) co_return false;
   detail::ClientInternals::log(client_)->info("lock {}: session ended while queued; queueing again",
                                               dir_);
+  tell_retry(observed_, budget.retries(), step.delay);
   const auto delay = budget.timer_delay(step);
   if (delay > milliseconds::zero()) {
     const auto until = Clock::now() + delay;

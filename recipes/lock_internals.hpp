@@ -50,6 +50,7 @@
 #include "directory_registry.hpp"
 #include "grant_state.hpp"
 #include "lock_driver.hpp"
+#include "observed_lock.hpp"
 #include "task.hpp"
 #include "zkr/client.hpp"
 #include "zkr/keeper.hpp"
@@ -156,6 +157,7 @@ class LockInternals {
   const std::string holder_;                // what our nodes hold: options_.holder_id, checked
   const CreateOptions create_options_;      // the ACL of everything a lock creates
   const std::shared_ptr<DirectoryRegistry> directories_;  // the Client's
+  const std::shared_ptr<const ObservedLock> observed_;    // null: no observer
   std::mutex adopt_mutex_;
   std::string adopt_next_;  // guarded by adopt_mutex_: see adopt_next()
 };

@@ -43,6 +43,7 @@
 #include "listener_dispatcher.hpp"
 #include "log.hpp"
 #include "namespace_keeper.hpp"
+#include "observer_call.hpp"
 #include "session_inbox.hpp"
 #include "session_thread.hpp"
 #include "timer_thread.hpp"
@@ -87,7 +88,7 @@ struct Client::Impl {
         ns(options, config, inbox, log, [this] { current.changed(); }),
         current(options.connect_string, options.connection_timeout, ns),
         remover([this] { return current.background(); }, options.connection_timeout, log),
-        listeners(log),
+        listeners(log, options.observer),
         callbacks(std::make_shared<detail::CallbackThread>(log)),
         session(options, config, inbox, log, current, ns,
                 {[this] { remover.on_connected(); },
@@ -183,6 +184,15 @@ void Client::remove_listener(ListenerId id) { impl_->listeners.remove(id); }
 const RetryPolicy& Client::retry_policy() const { return *impl_->options.retry_policy; }
 
 Sleeper& Client::sleeper() const { return *impl_->options.sleeper; }
+
+bool Client::observed() const noexcept { return impl_->options.observer != nullptr; }
+
+void Client::retrying(int retry, std::chrono::milliseconds delay) const noexcept {
+  detail::tell_observer(*impl_->log, [&] {
+    impl_->options.observer->retried(
+        {.recipe = Recipe::client, .path = {}, .retry = retry, .delay = delay});
+  });
+}
 
 const ClientOptions& Client::options() const { return impl_->options; }
 

@@ -1,5 +1,7 @@
 #include "listener_dispatcher.hpp"
 
+#include "observer_call.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <utility>
@@ -7,8 +9,9 @@
 
 namespace zkr::detail {
 
-ListenerDispatcher::ListenerDispatcher(std::shared_ptr<spdlog::logger> log)
-    : log_(std::move(log)) {}
+ListenerDispatcher::ListenerDispatcher(std::shared_ptr<spdlog::logger> log,
+                                       std::shared_ptr<Observer> observer)
+    : log_(std::move(log)), observer_(std::move(observer)) {}
 
 ListenerDispatcher::~ListenerDispatcher() { stop(); }
 
@@ -39,6 +42,7 @@ void ListenerDispatcher::post(ConnectionState s) {
 void ListenerDispatcher::stop() { worker_.stop(WorkerThread::Drain::due); }
 
 void ListenerDispatcher::deliver(ConnectionState state) {
+  if (observer_) tell_observer(*log_, [&] { observer_->connection_state(state); });
   std::unique_lock lock(mutex_);
   // Listeners added while this state is delivered wait for the next one;
   // removed ones are skipped.

@@ -19,7 +19,8 @@ namespace zkr::detail {
 
 class ListenerDispatcher {
  public:
-  explicit ListenerDispatcher(std::shared_ptr<spdlog::logger> log);
+  // observer, if set, hears each state before the listeners do.
+  ListenerDispatcher(std::shared_ptr<spdlog::logger> log, std::shared_ptr<Observer> observer = {});
   ~ListenerDispatcher();
   ListenerDispatcher(const ListenerDispatcher&) = delete;
   ListenerDispatcher& operator=(const ListenerDispatcher&) = delete;
@@ -38,6 +39,7 @@ class ListenerDispatcher {
   void call(const Client::Listener& listener, ConnectionState state);
 
   std::shared_ptr<spdlog::logger> log_;
+  const std::shared_ptr<Observer> observer_;
   std::mutex mutex_;
   std::condition_variable idle_;  // wakes remove(): a listener's call ended
   // The listeners, held in place: a lock attempt registers one per waiter,

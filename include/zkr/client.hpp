@@ -26,6 +26,7 @@
 #include "zkr/connection_state.hpp"
 #include "zkr/keeper.hpp"
 #include "zkr/log.hpp"
+#include "zkr/observer.hpp"
 #include "zkr/retry.hpp"
 
 namespace zkr {
@@ -72,6 +73,10 @@ struct ClientOptions {
   // ensemble has expired the session, though we cannot hear it yet.
   bool lost_when_suspended_too_long = true;
   KeeperFactory keeper_factory;
+  // Told of waits, grants, holds, losses, retries, connection states and
+  // requests (zkr/observer.hpp), on library threads. Unset: nobody, at the
+  // cost of a null check.
+  std::shared_ptr<Observer> observer;
 };
 
 namespace detail {
@@ -137,13 +142,20 @@ class Client {
   // repeat (see zkr/retry.hpp).
   template <class Op>
   auto with_retry(Op&& op, RetryOptions options = {}) -> decltype(op(std::declval<Keeper&>())) {
-    return call_with_retry(
-        retry_policy(), sleeper(),
-        [&] {
-          auto k = keeper_when_connected();
-          return op(*k);
-        },
-        options);
+    // call_with_retry's loop, with each retry told to the observer.
+    RetryBudget budget(retry_policy(), sleeper());
+    for (;;) {
+      try {
+        auto k = keeper_when_connected();
+        return op(*k);
+      } catch (const KeeperError& e) {
+        if (!detail::should_retry(e.errc(), options)) throw;
+        const auto step = budget.next();
+        if (step.verdict != RetryBudget::Verdict::retry) throw;
+        if (observed()) retrying(budget.retries(), step.delay);
+        budget.sleep(step);
+      }
+    }
   }
 
   const RetryPolicy& retry_policy() const;
@@ -185,6 +197,8 @@ class Client {
   std::pair<Session, bool> background_session() const;
   std::shared_ptr<detail::WorkerThread> timers() const noexcept;
   std::uint64_t suspensions() const;
+  bool observed() const noexcept;
+  void retrying(int retry, std::chrono::milliseconds delay) const noexcept;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

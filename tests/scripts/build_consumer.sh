@@ -4,7 +4,10 @@
 # package_test.sh: the .debs unpacked). Checks the headers under PREFIX,
 # builds tests/consumer against PREFIX twice, with find_package(zkrecipes)
 # and with pkg-config, and runs both builds, which must load the library
-# from PREFIX (the consumer needs no server).
+# from PREFIX (the consumer needs no server). Where prometheus-cpp is
+# installed (scripts/setup installs it), zkrecipes-prometheus must be under
+# PREFIX too: tests/consumer/prometheus is built with find_package(zkrecipes
+# COMPONENTS prometheus) and run.
 set -euo pipefail
 src=${ZKR_SOURCE_DIR:?} prefix=${1:?PREFIX} work=${2:?WORKDIR}
 
@@ -37,7 +40,7 @@ libdir=$(dirname "$(find "$prefix" -name 'libzkrecipes.so' | head -n 1)")
 run() { # BINARY
   LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$1"
   local loaded
-  loaded=$(LD_LIBRARY_PATH="$libdir" ldd "$1" | awk '/libzkrecipes/ {print $3}')
+  loaded=$(LD_LIBRARY_PATH="$libdir" ldd "$1" | awk '$1 ~ /^libzkrecipes\.so/ {print $3}')
   [[ $(realpath "$loaded") == "$(realpath "$libdir")"/* ]] ||
     { echo "$1 loaded libzkrecipes from ${loaded:-nowhere}, not $libdir" >&2; exit 1; }
 }
@@ -50,3 +53,15 @@ flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs zkrecipes
 # shellcheck disable=SC2086  # the flags are words
 g++ -o "$work/pc-consumer" "$src/tests/consumer/main.cpp" $flags
 run "$work/pc-consumer"
+
+shopt -s nullglob
+prometheus_cpp=(/usr/lib/*/cmake/prometheus-cpp/prometheus-cpp-config.cmake)
+shopt -u nullglob
+if ((${#prometheus_cpp[@]})); then
+  test -f "$prefix/include/zkr/prometheus.hpp" ||
+    { echo "no zkr/prometheus.hpp under $prefix, though prometheus-cpp is installed" >&2; exit 1; }
+  cmake -S "$src/tests/consumer/prometheus" -B "$work/prometheus-build" \
+    -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$work/prometheus-build" >/dev/null
+  run "$work/prometheus-build/prometheus_consumer"
+fi

@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 fail() { printf 'package_test: %s\n' "$*" >&2; exit 1; }
 
 mapfile -t debs < <(cd "$src" && bash scripts/package)
-((${#debs[@]} == 3)) || fail "scripts/package printed ${#debs[@]} packages, not 3"
+((${#debs[@]} == 5)) || fail "scripts/package printed ${#debs[@]} packages, not 5"
 
 declare -A deb_of
 for deb in "${debs[@]}"; do
@@ -26,8 +26,11 @@ done
 version=$(dpkg-deb -f "${debs[0]}" Version)
 runtime=$(printf '%s\n' "${!deb_of[@]}" | grep -E '^libzkrecipes[0-9]') ||
   fail "no runtime package among: ${!deb_of[*]}"
-[[ -n ${deb_of[libzkrecipes-dev]:-} && -n ${deb_of[zkr]:-} ]] ||
-  fail "expected libzkrecipes-dev and zkr among: ${!deb_of[*]}"
+exporter=$(printf '%s\n' "${!deb_of[@]}" | grep -E '^libzkrecipes-prometheus[0-9]') ||
+  fail "no exporter package among: ${!deb_of[*]}"
+[[ -n ${deb_of[libzkrecipes-dev]:-} && -n ${deb_of[zkr]:-} &&
+  -n ${deb_of[libzkrecipes-prometheus-dev]:-} ]] ||
+  fail "expected libzkrecipes-dev, zkr and libzkrecipes-prometheus-dev among: ${!deb_of[*]}"
 
 # Each package in its place: the runtime one holds the library named after
 # its SONAME, the -dev one the link and the rest, zkr the command.
@@ -42,6 +45,18 @@ grep -q '/libzkrecipes.so -> ' <<<"$dev_files" || fail "libzkrecipes-dev lacks l
 for f in include/zkr/lock.hpp cmake/zkrecipes/zkrecipesConfig.cmake pkgconfig/zkrecipes.pc; do
   grep -q "/$f\$" <<<"$dev_files" || fail "libzkrecipes-dev lacks $f"
 done
+# The exporter's packages: the library after the same SONAME, and the header,
+# link and CMake targets in its -dev package.
+[[ $exporter == "libzkrecipes-prometheus${runtime#libzkrecipes}" ]] ||
+  fail "exporter package $exporter is not named as the runtime one ($runtime)"
+exporter_files=$(dpkg-deb -c "${deb_of[$exporter]}")
+exporter_dev_files=$(dpkg-deb -c "${deb_of[libzkrecipes-prometheus-dev]}")
+grep -q "/libzkrecipes-prometheus.so.[0-9]" <<<"$exporter_files" || fail "$exporter lacks the library"
+for f in include/zkr/prometheus.hpp cmake/zkrecipes/zkrecipesPrometheusTargets.cmake \
+  libzkrecipes-prometheus.so; do
+  grep -q "/$f" <<<"$exporter_dev_files" || fail "libzkrecipes-prometheus-dev lacks $f"
+done
+! grep -q "prometheus" <<<"$dev_files" || fail "libzkrecipes-dev holds a file of the exporter"
 zkr_dynamic=$(readelf -d "$work/root/usr/bin/zkr")
 ! grep -qE 'RPATH|RUNPATH' <<<"$zkr_dynamic" || fail "/usr/bin/zkr has a RUNPATH"
 
@@ -55,6 +70,11 @@ depends_on() { # PACKAGE WHAT
 depends_on libzkrecipes-dev "$runtime (= $version)"
 depends_on zkr "$runtime (= $version)"
 depends_on "$runtime" libzookeeper-mt2
+depends_on "$exporter" "$runtime (= $version)"
+depends_on "$exporter" libprometheus-cpp-pull
+depends_on libzkrecipes-prometheus-dev "$exporter (= $version)"
+depends_on libzkrecipes-prometheus-dev "libzkrecipes-dev (= $version)"
+depends_on libzkrecipes-prometheus-dev prometheus-cpp-dev
 # zkr reaches ZooKeeper only through the library: the C client is not among
 # the libraries it loads itself (the benchmarks' floor, which would bring it,
 # is not in the packaged zkr).
@@ -70,4 +90,4 @@ rc=0
 LD_LIBRARY_PATH=$libdir "$work/root/usr/bin/zkr" bench --quick >"$work/bench.out" 2>&1 || rc=$?
 ((rc != 0)) && grep -q 'built without the benchmarks' "$work/bench.out" ||
   fail "the packaged zkr ran 'bench' (exit $rc): $(cat "$work/bench.out")"
-echo "packages $runtime, libzkrecipes-dev and zkr $version work from an unpacked root"
+echo "packages $runtime, libzkrecipes-dev, zkr, $exporter and libzkrecipes-prometheus-dev $version work from an unpacked root"
