@@ -207,10 +207,23 @@ TEST_F(LockAsyncIntegrationTest, ASessionExpiredUnderAsyncWaitersGrantsNoneFromI
   auto& keeper = *holder_client.keeper();
   ASSERT_TRUE(test::wait_children(
       keeper, dirs_[0], [](const auto& n) { return n.size() == kWaiters + 1; }, kWait));
+  const auto old_session = waiting_client.keeper()->session_id();
   test::expire_session(*waiting_client.keeper());
-  // They come back on the next session, behind the holder.
+  // They come back on the next session, behind the holder. (The count alone
+  // may still be the old session's nodes, not yet gone on the holder's
+  // server: wait for the Client's new session and nodes that are all its.)
+  ASSERT_TRUE(test::wait_new_session(waiting_client, first_epoch));
   ASSERT_TRUE(test::wait_children(
-      keeper, dirs_[0], [](const auto& n) { return n.size() == kWaiters + 1; }, kWait));
+      keeper, dirs_[0],
+      [&](const auto& names) {
+        if (names.size() != kWaiters + 1) return false;
+        for (const auto& name : names) {
+          const auto stat = keeper.exists(dirs_[0] + "/" + name);
+          if (!stat || stat->ephemeral_owner == old_session) return false;
+        }
+        return true;
+      },
+      kWait));
   EXPECT_GT(waiting_client.session_epoch(), first_epoch);
   EXPECT_TRUE(held.release());
   ASSERT_EQ(all_ended.get_future().wait_for(kWait + 10s), std::future_status::ready);
