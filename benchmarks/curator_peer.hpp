@@ -1,7 +1,8 @@
 // Apache Curator's recipes as a third implementation in the same run (`zkr
 // bench --peers curator`): InterProcessMutex (W1-W3, W5),
 // InterProcessReadWriteLock (W6), InterProcessSemaphoreV2 and
-// InterProcessSemaphoreMutex (W7), LeaderLatch (W9). benchmarks/curator/CuratorBench.java,
+// InterProcessSemaphoreMutex (W7), LeaderLatch (W9),
+// DistributedAtomicLong (W10). benchmarks/curator/CuratorBench.java,
 // compiled with javac against Debian's Curator 5.4 jars (/usr/share/java, as
 // the interop test finds them) and driven one command per line, so that its
 // slices interleave with the floor's and ours.
@@ -118,6 +119,19 @@ class CuratorPeer {
   std::int64_t w9_standby_wait(std::chrono::milliseconds wait);
   // The victim's latch and session closed (once its link is back).
   void w9_victim_close();
+
+  // W10: workers, each on its own session, increment one
+  // DistributedAtomicLong under RetryNTimes(retries, 0 ms); each success
+  // timed from the call to its return.
+  struct W10 {
+    std::uint64_t succeeded = 0;
+    std::uint64_t failed = 0;     // ran out of retries
+    std::uint64_t conflicts = 0;  // versioned writes refused
+    double seconds = 0;
+    std::vector<double> adds_ms;
+  };
+  W10 w10_counter(const std::string& path, unsigned workers, std::uint64_t adds_per_worker,
+                  unsigned retries, std::chrono::milliseconds duration);
 
  private:
   // Both W7 commands: their words up to the duration, which it appends with

@@ -11,7 +11,8 @@
 # control, which the exclusion checker must catch (overlaps and lost
 # updates), W1 at +2 ms round trip with Curator's InterProcessMutex, and W6
 # and W7 with Curator's read/write lock, semaphore and semaphore mutex beside
-# ours, and W9 with Curator's LeaderLatch.
+# ours, W9 with Curator's LeaderLatch, and W10 with Curator's
+# DistributedAtomicLong.
 # Environment: ZK_CONNECT (without it: skipped, exit 77), ZKR_BUILD_DIR.
 set -euo pipefail
 say() { printf 'bench_test: %s\n' "$*" >&2; }
@@ -38,7 +39,7 @@ failures=0
 fail() { say "FAILED: $*"; failures=$((failures + 1)); }
 
 # Usage errors: exit 2, a message, no run.
-for bad in "--bogus" "--workloads W10" "--max-keys lots"; do
+for bad in "--bogus" "--workloads W99" "--max-keys lots"; do
   rc=0
   # shellcheck disable=SC2086  # split on purpose
   "${bench[@]}" $bad >"$work/usage.out" 2>&1 || rc=$?
@@ -75,7 +76,7 @@ if ! jq -e -s 'length > 0 and all(.[];
   head -c 2000 "$work/lines.jsonl" >&2
 fi
 # Each workload and the floor are there.
-for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8 W9; do
+for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8 W9 W10; do
   jq -e -s --arg w "$w" 'any(.[]; .impl == "zkr" and .workload == $w)' "$work/lines.jsonl" >/dev/null ||
     fail "no zkr $w line"
 done
@@ -115,6 +116,14 @@ jq -e -s '[.[] | select(.workload == "W9" and (.params.session_timeout_ms | type
     all(.[]; .ops > 0 and .violations == 0 and .p50_x_session_timeout >= 0.5 and
              (.writes_per_op | type == "number"))' \
   "$work/lines.jsonl" >/dev/null || fail "W9 kill: no failover timed, one before the session could expire, or no cost"
+# W10: 8 sessions' adds to one counter, the servers' final value equal to the
+# adds that succeeded (an indeterminate one may count or not), the version
+# conflicts per add and the servers' writes per add.
+jq -e -s '[.[] | select(.workload == "W10")] | length == 1 and
+    all(.[]; .ops > 0 and .params.workers == 8 and .final_value >= .ops and
+             .final_value <= .ops + .indeterminate and .conflicts_per_op >= 0 and
+             .p50_ms > 0 and (.writes_per_op | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W10: no add timed, a final value unlike the adds, or no cost per add"
 jq -e -s '[.[] | select(.workload == "W3") | .leftover_znodes] | length == 3 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W3 left znodes behind (or did not say)"
 jq -e -s '[.[] | select(.workload == "W3") | .znodes_after_settle] | all(type == "number")' \
@@ -178,12 +187,13 @@ jq -e -s 'any(.[]; .impl == "floor" and .added_rtt_ms == 2 and .p50_ms >= 6)' "$
 # the same checker (its read/write lock's every write counted, no violation;
 # its semaphore within its 4 leases, its semaphore mutex one holder at a
 # time), its cost per acquisition, and each of ours as a ratio to it; its
-# LeaderLatch's failovers timed, one leader at a time.
-say "${bench[*]} --quick --workloads W6,W7,W9 --rtt 0 --peers curator"
+# LeaderLatch's failovers timed, one leader at a time; its
+# DistributedAtomicLong's adds counted, the final value equal to them.
+say "${bench[*]} --quick --workloads W6,W7,W9,W10 --rtt 0 --peers curator"
 rc=0
-timeout 240 "${bench[@]}" --quick --json --workloads W6,W7,W9 --rtt 0 --peers curator --root "$root-curator" \
+timeout 240 "${bench[@]}" --quick --json --workloads W6,W7,W9,W10 --rtt 0 --peers curator --root "$root-curator" \
   >"$work/curator.jsonl" 2>"$work/curator.txt" || rc=$?
-[[ $rc -eq 0 ]] || { fail "W6,W7,W9 --peers curator exited $rc"; tail -n 20 "$work/curator.txt" >&2; }
+[[ $rc -eq 0 ]] || { fail "W6,W7,W9,W10 --peers curator exited $rc"; tail -n 20 "$work/curator.txt" >&2; }
 jq -e -s '[.[] | select(.impl == "curator" and .workload == "W6")] | length == 1 and
     all(.[]; .ops > 0 and .violations == 0 and .counter == .writes and .reads > 0 and
              (.most_readers_at_once | type == "number") and (.writer_wait_p99_ms | type == "number") and
@@ -201,6 +211,12 @@ jq -e -s '[.[] | select(.workload == "W9")] | length == 4 and
     all(.[]; .ops > 0 and .violations == 0 and .p50_ms > 0 and (.writes_per_op | type == "number")) and
     (.[1].x_curator_p50 | type == "number") and (.[2:] | all(.p50_x_session_timeout >= 0.5))' \
   "$work/curator.jsonl" >/dev/null || fail "--peers curator: W9 of Curator's LeaderLatch or ours missing, unjudged or without cost"
+jq -e -s '[.[] | select(.workload == "W10")] | length == 2 and
+    (map(.impl) == ["curator", "zkr"]) and
+    all(.[]; .ops > 0 and .final_value >= .ops and .conflicts_per_op >= 0 and
+             (.writes_per_op | type == "number")) and
+    (.[0].final_value == .[0].ops) and (.[1].x_curator_rate | type == "number")' \
+  "$work/curator.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's counter or ours missing, miscounted or without cost"
 took=$((SECONDS - start))
 
 if [[ $failures -ne 0 ]]; then
