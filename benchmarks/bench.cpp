@@ -133,7 +133,10 @@ int run_workloads(const Options& options) {
     run_w9_failover(ctx);
     run_w9_kill(ctx);
   }
-  if (options.wants("W10")) run_w10_counter(ctx);
+  if (options.wants("W10")) {
+    run_w10_counter(ctx);
+    run_w10_cache(ctx);
+  }
   ctx.curator = nullptr;
   curator.reset();
   // Last, and with no JVM beside it: its 10,000 threads raise the peak RSS

@@ -2,7 +2,7 @@
 // bench --peers curator`): InterProcessMutex (W1-W3, W5),
 // InterProcessReadWriteLock (W6), InterProcessSemaphoreV2 and
 // InterProcessSemaphoreMutex (W7), LeaderLatch (W9),
-// DistributedAtomicLong (W10). benchmarks/curator/CuratorBench.java,
+// DistributedAtomicLong and CuratorCache (W10). benchmarks/curator/CuratorBench.java,
 // compiled with javac against Debian's Curator 5.4 jars (/usr/share/java, as
 // the interop test finds them) and driven one command per line, so that its
 // slices interleave with the floor's and ours.
@@ -132,6 +132,16 @@ class CuratorPeer {
   };
   W10 w10_counter(const std::string& path, unsigned workers, std::uint64_t adds_per_worker,
                   unsigned retries, std::chrono::milliseconds duration);
+
+  // W10b, one round in three steps, so that the caller counts the servers'
+  // requests around the middle one: the group made and a CuratorCache on
+  // it initialized; the member changes made by another session, and the ms
+  // from the last reply until the cache holds the final members; whether
+  // the cache then equals the servers' tree (the round closed, its nodes
+  // deleted).
+  void w10_cache_start(const std::string& group);
+  double w10_cache_run(std::uint64_t changes, unsigned members);
+  bool w10_cache_check();
 
  private:
   // Both W7 commands: their words up to the duration, which it appends with

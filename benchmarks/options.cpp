@@ -182,6 +182,8 @@ Plan make_plan(const Options& options) {
   // W10: 8 sessions adding to one counter, a few seconds either way.
   plan.w10_adds_per_worker = options.quick ? 50 : 2000;
   plan.w10_duration = milliseconds(options.quick ? 3000 : 20000);
+  plan.w10_changes = options.quick ? 100 : 1000;
+  plan.w10_cache_rounds = options.quick ? 2 : 5;
   std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });
   if (plan.w4_keys.empty() || plan.w4_keys.back() < options.max_keys)
     if (options.max_keys < (options.quick ? 1000u : 1000000u))
@@ -231,7 +233,12 @@ Workloads:
   W10 counter adds: 8 sessions, each adding 1 to one DistributedAtomicLong
       (2,000 adds each, 20 s at most; RetryNTimes(100, 0 ms)): adds/s,
       p50/p99 per add, version conflicts per add, and the final value
-      checked against the adds that succeeded
+      checked against the adds that succeeded; then cache convergence: a
+      ChildrenCache on a group while another session makes 1,000 member
+      changes (ephemeral children of 20 names created, set, deleted), 5
+      rounds: time from the last change's reply until the cache holds the
+      final members, the cache's requests per change, and its view checked
+      against the servers' tree
 
 Every workload also shows requests and writes per operation, counted by the
 servers (mntr's zk_packets_received over every server, the leader's zxid from
@@ -256,7 +263,7 @@ Options:
                       and ours: InterProcessMutex in W1, W2, W3 and W5,
                       InterProcessReadWriteLock in W6, InterProcessSemaphoreV2
                       and NonReentrantMutex in W7, LeaderLatch in W9,
-                      DistributedAtomicLong in W10 (W1 in interleaved
+                      DistributedAtomicLong and CuratorCache in W10 (W1 in interleaved
                       slices; W2, W6 and W7 in interleaved rounds; the
                       others one after the other)
   --no-lock           W2 and W5 run their critical sections without the lock:

@@ -68,6 +68,9 @@ struct Plan {
   std::uint64_t w10_adds_per_worker = 2000;            // adds, at most
   std::chrono::milliseconds w10_duration{20000};       // and no new add after this
   unsigned w10_retries = 100;                          // RetryNTimes(n, 0 ms), both sides
+  std::uint64_t w10_changes = 1000;                    // W10b: member changes per round
+  unsigned w10_members = 20;                           // names they go round
+  std::uint64_t w10_cache_rounds = 5;                  // rounds, each timed once
 };
 
 Plan make_plan(const Options& options);

@@ -12,7 +12,7 @@
 # updates), W1 at +2 ms round trip with Curator's InterProcessMutex, and W6
 # and W7 with Curator's read/write lock, semaphore and semaphore mutex beside
 # ours, W9 with Curator's LeaderLatch, and W10 with Curator's
-# DistributedAtomicLong.
+# DistributedAtomicLong and CuratorCache.
 # Environment: ZK_CONNECT (without it: skipped, exit 77), ZKR_BUILD_DIR.
 set -euo pipefail
 say() { printf 'bench_test: %s\n' "$*" >&2; }
@@ -76,7 +76,7 @@ if ! jq -e -s 'length > 0 and all(.[];
   head -c 2000 "$work/lines.jsonl" >&2
 fi
 # Each workload and the floor are there.
-for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8 W9 W10; do
+for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8 W9 W10 W10-cache; do
   jq -e -s --arg w "$w" 'any(.[]; .impl == "zkr" and .workload == $w)' "$work/lines.jsonl" >/dev/null ||
     fail "no zkr $w line"
 done
@@ -124,6 +124,12 @@ jq -e -s '[.[] | select(.workload == "W10")] | length == 1 and
              .final_value <= .ops + .indeterminate and .conflicts_per_op >= 0 and
              .p50_ms > 0 and (.writes_per_op | type == "number"))' \
   "$work/lines.jsonl" >/dev/null || fail "W10: no add timed, a final value unlike the adds, or no cost per add"
+# W10's cache: each round timed to the cache holding the final members, its
+# view then equal to the servers' tree, and what it sent per change.
+jq -e -s '[.[] | select(.workload == "W10-cache")] | length == 1 and
+    all(.[]; .ops == 2 and .params.changes == 100 and .unequal_to_servers == 0 and .p50_ms >= 0 and
+             (.cache_requests_per_change | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W10-cache: a round untimed, a view unlike the servers', or no cost per change"
 jq -e -s '[.[] | select(.workload == "W3") | .leftover_znodes] | length == 3 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W3 left znodes behind (or did not say)"
 jq -e -s '[.[] | select(.workload == "W3") | .znodes_after_settle] | all(type == "number")' \
@@ -188,7 +194,8 @@ jq -e -s 'any(.[]; .impl == "floor" and .added_rtt_ms == 2 and .p50_ms >= 6)' "$
 # its semaphore within its 4 leases, its semaphore mutex one holder at a
 # time), its cost per acquisition, and each of ours as a ratio to it; its
 # LeaderLatch's failovers timed, one leader at a time; its
-# DistributedAtomicLong's adds counted, the final value equal to them.
+# DistributedAtomicLong's adds counted, the final value equal to them; its
+# CuratorCache timed to the final members, equal to the servers' tree.
 say "${bench[*]} --quick --workloads W6,W7,W9,W10 --rtt 0 --peers curator"
 rc=0
 timeout 240 "${bench[@]}" --quick --json --workloads W6,W7,W9,W10 --rtt 0 --peers curator --root "$root-curator" \
@@ -217,6 +224,11 @@ jq -e -s '[.[] | select(.workload == "W10")] | length == 2 and
              (.writes_per_op | type == "number")) and
     (.[0].final_value == .[0].ops) and (.[1].x_curator_rate | type == "number")' \
   "$work/curator.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's counter or ours missing, miscounted or without cost"
+jq -e -s '[.[] | select(.workload == "W10-cache")] | length == 2 and
+    (map(.impl) == ["curator", "zkr"]) and
+    all(.[]; .ops == 2 and .unequal_to_servers == 0 and (.cache_requests_per_change | type == "number")) and
+    (.[1].x_curator_p50 | type == "number" or .[0].p50_ms == 0)' \
+  "$work/curator.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's CuratorCache or ours missing or unlike the servers' tree"
 took=$((SECONDS - start))
 
 if [[ $failures -ne 0 ]]; then
