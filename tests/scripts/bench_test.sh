@@ -227,7 +227,7 @@ jq -e -s '[.[] | select(.workload == "W10")] | length == 2 and
 jq -e -s '[.[] | select(.workload == "W10-cache")] | length == 2 and
     (map(.impl) == ["curator", "zkr"]) and
     all(.[]; .ops == 2 and .unequal_to_servers == 0 and (.cache_requests_per_change | type == "number")) and
-    (.[1].x_curator_p50 | type == "number" or .[0].p50_ms == 0)' \
+    ((.[1].x_curator_p50 | type == "number") or .[0].p50_ms == 0)' \
   "$work/curator.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's CuratorCache or ours missing or unlike the servers' tree"
 took=$((SECONDS - start))
 
