@@ -8,6 +8,7 @@
 // the round less the writer's one per change, per change: what the cache
 // sent to follow them. Curator's CuratorCache (Curator 5.4's cache; its
 // PathChildrenCache is deprecated) runs the same rounds in the Java peer.
+#include <algorithm>
 #include <condition_variable>
 #include <iostream>
 #include <map>
