@@ -88,7 +88,7 @@ int run_workloads(const Options& options) {
   std::optional<CuratorBuild> curator_build;
   std::unique_ptr<CuratorPeer> curator;
   bool curator_wanted = false;
-  for (const char* w : {"W1", "W2", "W3", "W5", "W6", "W7", "W9"})
+  for (const char* w : {"W1", "W2", "W3", "W5", "W6", "W7", "W9", "W10"})
     curator_wanted = curator_wanted || options.wants(w);
   curator_wanted = curator_wanted && options.curator;
   if (curator_wanted) {
@@ -99,6 +99,7 @@ int run_workloads(const Options& options) {
     if (options.wants("W6")) sessions = std::max(sessions, kW6Workers);
     if (options.wants("W7")) sessions = std::max(sessions, kW7SemaphoreWorkers);
     if (options.wants("W9")) sessions = std::max(sessions, plan.w9_participants);
+    if (options.wants("W10")) sessions = std::max(sessions, plan.w10_workers);
     curator = std::make_unique<CuratorPeer>(*curator_build, options.connect, sessions);
     ctx.curator = curator.get();
   }
@@ -131,6 +132,10 @@ int run_workloads(const Options& options) {
   if (options.wants("W9")) {
     run_w9_failover(ctx);
     run_w9_kill(ctx);
+  }
+  if (options.wants("W10")) {
+    run_w10_counter(ctx);
+    run_w10_cache(ctx);
   }
   ctx.curator = nullptr;
   curator.reset();

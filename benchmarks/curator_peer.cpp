@@ -104,13 +104,14 @@ CuratorBuild::CuratorBuild() {
   std::string dir = (std::filesystem::temp_directory_path() / "zkr-bench-curator-XXXXXX").string();
   if (!::mkdtemp(dir.data())) throw RunError("cannot make a temporary directory for javac");
   dir_ = dir;
-  // W9's LeaderLatch side is a class of its own beside it.
-  const std::string failover =
-      (std::filesystem::path(ZKR_CURATOR_BENCH_JAVA).parent_path() / "CuratorFailover.java")
-          .string();
-  const pid_t pid =
-      spawn({javac, "-nowarn", "-d", dir_, "-cp", classpath_, ZKR_CURATOR_BENCH_JAVA, failover},
-            nullptr, nullptr);
+  // W9's LeaderLatch and W10's counter and cache sides are classes of their own beside it.
+  const auto here = std::filesystem::path(ZKR_CURATOR_BENCH_JAVA).parent_path();
+  const std::string failover = (here / "CuratorFailover.java").string();
+  const std::string counter = (here / "CuratorCounter.java").string();
+  const std::string cache = (here / "CuratorCacheRound.java").string();
+  const pid_t pid = spawn({javac, "-nowarn", "-d", dir_, "-cp", classpath_, ZKR_CURATOR_BENCH_JAVA,
+                           failover, counter, cache},
+                          nullptr, nullptr);
   int status = 0;
   if (pid < 0 || !wait_exit(pid, Clock::now() + std::chrono::seconds(180), status) ||
       !WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -311,5 +312,36 @@ std::int64_t CuratorPeer::w9_standby_wait(std::chrono::milliseconds wait) {
 }
 
 void CuratorPeer::w9_victim_close() { (void)command("w9-victim-close", std::chrono::seconds(60)); }
+
+CuratorPeer::W10 CuratorPeer::w10_counter(const std::string& path, unsigned workers,
+                                          std::uint64_t adds_per_worker, unsigned retries,
+                                          std::chrono::milliseconds duration) {
+  const auto w = command("w10-counter " + path + " " + std::to_string(workers) + " " +
+                             std::to_string(adds_per_worker) + " " + std::to_string(retries) + " " +
+                             std::to_string(duration.count()),
+                         duration + std::chrono::seconds(90));
+  W10 result;
+  result.succeeded = std::stoull(w.at(0));
+  result.failed = std::stoull(w.at(1));
+  result.conflicts = std::stoull(w.at(2));
+  result.seconds = std::stod(w.at(3)) / 1e9;
+  result.adds_ms = waits_ms(w, 4, result.succeeded);
+  return result;
+}
+
+void CuratorPeer::w10_cache_start(const std::string& group) {
+  (void)command("w10-cache-start " + group, std::chrono::seconds(60));
+}
+
+double CuratorPeer::w10_cache_run(std::uint64_t changes, unsigned members) {
+  const auto w = command("w10-cache-run " + std::to_string(changes) + " " + std::to_string(members),
+                         std::chrono::seconds(300));
+  return std::stod(w.at(0)) / 1e6;
+}
+
+bool CuratorPeer::w10_cache_check() {
+  const auto w = command("w10-cache-check", std::chrono::seconds(60));
+  return w.at(0) == "1";
+}
 
 }  // namespace zkr::bench

@@ -1,7 +1,8 @@
 // Apache Curator's recipes as a third implementation in the same run (`zkr
 // bench --peers curator`): InterProcessMutex (W1-W3, W5),
 // InterProcessReadWriteLock (W6), InterProcessSemaphoreV2 and
-// InterProcessSemaphoreMutex (W7), LeaderLatch (W9). benchmarks/curator/CuratorBench.java,
+// InterProcessSemaphoreMutex (W7), LeaderLatch (W9),
+// DistributedAtomicLong and CuratorCache (W10). benchmarks/curator/CuratorBench.java,
 // compiled with javac against Debian's Curator 5.4 jars (/usr/share/java, as
 // the interop test finds them) and driven one command per line, so that its
 // slices interleave with the floor's and ours.
@@ -118,6 +119,29 @@ class CuratorPeer {
   std::int64_t w9_standby_wait(std::chrono::milliseconds wait);
   // The victim's latch and session closed (once its link is back).
   void w9_victim_close();
+
+  // W10: workers, each on its own session, increment one
+  // DistributedAtomicLong under RetryNTimes(retries, 0 ms); each success
+  // timed from the call to its return.
+  struct W10 {
+    std::uint64_t succeeded = 0;
+    std::uint64_t failed = 0;     // ran out of retries
+    std::uint64_t conflicts = 0;  // versioned writes refused
+    double seconds = 0;
+    std::vector<double> adds_ms;
+  };
+  W10 w10_counter(const std::string& path, unsigned workers, std::uint64_t adds_per_worker,
+                  unsigned retries, std::chrono::milliseconds duration);
+
+  // W10b, one round in three steps, so that the caller counts the servers'
+  // requests around the middle one: the group made and a CuratorCache on
+  // it initialized; the member changes made by another session, and the ms
+  // from the last reply until the cache holds the final members; whether
+  // the cache then equals the servers' tree (the round closed, its nodes
+  // deleted).
+  void w10_cache_start(const std::string& group);
+  double w10_cache_run(std::uint64_t changes, unsigned members);
+  bool w10_cache_check();
 
  private:
   // Both W7 commands: their words up to the duration, which it appends with

@@ -10,7 +10,7 @@ namespace zkr::bench {
 namespace {
 
 const std::vector<std::string> kAllWorkloads = {"W1", "W2", "W3", "W4", "W5",
-                                                "W6", "W7", "W8", "W9"};
+                                                "W6", "W7", "W8", "W9", "W10"};
 
 std::vector<std::string> parse_workloads(const std::string& text) {
   std::vector<std::string> picked;
@@ -21,7 +21,7 @@ std::vector<std::string> parse_workloads(const std::string& text) {
     for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (std::find(kAllWorkloads.begin(), kAllWorkloads.end(), name) == kAllWorkloads.end())
       throw UsageError("unknown workload '" + name +
-                       "' in --workloads (use W1,W2,W3,W4,W5,W6,W7,W8,W9)");
+                       "' in --workloads (use W1,W2,W3,W4,W5,W6,W7,W8,W9,W10)");
     if (std::find(picked.begin(), picked.end(), name) == picked.end()) picked.push_back(name);
     start = comma + 1;
   }
@@ -179,6 +179,11 @@ Plan make_plan(const Options& options) {
   plan.w9_rounds = options.quick ? 10 : 100;
   plan.w9_duration = milliseconds(options.quick ? 3000 : 30000);
   plan.w9_kill_rounds = options.quick ? 1 : 5;
+  // W10: 8 sessions adding to one counter, a few seconds either way.
+  plan.w10_adds_per_worker = options.quick ? 50 : 2000;
+  plan.w10_duration = milliseconds(options.quick ? 3000 : 20000);
+  plan.w10_changes = options.quick ? 100 : 1000;
+  plan.w10_cache_rounds = options.quick ? 2 : 5;
   std::erase_if(plan.w4_keys, [&](std::uint64_t n) { return n > options.max_keys; });
   if (plan.w4_keys.empty() || plan.w4_keys.back() < options.max_keys)
     if (options.max_keys < (options.quick ? 1000u : 1000000u))
@@ -225,6 +230,15 @@ Workloads:
       quorum writes per election, one leader at a time; then 5 kills: the
       leader's link cut (its session of 2 s abandoned, as by SIGKILL), the
       time to the next term and its ratio to the session timeout
+  W10 counter adds: 8 sessions, each adding 1 to one DistributedAtomicLong
+      (2,000 adds each, 20 s at most; RetryNTimes(100, 0 ms)): adds/s,
+      p50/p99 per add, version conflicts per add, and the final value
+      checked against the adds that succeeded; then cache convergence: a
+      ChildrenCache on a group while another session makes 1,000 member
+      changes (ephemeral children of 20 names created, set, deleted), 5
+      rounds: time from the last change's reply until the cache holds the
+      final members, the cache's requests per change, and its view checked
+      against the servers' tree
 
 Every workload also shows requests and writes per operation, counted by the
 servers (mntr's zk_packets_received over every server, the leader's zxid from
@@ -248,9 +262,10 @@ Options:
                       compiled with javac at the start) run beside the floor
                       and ours: InterProcessMutex in W1, W2, W3 and W5,
                       InterProcessReadWriteLock in W6, InterProcessSemaphoreV2
-                      and NonReentrantMutex in W7, LeaderLatch in W9 (W1 in
-                      interleaved slices; W2, W6 and W7 in interleaved rounds;
-                      the others one after the other)
+                      and NonReentrantMutex in W7, LeaderLatch in W9,
+                      DistributedAtomicLong and CuratorCache in W10 (W1 in interleaved
+                      slices; W2, W6 and W7 in interleaved rounds; the
+                      others one after the other)
   --no-lock           W2 and W5 run their critical sections without the lock:
                       the control of the exclusion checks, which must report
                       overlaps and lost updates (and so exit 1)

@@ -18,7 +18,7 @@ class UsageError : public std::runtime_error {
 
 struct Options {
   std::string connect;                 // --connect, else $ZK_CONNECT
-  std::vector<std::string> workloads;  // W1..W9, in run order
+  std::vector<std::string> workloads;  // W1..W10, in run order
   bool quick = false;                  // tiny sizes: a smoke test
   bool json = false;
   bool strict = false;                 // a missed target also exits 1
@@ -29,7 +29,7 @@ struct Options {
   // W2 and W5 take no lock: the control of their exclusion checks, which
   // must then report overlaps and lost updates (exit 1).
   bool no_lock = false;
-  // --peers curator: Curator's recipes run W1, W2, W3, W5, W6, W7 and W9 too.
+  // --peers curator: Curator's recipes run W1, W2, W3, W5, W6, W7, W9 and W10 too.
   bool curator = false;
   bool help = false;
 
@@ -64,6 +64,13 @@ struct Plan {
   std::chrono::milliseconds w9_duration{30000};        // and no new round after this
   std::uint64_t w9_kill_rounds = 5;                    // kills of the leader's link
   std::chrono::milliseconds w9_session_timeout{2000};  // the killed leader's session
+  unsigned w10_workers = 8;                            // W10: each on a session of its own
+  std::uint64_t w10_adds_per_worker = 2000;            // adds, at most
+  std::chrono::milliseconds w10_duration{20000};       // and no new add after this
+  unsigned w10_retries = 100;                          // RetryNTimes(n, 0 ms), both sides
+  std::uint64_t w10_changes = 1000;                    // W10b: member changes per round
+  unsigned w10_members = 20;                           // names they go round
+  std::uint64_t w10_cache_rounds = 5;                  // rounds, each timed once
 };
 
 Plan make_plan(const Options& options);

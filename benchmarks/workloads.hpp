@@ -1,4 +1,4 @@
-// The benchmark workloads, W1 to W9. Each adds its Records and Verdicts to the
+// The benchmark workloads, W1 to W10. Each adds its Records and Verdicts to the
 // context's reporter; each loop is bounded in count and in time.
 #pragma once
 
@@ -18,6 +18,8 @@ void run_w7_semaphore(Context& ctx);
 void run_w8_many_waiters(Context& ctx);
 void run_w9_failover(Context& ctx);  // the leader closes
 void run_w9_kill(Context& ctx);      // the leader's session is abandoned
+void run_w10_counter(Context& ctx);  // adds to one DistributedAtomicLong
+void run_w10_cache(Context& ctx);    // a ChildrenCache following member changes
 
 // Workers of W6 and of W7's semaphore, each on a session of its own: the
 // Curator peer opens as many.

@@ -46,6 +46,12 @@
 //   w9-standby-wait <ms>
 //   w9-victim-close
 //       -> LeaderLatch failover (CuratorFailover.java, compiled with this file)
+//   w10-counter <path> <workers> <adds per worker> <retries> <ms>
+//       -> DistributedAtomicLong adds (CuratorCounter.java, compiled with this file)
+//   w10-cache-start <group path>
+//   w10-cache-run <changes> <members>
+//   w10-cache-check
+//       -> CuratorCache convergence (CuratorCacheRound.java, compiled with this file)
 //   quit -> bye
 // Anything that goes wrong -> error <message>. "ready" once every session is up.
 import java.io.BufferedReader;
@@ -198,6 +204,15 @@ public final class CuratorBench {
           out.println(CuratorFailover.standbyWait(Long.parseLong(w[1])));
         } else if (w[0].equals("w9-victim-close") && w.length == 1) {
           out.println(CuratorFailover.victimClose());
+        } else if (w[0].equals("w10-counter") && w.length == 6) {
+          out.println(CuratorCounter.adds(sessions, w[1], Integer.parseInt(w[2]), Long.parseLong(w[3]),
+              Integer.parseInt(w[4]), Long.parseLong(w[5])));
+        } else if (w[0].equals("w10-cache-start") && w.length == 2) {
+          out.println(CuratorCacheRound.start(sessions, w[1]));
+        } else if (w[0].equals("w10-cache-run") && w.length == 3) {
+          out.println(CuratorCacheRound.run(sessions, Integer.parseInt(w[1]), Integer.parseInt(w[2])));
+        } else if (w[0].equals("w10-cache-check") && w.length == 1) {
+          out.println(CuratorCacheRound.check(sessions));
         } else {
           out.println("error unknown command: " + line);
         }

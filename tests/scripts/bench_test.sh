@@ -11,7 +11,8 @@
 # control, which the exclusion checker must catch (overlaps and lost
 # updates), W1 at +2 ms round trip with Curator's InterProcessMutex, and W6
 # and W7 with Curator's read/write lock, semaphore and semaphore mutex beside
-# ours, and W9 with Curator's LeaderLatch.
+# ours, W9 with Curator's LeaderLatch, and W10 with Curator's
+# DistributedAtomicLong and CuratorCache.
 # Environment: ZK_CONNECT (without it: skipped, exit 77), ZKR_BUILD_DIR.
 set -euo pipefail
 say() { printf 'bench_test: %s\n' "$*" >&2; }
@@ -38,7 +39,7 @@ failures=0
 fail() { say "FAILED: $*"; failures=$((failures + 1)); }
 
 # Usage errors: exit 2, a message, no run.
-for bad in "--bogus" "--workloads W10" "--max-keys lots"; do
+for bad in "--bogus" "--workloads W99" "--max-keys lots"; do
   rc=0
   # shellcheck disable=SC2086  # split on purpose
   "${bench[@]}" $bad >"$work/usage.out" 2>&1 || rc=$?
@@ -75,7 +76,7 @@ if ! jq -e -s 'length > 0 and all(.[];
   head -c 2000 "$work/lines.jsonl" >&2
 fi
 # Each workload and the floor are there.
-for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8 W9; do
+for w in W1 W2 W3 W4 W4-list W4-clean W5 W6 W7 W8 W9 W10 W10-cache; do
   jq -e -s --arg w "$w" 'any(.[]; .impl == "zkr" and .workload == $w)' "$work/lines.jsonl" >/dev/null ||
     fail "no zkr $w line"
 done
@@ -115,6 +116,20 @@ jq -e -s '[.[] | select(.workload == "W9" and (.params.session_timeout_ms | type
     all(.[]; .ops > 0 and .violations == 0 and .p50_x_session_timeout >= 0.5 and
              (.writes_per_op | type == "number"))' \
   "$work/lines.jsonl" >/dev/null || fail "W9 kill: no failover timed, one before the session could expire, or no cost"
+# W10: 8 sessions' adds to one counter, the servers' final value equal to the
+# adds that succeeded (an indeterminate one may count or not), the version
+# conflicts per add and the servers' writes per add.
+jq -e -s '[.[] | select(.workload == "W10")] | length == 1 and
+    all(.[]; .ops > 0 and .params.workers == 8 and .final_value >= .ops and
+             .final_value <= .ops + .indeterminate and .conflicts_per_op >= 0 and
+             .p50_ms > 0 and (.writes_per_op | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W10: no add timed, a final value unlike the adds, or no cost per add"
+# W10's cache: each round timed to the cache holding the final members, its
+# view then equal to the servers' tree, and what it sent per change.
+jq -e -s '[.[] | select(.workload == "W10-cache")] | length == 1 and
+    all(.[]; .ops == 2 and .params.changes == 100 and .unequal_to_servers == 0 and .p50_ms >= 0 and
+             (.cache_requests_per_change | type == "number"))' \
+  "$work/lines.jsonl" >/dev/null || fail "W10-cache: a round untimed, a view unlike the servers', or no cost per change"
 jq -e -s '[.[] | select(.workload == "W3") | .leftover_znodes] | length == 3 and all(. == 0)' \
   "$work/lines.jsonl" >/dev/null || fail "W3 left znodes behind (or did not say)"
 jq -e -s '[.[] | select(.workload == "W3") | .znodes_after_settle] | all(type == "number")' \
@@ -201,6 +216,31 @@ jq -e -s '[.[] | select(.workload == "W9")] | length == 4 and
     all(.[]; .ops > 0 and .violations == 0 and .p50_ms > 0 and (.writes_per_op | type == "number")) and
     (.[1].x_curator_p50 | type == "number") and (.[2:] | all(.p50_x_session_timeout >= 0.5))' \
   "$work/curator.jsonl" >/dev/null || fail "--peers curator: W9 of Curator's LeaderLatch or ours missing, unjudged or without cost"
+# W10 with Curator's DistributedAtomicLong (its adds counted, the final value
+# equal to them) and CuratorCache (timed to the final members, equal to the
+# servers' tree), on a root of its own.
+say "${bench[*]} --quick --workloads W10 --rtt 0 --peers curator"
+rc=0
+timeout 240 "${bench[@]}" --quick --json --workloads W10 --rtt 0 --peers curator --root "$root-w10" \
+  >"$work/w10.jsonl" 2>"$work/w10.txt" || rc=$?
+[[ $rc -eq 0 ]] || { fail "W10 --peers curator exited $rc"; tail -n 20 "$work/w10.txt" >&2; }
+jq -e -s '[.[] | select(.workload == "W10")] | length == 2 and
+    (map(.impl) == ["curator", "zkr"]) and
+    all(.[]; .ops > 0 and .final_value >= .ops and .conflicts_per_op >= 0 and
+             (.writes_per_op | type == "number")) and
+    (.[0].final_value == .[0].ops) and (.[1].x_curator_rate | type == "number")' \
+  "$work/w10.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's counter or ours missing, miscounted or without cost"
+jq -e -s '[.[] | select(.workload == "W10-cache")] | length == 2 and
+    (map(.impl) == ["curator", "zkr"]) and
+    all(.[]; .ops == 2 and .unequal_to_servers == 0 and (.cache_requests_per_change | type == "number")) and
+    ((.[1].x_curator_p50 | type == "number") or .[0].p50_ms == 0)' \
+  "$work/w10.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's CuratorCache or ours missing or unlike the servers' tree"
+# The counters hold data, which a run's check of its root would refuse as
+# someone else's: W10 leaves none, so a second run on the same root starts.
+rc=0
+timeout 120 "${bench[@]}" --quick --json --workloads W10 --rtt 0 --root "$root-w10" \
+  >"$work/again.jsonl" 2>"$work/again.txt" || rc=$?
+[[ $rc -eq 0 ]] || { fail "W10 again on the same root exited $rc"; tail -n 20 "$work/again.txt" >&2; }
 took=$((SECONDS - start))
 
 if [[ $failures -ne 0 ]]; then
@@ -208,4 +248,4 @@ if [[ $failures -ne 0 ]]; then
   tail -n 60 "$work/stderr.txt" >&2
   exit 1
 fi
-say "ok: $lines JSON lines, ${measured}s measured; the four runs took ${took}s"
+say "ok: $lines JSON lines, ${measured}s measured; the runs took ${took}s"
