@@ -311,6 +311,9 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   // The counter the workers' counter participants race on, at 0.
   create_if_missing(client, chaos::kCounterRoot, "");
   (void)zkr::DistributedAtomicLong(client, std::string(chaos::kCounterRoot) + "/c0").initialize(0);
+  // The group the workers' members join (member_participant.hpp).
+  create_if_missing(client, chaos::kGroupRoot, "");
+  create_if_missing(client, std::string(chaos::kGroupRoot) + "/g0", "");
   std::string key_list;
   for (const auto& key : keys) key_list += (key_list.empty() ? "" : ",") + key;
   // Every key that keeps a counter: the mutexes' and the read/write lock's.

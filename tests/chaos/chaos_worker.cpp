@@ -75,6 +75,7 @@
 #include "counter_participant.hpp"
 #include "event_log.hpp"
 #include "latch_participant.hpp"
+#include "member_participant.hpp"
 #include "zkr/client.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/lock_factory.hpp"
@@ -830,6 +831,10 @@ int run(const Config& config) {
   const zkr::chaos::CounterParticipantConfig counter{
       std::string(zkr::chaos::kCounterRoot) + "/c0",
       std::to_string(config.slot) + "." + std::to_string(config.gen), config.seed};
+  // And one group member, whose view of the group is checked at the end.
+  const zkr::chaos::MemberParticipantConfig member{
+      std::string(zkr::chaos::kGroupRoot) + "/g0", "w" + std::to_string(config.slot),
+      std::to_string(config.slot) + "." + std::to_string(config.gen)};
   {
     std::vector<std::jthread> threads;
     for (int t = 0; t < config.threads; ++t)
@@ -840,6 +845,9 @@ int run(const Config& config) {
     if (config.broken != "nolock")
       threads.emplace_back(
           [&] { zkr::chaos::run_counter_participant(counter, client, log, stop_requested, end); });
+    if (config.broken != "nolock")
+      threads.emplace_back(
+          [&] { zkr::chaos::run_member_participant(member, client, log, stop_requested, end); });
   }
   log.write("stop", {});
   return 0;

@@ -54,6 +54,7 @@ class Checker {
     check_supervised_commands(input_.lives, result_);
     check_leader_latch(input_, paused_, result_);
     check_counter_history(input_, result_);
+    check_member_views(input_, result_);
     find_stall();
     return std::move(result_);
   }
@@ -539,6 +540,8 @@ std::vector<std::string> bite_problems(const CheckResult& result,
     problems.push_back("the leader latch participants led " + std::to_string(result.latch_terms) +
                        " terms and the servers' record shows no failover between them");
   if (result.counter_ops == 0) problems.push_back("no counter operation was recorded");
+  if (result.member_views_converged == 0)
+    problems.push_back("no group member's view converged at the end of the run");
   return problems;
 }
 

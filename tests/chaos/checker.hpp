@@ -60,6 +60,9 @@
 //                    DistributedAtomicLong, with the final value the servers
 //                    hold, have no linearizable order (an indeterminate
 //                    outcome may have been applied or not, never twice)
+//   member_view_diverged     a worker's GroupMember view of its group, at the
+//                    end of the run, disagreed for the whole bound with a tree
+//                    that stood still between two synced reads
 //   leader_lost_unnoticed    a term whose latch node had ended (servers' record)
 //                    that ran kLostNoticeGrace or longer (pauses of its
 //                    process not counted) before it said lost or began to
@@ -181,19 +184,21 @@ struct CheckResult {
   std::int64_t supervised_holds = 0;  // the lock nodes those ticks were made under
   std::int64_t void_grants = 0;       // grants whose node was gone before the worker had them
   // The leader latch participants (check_leader_latch).
-  std::int64_t latch_terms = 0;            // terms begun, by the participants' records
-  std::int64_t latch_lost_notices = 0;     // terms whose lost signal came
-  std::int64_t latch_record_writes = 0;    // leaders' writes applied, by the servers' record
-  std::int64_t latch_failovers = 0;        // epoch changes between those writes, path by path
-  std::int64_t latch_writes_ok = 0;        // leaders' writes the participants saw applied
-  std::int64_t latch_writes_refused = 0;   // ...refused (the latch node was gone)
-  std::int64_t latch_writes_unknown = 0;   // ...with no outcome
-  std::int64_t latch_late_writes = 0;      // made after the term said lost, on purpose
-  std::int64_t latch_late_refused = 0;     // ...and refused
-  std::int64_t latch_leader_hits = 0;      // delete_leader_node faults that deleted a term's node
-  std::int64_t counter_ops = 0;            // counter operations judged (known outcome or not)
-  std::int64_t counter_indeterminate = 0;  // ...whose outcome was unknown
-  std::int64_t counter_search_states = 0;  // states the linearizability search visited
+  std::int64_t latch_terms = 0;             // terms begun, by the participants' records
+  std::int64_t latch_lost_notices = 0;      // terms whose lost signal came
+  std::int64_t latch_record_writes = 0;     // leaders' writes applied, by the servers' record
+  std::int64_t latch_failovers = 0;         // epoch changes between those writes, path by path
+  std::int64_t latch_writes_ok = 0;         // leaders' writes the participants saw applied
+  std::int64_t latch_writes_refused = 0;    // ...refused (the latch node was gone)
+  std::int64_t latch_writes_unknown = 0;    // ...with no outcome
+  std::int64_t latch_late_writes = 0;       // made after the term said lost, on purpose
+  std::int64_t latch_late_refused = 0;      // ...and refused
+  std::int64_t latch_leader_hits = 0;       // delete_leader_node faults that deleted a term's node
+  std::int64_t counter_ops = 0;             // counter operations judged (known outcome or not)
+  std::int64_t counter_indeterminate = 0;   // ...whose outcome was unknown
+  std::int64_t counter_search_states = 0;   // states the linearizability search visited
+  std::int64_t member_views = 0;            // end-of-run group views checked
+  std::int64_t member_views_converged = 0;  // ...that agreed with the servers' tree
   std::map<std::string, std::int64_t> counters;        // final, by key
   std::map<std::string, std::int64_t> grants_by_kind;  // mutex, multi, read, write, lease...
 
@@ -255,12 +260,18 @@ inline constexpr const char* kCounterRoot = "/chaos/counter";
 // value in `input.final_state` (counter_not_linearizable), and counts them.
 void check_counter_history(const RunInput& input, CheckResult& result);
 
+// Where the workers' group members register (member_participant.hpp): one
+// group, kGroupRoot/g0, made by the runner.
+inline constexpr const char* kGroupRoot = "/chaos/group";
+// Judges the workers' end-of-run group views (member_view_diverged), and counts them.
+void check_member_views(const RunInput& input, CheckResult& result);
+
 // What a run with these fault kinds must have shown to mean something: every
 // kind of kHolderFaultKinds it used hit a holder, and (if it used one that
 // ends a holder's session or node) at least one late write was made and
 // refused; and the leader latch participants led, with at least one failover
-// on the servers' record; and the counter participants operated. One line
-// per shortfall.
+// on the servers' record; the counter participants operated; and some
+// group view converged. One line per shortfall.
 std::vector<std::string> bite_problems(const CheckResult& result,
                                        const std::vector<std::string>& kinds);
 

@@ -112,6 +112,7 @@ TEST(ChaosCounter, ARunWithNoCounterOperationProvesNothing) {
   r.late_rejected = 1;
   r.latch_terms = 3;
   r.latch_failovers = 1;
+  r.member_views_converged = 1;
   auto problems = bite_problems(r, {});
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("counter"), std::string::npos);

@@ -222,6 +222,7 @@ TEST(ChaosLatch, ARunWhoseLeadershipNeverMovedProvesNothing) {
   CheckResult r;
   r.late_rejected = 1;
   r.counter_ops = 1;
+  r.member_views_converged = 1;
   auto problems = bite_problems(r, {});
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("ever led"), std::string::npos);

@@ -264,7 +264,8 @@ TEST(ChaosChecker, FaultsAimedAtAHolderCountOnlyWhenTheyHitOne) {
   r.holder_hits.clear();
   r.latch_terms = 2;  // the latch's own bite is the latch tests' (checker_latch_test.cpp)
   r.latch_failovers = 1;
-  r.counter_ops = 1;  // and the counter's (checker_counter_test.cpp)
+  r.counter_ops = 1;             // and the counter's (checker_counter_test.cpp)
+  r.member_views_converged = 1;  // and the members' (checker_member_test.cpp)
   const auto problems = bite_problems(r, {"pause_worker"});
   ASSERT_EQ(problems.size(), 2u);
   EXPECT_NE(problems[0].find("never hit a lock holder"), std::string::npos);

@@ -63,6 +63,8 @@ std::string format_report(const RunInfo& info, const CheckResult& r) {
   out << "counter              " << r.counter_ops << " operations on one DistributedAtomicLong ("
       << r.counter_indeterminate << " of unknown outcome), with its final value judged "
       << "linearizable or not in " << r.counter_search_states << " search states\n";
+  out << "group members        " << r.member_views_converged << " of " << r.member_views
+      << " end-of-run views agreed with the servers' tree\n";
   out << "violations           " << r.violation_count();
   for (const auto& [rule, n] : r.violations) out << "  " << rule << "=" << n;
   out << "\n";
