@@ -235,12 +235,6 @@ jq -e -s '[.[] | select(.workload == "W10-cache")] | length == 2 and
     all(.[]; .ops == 2 and .unequal_to_servers == 0 and (.cache_requests_per_change | type == "number")) and
     ((.[1].x_curator_p50 | type == "number") or .[0].p50_ms == 0)' \
   "$work/w10.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's CuratorCache or ours missing or unlike the servers' tree"
-# The counters hold data, which a run's check of its root would refuse as
-# someone else's: W10 leaves none, so a second run on the same root starts.
-rc=0
-timeout 120 "${bench[@]}" --quick --json --workloads W10 --rtt 0 --root "$root-w10" \
-  >"$work/again.jsonl" 2>"$work/again.txt" || rc=$?
-[[ $rc -eq 0 ]] || { fail "W10 again on the same root exited $rc"; tail -n 20 "$work/again.txt" >&2; }
 took=$((SECONDS - start))
 
 if [[ $failures -ne 0 ]]; then
