@@ -110,9 +110,17 @@ bool wait_new_session(Client& client, std::uint64_t epoch, std::chrono::millisec
     std::lock_guard lock(mutex);
     changed.notify_all();
   });
+  // A listener's call is the cue; the predicate is also looked at again
+  // every tenth of a second, bounded by `timeout`, in case the epoch moves
+  // after the last state was announced.
+  const auto reached_now = [&] { return client.session_epoch() != epoch && client.is_connected(); };
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock lock(mutex);
-  const bool reached = changed.wait_for(
-      lock, timeout, [&] { return client.session_epoch() != epoch && client.is_connected(); });
+  bool reached = reached_now();
+  while (!reached && std::chrono::steady_clock::now() < deadline) {
+    (void)changed.wait_for(lock, std::chrono::milliseconds(100));
+    reached = reached_now();
+  }
   lock.unlock();
   client.remove_listener(id);
   return reached;
