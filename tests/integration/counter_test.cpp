@@ -57,13 +57,6 @@ class CounterIntegrationTest : public ::testing::Test {
     return *clients_.back();
   }
 
-  // The zxid the servers give the next write: a probe node's czxid.
-  std::int64_t next_zxid(Keeper& keeper) {
-    const auto made = keeper.create(dir_ + "/probe", "", CreateMode::ephemeral);
-    keeper.remove(made.path);
-    return made.stat.czxid;
-  }
-
   std::string dir_, path_;
   std::vector<std::unique_ptr<Client>> clients_;
 };
@@ -77,7 +70,7 @@ TEST_F(CounterIntegrationTest, EightSessionsAddingAtOnceLoseNothingAndApplyNothi
   auto& keeper = *observer.keeper();
   keeper.create(dir_);
   DistributedAtomicLong(observer, path_).initialize(0);
-  const auto first_zxid = next_zxid(keeper);
+  const auto first_zxid = test::next_zxid(keeper, dir_);
 
   std::atomic<int> succeeded{0}, indeterminate{0}, conflicts{0};
   std::atomic<long long> sum_of_posts{0};
@@ -108,7 +101,7 @@ TEST_F(CounterIntegrationTest, EightSessionsAddingAtOnceLoseNothingAndApplyNothi
         }
       });
   }
-  const auto last_zxid = next_zxid(keeper);
+  const auto last_zxid = test::next_zxid(keeper, dir_);
   keeper.sync(path_);
   const auto node = keeper.get(path_);
   const auto final_value = detail::decode_int64(path_, node.data);

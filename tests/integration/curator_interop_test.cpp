@@ -608,14 +608,6 @@ TEST_F(CuratorInteropTest, SharedCounterLosesNoIncrement) {
 constexpr int kJavaAdds = 300;
 constexpr int kOurAdds = 60;
 
-// The zxid the servers give the next write: a probe node's czxid. Every
-// write request takes one, a refused conditional write too.
-std::int64_t next_zxid(Keeper& keeper, const std::string& dir) {
-  const auto made = keeper.create(dir + "/probe", "", CreateMode::ephemeral);
-  keeper.remove(made.path);
-  return made.stat.czxid;
-}
-
 TEST_F(CuratorInteropTest, AtomicLongAddsFromBothLibrariesAllCount) {
   const std::string counter = dir_ + "-along";
   also_remove_.push_back(counter);
@@ -628,7 +620,7 @@ TEST_F(CuratorInteropTest, AtomicLongAddsFromBothLibrariesAllCount) {
   options.retry_policy = std::make_shared<RetryUntilElapsed>(60s, 1ms);
   DistributedAtomicLong along(ours, counter, options);
   ASSERT_TRUE(along.initialize(0));
-  const auto first_zxid = next_zxid(keeper, dir_);
+  const auto first_zxid = test::next_zxid(keeper, dir_);
   java.send("along-add " + counter + " " + std::to_string(kJavaAdds) + " 1");
   ASSERT_TRUE(test::wait_node(
       keeper, counter,
@@ -640,7 +632,7 @@ TEST_F(CuratorInteropTest, AtomicLongAddsFromBothLibrariesAllCount) {
   for (int i = 0; i < kOurAdds; ++i) succeeded += along.increment().succeeded() ? 1 : 0;
   EXPECT_EQ(succeeded, kOurAdds);
   EXPECT_EQ(java.reply(), "along-added " + std::to_string(kJavaAdds));
-  const auto last_zxid = next_zxid(keeper, dir_);
+  const auto last_zxid = test::next_zxid(keeper, dir_);
   constexpr int kAll = kJavaAdds + kOurAdds;
   keeper.sync(counter);
   EXPECT_EQ(along.get(), kAll);
@@ -674,7 +666,7 @@ TEST_F(CuratorInteropTest, SharedCountAddsFromBothLibrariesAllCount) {
   keeper.create(dir_);
   SharedCount count(ours, counter, 0);
   count.start();
-  const auto first_zxid = next_zxid(keeper, dir_);
+  const auto first_zxid = test::next_zxid(keeper, dir_);
   java.send("count-add " + counter + " " + std::to_string(kJavaAdds) + " 1");
   ASSERT_TRUE(test::wait_node(
       *ours.keeper(), counter,
@@ -693,7 +685,7 @@ TEST_F(CuratorInteropTest, SharedCountAddsFromBothLibrariesAllCount) {
     }
   }
   EXPECT_EQ(java.reply(), "count-added " + std::to_string(kJavaAdds));
-  const auto last_zxid = next_zxid(keeper, dir_);
+  const auto last_zxid = test::next_zxid(keeper, dir_);
   constexpr int kAll = kJavaAdds + kOurAdds;
   // Refused writes of either side (ours re-read and went again: conflicts).
   const auto lost_races = (last_zxid - first_zxid - 1) - kAll - 1;

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 
 namespace zkr::test {
@@ -37,8 +38,42 @@ bool can_inject_server_faults() {
          !env("ZKR_ENSEMBLE_DIR").empty();
 }
 
+void require_whole_ensemble(const std::string& why) {
+  // ctest's resource allocation: CTEST_RESOURCE_GROUP_COUNT groups, each
+  // named by CTEST_RESOURCE_GROUP_<i>, with CTEST_RESOURCE_GROUP_<i>_ENSEMBLE
+  // = "id:shared,slots:N" for the ensemble's slots this test holds.
+  const std::string groups = env("CTEST_RESOURCE_GROUP_COUNT");
+  if (groups.empty()) return;
+  const std::string whole = env("ZKR_WHOLE_ENSEMBLE_SLOTS");
+  int held = 0;
+  for (int i = 0; i < std::stoi(groups); ++i) {
+    const std::string slots =
+        env(("CTEST_RESOURCE_GROUP_" + std::to_string(i) + "_ENSEMBLE").c_str());
+    const auto at = slots.find("slots:");
+    if (at != std::string::npos) held += std::stoi(slots.substr(at + 6));
+  }
+  if (whole.empty() || held < std::stoi(whole))
+    throw std::logic_error(
+        why + ", but ctest lets other live tests run beside this one (it holds " +
+        std::to_string(held) + " of " + (whole.empty() ? "?" : whole) +
+        " ensemble slots): name it in ZKR_WHOLE_ENSEMBLE_TESTS in tests/CMakeLists.txt");
+}
+
+std::int64_t next_zxid(Keeper& keeper, const std::string& dir) {
+  require_whole_ensemble("counting the servers' zxids counts every test's writes");
+  const auto made = keeper.create(dir + "/probe", "", CreateMode::ephemeral);
+  keeper.remove(made.path);
+  return made.stat.czxid;
+}
+
 std::string ensemble(const std::string& verb_and_args) {
   if (!can_inject_server_faults()) throw std::runtime_error("no ensemble script configured");
+  const std::string verb = verb_and_args.substr(0, verb_and_args.find(' '));
+  // Only the verbs that read disturb nobody.
+  static const std::set<std::string> kReadOnly = {"connect", "dir",  "leader", "mntr",
+                                                  "pid",     "port", "status"};
+  if (!kReadOnly.contains(verb))
+    require_whole_ensemble("'" + verb + "' disturbs the servers every live test uses");
   // The script finds the ensemble through ZKR_ENSEMBLE_DIR, which we inherit.
   const std::string command =
       "bash '" + env("ZKR_ENSEMBLE_SCRIPT") + "' " + verb_and_args + " 2>&1";

@@ -22,8 +22,23 @@ std::string connect_string();
 bool can_inject_server_faults();
 
 // Runs `scripts/ensemble VERB ARGS` on the test ensemble and returns its stdout
-// (trimmed). Throws std::runtime_error with its stderr if it fails.
+// (trimmed). Throws std::runtime_error with its stderr if it fails. A verb that
+// disturbs the servers (kill, freeze, ...) first calls require_whole_ensemble.
 std::string ensemble(const std::string& verb_and_args);
+
+// Live tests run two at a time on the one ensemble (scripts/test gives ctest
+// tests/ctest-resources.json). A test that stops servers, or counts what the
+// servers did (zxids), must have the ensemble to itself: tests/CMakeLists.txt
+// names it in ZKR_WHOLE_ENSEMBLE_TESTS. Throws std::logic_error, naming
+// `why`, when ctest allotted this test less than the whole ensemble; does
+// nothing when ctest allots no resources (a test binary run by hand).
+void require_whole_ensemble(const std::string& why);
+
+// The zxid the servers give the next write: a probe node's czxid, made and
+// removed in `dir`. Every write request takes one, a refused conditional write
+// too, so the difference of two is the writes in between: of this test alone,
+// which is why it requires the whole ensemble.
+std::int64_t next_zxid(Keeper& keeper, const std::string& dir);
 
 // Index (1-based) of the server listening on "127.0.0.1:PORT", or 0.
 int server_index_of(const std::string& host_port);
