@@ -39,7 +39,7 @@ void seed(Context& ctx, const std::vector<Client*>& sessions, const LockFactory&
           const Layout& layout, std::uint64_t n) {
   auto keeper = sessions.front()->keeper();
   const auto start = Clock::now();
-  keeper->create_parents(join_path(factory.root(), "x"), CreateMode::container);
+  create_marked_parents(*keeper, join_path(factory.root(), "x"));
   if (!keeper->exists(factory.root())) keeper->create(factory.root(), {}, CreateMode::container);
   std::uint64_t buckets = 0;
   if (layout.layout.kind == LockLayout::Kind::hashed) {

@@ -262,4 +262,8 @@ CleanReport clean_lock_root(Client& client, const std::string& root, const Clean
   return report;
 }
 
+void create_marked_parents(Keeper& keeper, const std::string& path, OptionalTimeout timeout) {
+  keeper.create_parents(path, CreateMode::container, timeout, kLockDirectoryMark);
+}
+
 }  // namespace zkr

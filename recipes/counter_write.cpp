@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "client_internals.hpp"
+#include "zkr/cleanup.hpp"
 #include "zkr/shared_count.hpp"
 
 namespace zkr {
@@ -119,7 +120,7 @@ WriteAnswer conditional_write(Client& client, const std::string& path, const Wri
     if (created.error() != Errc::no_node) throw KeeperError(created.error(), path);
     // Parents missing: nothing was made. Making them is safe to repeat.
     client.with_retry([&](Keeper& k) {
-      k.create_parents(path, CreateMode::container);
+      create_marked_parents(k, path);
       return 0;
     });
   }

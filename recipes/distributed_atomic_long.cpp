@@ -11,6 +11,7 @@
 
 #include "client_internals.hpp"
 #include "counter_write.hpp"
+#include "zkr/cleanup.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/path.hpp"
 
@@ -175,7 +176,7 @@ bool DistributedAtomicLong::initialize(std::int64_t value) {
     auto made =
         k.try_create(impl.path, detail::encode_int64(value), CreateMode::persistent, options);
     if (made.error() == Errc::no_node) {
-      k.create_parents(impl.path, CreateMode::container);
+      create_marked_parents(k, impl.path);
       made = k.try_create(impl.path, detail::encode_int64(value), CreateMode::persistent, options);
     }
     if (!made.ok() && is_retryable(made.error())) throw KeeperError(made.error(), impl.path);

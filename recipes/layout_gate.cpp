@@ -7,6 +7,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "pending_reply.hpp"
+#include "zkr/cleanup.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr::detail {
@@ -79,8 +80,8 @@ Task<void> LayoutGate::verify(std::shared_ptr<Keeper> keeper, std::uint64_t epoc
       for (auto slash = node_.find('/', 1); slash != std::string::npos;
            slash = node_.find('/', slash + 1)) {
         made.emplace_back(node_.substr(0, slash), PendingReply<Result<Created>>{});
-        keeper->async_create(made.back().first, {}, CreateMode::container, create_,
-                             made.back().second.handler());
+        keeper->async_create(made.back().first, std::string(kLockDirectoryMark),
+                             CreateMode::container, create_, made.back().second.handler());
       }
       made.emplace_back(node_, PendingReply<Result<Created>>{});
       keeper->async_create(node_, ours_, CreateMode::persistent, create_,

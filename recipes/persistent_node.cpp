@@ -19,6 +19,7 @@
 #include "client_internals.hpp"
 #include "owned_delete.hpp"
 #include "refresh_thread.hpp"
+#include "zkr/cleanup.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -126,7 +127,7 @@ struct PersistentNode::Impl {
       create_in_doubt = true;
     }
     if (created.error == Errc::no_node) {
-      keeper.create_parents(path, CreateMode::container);
+      create_marked_parents(keeper, path);
       wake()->wake();
       return true;
     }

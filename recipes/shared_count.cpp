@@ -17,6 +17,7 @@
 #include "client_internals.hpp"
 #include "counter_write.hpp"
 #include "refresh_thread.hpp"
+#include "zkr/cleanup.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr {
@@ -140,7 +141,7 @@ void SharedCount::start() {
   const auto first = impl.client.with_retry([&](Keeper& k) {
     auto made = k.try_create(impl.path, detail::encode_int32(impl.seed));
     if (made.error() == Errc::no_node) {
-      k.create_parents(impl.path, CreateMode::container);
+      create_marked_parents(k, impl.path);
       made = k.try_create(impl.path, detail::encode_int32(impl.seed));
     }
     if (!made.ok() && made.error() != Errc::node_exists) throw KeeperError(made.error(), impl.path);

@@ -164,7 +164,8 @@ void Keeper::sync(const std::string& path, OptionalTimeout timeout) {
   (void)await_reply(async_sync(path), resolve(*this, timeout), path).value();
 }
 
-void Keeper::create_parents(const std::string& path, CreateMode mode, OptionalTimeout timeout) {
+void Keeper::create_parents(const std::string& path, CreateMode mode, OptionalTimeout timeout,
+                            std::string_view data) {
   validate_path(path);
   // Send every ancestor's create back to back: one round trip however deep,
   // since the session answers them in order, parents first.
@@ -172,7 +173,7 @@ void Keeper::create_parents(const std::string& path, CreateMode mode, OptionalTi
   for (std::size_t slash = path.find('/', 1); slash != std::string::npos;
        slash = path.find('/', slash + 1)) {
     std::string ancestor = path.substr(0, slash);
-    auto future = async_create(ancestor, {}, mode);
+    auto future = async_create(ancestor, std::string(data), mode);
     pending.emplace_back(std::move(ancestor), std::move(future));
   }
   for (auto& [ancestor, future] : pending) {

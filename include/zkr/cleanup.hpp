@@ -49,6 +49,12 @@ namespace zkr {
 // zkrecipes to clean up may write it too; nothing else should.
 inline constexpr std::string_view kLockDirectoryMark = "zkrecipes lock directory v1";
 
+// Creates every missing ancestor of path (not path itself) as a container
+// holding kLockDirectoryMark: directories a sweep may remove once they are
+// empty, as the servers reap them. The recipes make their parents so; a tool
+// that puts its own nodes under a lock root may too.
+void create_marked_parents(Keeper& keeper, const std::string& path, OptionalTimeout timeout = {});
+
 // A directory has more children than the caller allowed to list.
 class ListingTooLarge : public std::runtime_error {
  public:

@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "zkr/deadline.hpp"
@@ -144,9 +145,10 @@ class Keeper {
   void sync(const std::string& path, OptionalTimeout timeout = {});
 
   // Creates every missing ancestor of path (not path itself) as `mode`
-  // (persistent or container); existing ones are left alone.
+  // (persistent or container) holding `data`; existing ones are left alone.
+  // (zkr::create_marked_parents makes them this library's directories.)
   void create_parents(const std::string& path, CreateMode mode = CreateMode::persistent,
-                      OptionalTimeout timeout = {});
+                      OptionalTimeout timeout = {}, std::string_view data = {});
 
  protected:
   // What an implementation sends; the async_* forms above all come here.

@@ -12,9 +12,12 @@
 #include "support/fake_keeper.hpp"
 #include "support/fault_keeper.hpp"
 #include "support/waits.hpp"
+#include "zkr/distributed_atomic_long.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/lock_factory.hpp"
+#include "zkr/persistent_node.hpp"
 #include "zkr/semaphore.hpp"
+#include "zkr/shared_count.hpp"
 
 namespace zkr {
 namespace {
@@ -210,6 +213,38 @@ TEST_F(CleanupTest, SweepsASemaphoresLeftoverContainersAndKeepsOthers) {
   EXPECT_TRUE(semaphore.try_acquire_for(1, 50ms).empty());
   EXPECT_TRUE(held.front().release());
   EXPECT_EQ(semaphore.try_acquire_for(1, kWait).size(), 1u);
+}
+
+// The parents the other recipes make (counters, a kept node, a group's
+// directory) are the library's too: marked, so that once their nodes are gone a
+// sweep removes them at once, as the servers would reap them in their time,
+// rather than leave the root looking like someone else's.
+TEST_F(CleanupTest, SweepsTheParentsEveryRecipeMadeOnceTheirNodesAreGone) {
+  const std::string along = kRoot + "/counters/a/value";
+  const std::string count = kRoot + "/counters/b/count";
+  const std::string kept = kRoot + "/nodes/n/node";
+  EXPECT_TRUE(DistributedAtomicLong(*client_, along).initialize(7));
+  {
+    SharedCount shared(*client_, count, 3);
+    shared.start();
+  }
+  {
+    PersistentNode node(*client_, kept, "data");
+    node.start();
+    ASSERT_TRUE(node.wait_until_present(kWait));
+  }  // close() deletes our node
+  for (const auto& parent : {kRoot + "/counters", kRoot + "/counters/a", kRoot + "/nodes/n"})
+    EXPECT_EQ(raw_->get(parent).data, kLockDirectoryMark) << parent;
+  // The counters' nodes are shared data, which no sweep touches: gone, as
+  // their users delete them.
+  raw_->remove(along);
+  raw_->remove(count);
+  EXPECT_FALSE(ensemble_.exists_now(kept));
+
+  EXPECT_EQ(removed_by({}), (std::vector<std::string>{kRoot + "/counters", kRoot + "/counters/a",
+                                                      kRoot + "/counters/b", kRoot + "/nodes",
+                                                      kRoot + "/nodes/n"}));
+  EXPECT_TRUE(raw_->children(kRoot).names.empty());
 }
 
 TEST_F(CleanupTest, DryRunReportsTheSamePathsAndRemovesNothing) {
