@@ -14,6 +14,7 @@
 #include "server_cost.hpp"
 #include "workloads.hpp"
 #include "zkr/cleanup.hpp"
+#include "zkr/path.hpp"
 
 namespace zkr::bench {
 namespace {
@@ -42,6 +43,30 @@ void prepare_root(Client& client, const std::string& root) {
     throw RunError("--root " + root + " holds " + std::to_string(left) +
                    " znodes that are not leftovers of a benchmark (live locks or data): "
                    "choose another --root");
+}
+
+// The directories the Curator peer made under the paths the run gave it
+// (root/curator-*): Curator makes them as containers with no data, which the
+// servers reap in their own time (a minute by default), and which the next
+// run's check of its root could not tell from someone else's nodes. Removed
+// deepest first, each only while empty, with no data and no owner session:
+// anything else there is left as it is.
+void remove_curator_directories(Client& client, const std::string& root) {
+  auto keeper = client.keeper();
+  auto listed = keeper->try_children(root);
+  if (!listed.ok()) return;
+  for (const auto& name : listed.value().names) {
+    if (!name.starts_with("curator-")) continue;
+    auto paths = paths_below(*keeper, join_path(root, name));
+    paths.insert(paths.begin(), join_path(root, name));
+    for (auto path = paths.rbegin(); path != paths.rend(); ++path) {
+      const auto node = keeper->try_get(*path);
+      if (!node.ok() || !node.value().data.empty() || node.value().stat.num_children != 0 ||
+          node.value().stat.ephemeral_owner != 0)
+        continue;
+      (void)keeper->try_remove(*path, node.value().stat.version);
+    }
+  }
 }
 
 // Whether the servers fsync their transaction log, as ZooKeeper does by
@@ -139,6 +164,7 @@ int run_workloads(const Options& options) {
   }
   ctx.curator = nullptr;
   curator.reset();
+  if (curator_wanted) remove_curator_directories(*ctx.connect(), options.root);
   // Last, and with no JVM beside it: its 10,000 threads raise the peak RSS
   // the table ends with.
   if (options.wants("W8")) run_w8_many_waiters(ctx);

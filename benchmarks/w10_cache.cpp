@@ -24,6 +24,7 @@
 #include "w10_changes.hpp"
 #include "workloads.hpp"
 #include "zkr/children_cache.hpp"
+#include "zkr/cleanup.hpp"
 
 namespace zkr::bench {
 namespace {
@@ -69,7 +70,17 @@ Round our_round(Client& writer, Client& reader, const std::string& group,
                 const std::vector<MemberChange>& changes, CostMeter& cost) {
   const auto target = final_members(changes);
   auto& keeper = *writer.keeper();
-  keeper.create_parents(group + "/m");  // the group itself, persistent
+  // The group itself persistent (it is empty at times), its parents ours to
+  // sweep: the next run's check of its root finds nothing it must refuse.
+  // The parents are containers, which the servers may reap between the two
+  // creates: then again, a few times.
+  for (int attempt = 1;; ++attempt) {
+    create_marked_parents(keeper, group);
+    const auto made = keeper.try_create(group, "", CreateMode::persistent);
+    if (made.ok() || made.error() == Errc::node_exists) break;
+    if (made.error() != Errc::no_node || attempt == 3)
+      throw RunError("W10: cannot create " + group + ": " + std::string(errc_name(made.error())));
+  }
 
   std::mutex mutex;
   std::condition_variable cv;
