@@ -9,7 +9,6 @@
 // participant leads.
 #include <unistd.h>
 
-#include <cstdio>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -21,7 +20,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "grant_run.hpp"
+#include "grant_verb.hpp"
 #include "status_file.hpp"
 #include "verbs.hpp"
 #include "zkr/leader_latch.hpp"
@@ -99,6 +98,31 @@ ElectSettings elect_settings(const ParsedArgs& parsed) {
   return s;
 }
 
+// zkr's place in the election: a leader latch, whose term is the grant.
+class Candidacy final : public CommandGrant {
+ public:
+  Candidacy(Client& client, const ElectSettings& settings)
+      : settings_(settings), latch_(client, settings.path, settings.id, settings.latch_options) {}
+  bool acquire(std::stop_token stop) override {
+    return settings_.timeout ? latch_.try_await_leadership_for(*settings_.timeout, stop)
+                             : latch_.await_leadership(stop);
+  }
+  std::optional<Grant> grant() override { return latch_.term(); }
+  std::vector<std::string> granted(const Grant& term, spdlog::logger& log,
+                                   StatusFile* status) override {
+    log.info("leading {} as {} ({}), epoch {}", settings_.path, settings_.id, term.node_path(),
+             term.fencing_token());
+    if (status) status->add("epoch", term.fencing_token());
+    return {"ZKR_LEADER_PATH=" + settings_.path,
+            "ZKR_LEADER_EPOCH=" + std::to_string(term.fencing_token())};
+  }
+  void release() override { latch_.close(); }
+
+ private:
+  const ElectSettings settings_;
+  LeaderLatch latch_;
+};
+
 }  // namespace
 
 std::string elect_help() {
@@ -157,52 +181,24 @@ std::string elect_help() {
 }
 
 int elect_main(const std::vector<std::string>& args) {
-  // Outside the body, so that an error reported by run_reporting_errors is
-  // written too.
-  std::optional<StatusFile> status;
-  const int zkr_exit = run_reporting_errors("elect", [&]() -> int {
-    const auto specs = elect_specs();
-    // Options end at CMD's first word: what follows is CMD's.
-    const auto parsed = parse_args(args, specs, 1);
-    if (parsed.has("help")) {
-      std::fputs(elect_help().c_str(), stdout);
-      return exit_code::ok;
-    }
-    const auto settings = elect_settings(parsed);
-    const auto connection = connection_settings(parsed);
-    if (settings.status_file) status.emplace(*settings.status_file);
-    auto log = cli_logger(connection.verbosity);
-    // Before any thread exists (grant_run.hpp).
-    const auto inbox = supervision_inbox(*log);
-
-    auto client = open_client(connection);
-    LeaderLatch latch(*client, settings.path, settings.id, settings.latch_options);
-    StatusFile* status_file = status ? &*status : nullptr;
-    const auto waited = wait_for_grant(
-        *client, connection, settings.path, *inbox, status_file, *log, [&](std::stop_token stop) {
-          return settings.timeout ? latch.try_await_leadership_for(*settings.timeout, stop)
-                                  : latch.await_leadership(stop);
-        });
-    if (auto code = end_of_wait(waited, settings.path, settings.timeout, status_file,
-                                [&] { latch.close(); }))
-      return *code;
-
-    const Grant term = latch.term();
-    log->info("leading {} as {} ({}), epoch {}", settings.path, settings.id, term.node_path(),
-              term.fencing_token());
-    if (status_file) status_file->add("epoch", term.fencing_token());
-    const GrantRun run{.held = "leadership of " + settings.path,
-                       .command = settings.command,
-                       .env = {"ZKR_LEADER_PATH=" + settings.path,
-                               "ZKR_LEADER_EPOCH=" + std::to_string(term.fencing_token())},
-                       .kill_after = settings.kill_after,
-                       .session_timeout = connection.session_timeout};
-    const int code = run_under_grant(*client, term, run, *inbox, status_file, *log);
-    latch.close();
-    return code;
-  });
-  if (status && !status->written()) status->write("error", zkr_exit, std::nullopt);
-  return zkr_exit;
+  return run_grant_verb({.name = "elect",
+                         .specs = elect_specs(),
+                         .help = elect_help,
+                         .plan =
+                             [](const ParsedArgs& parsed) {
+                               const auto settings = elect_settings(parsed);
+                               return GrantPlan{.wait_path = settings.path,
+                                                .held = "leadership of " + settings.path,
+                                                .command = settings.command,
+                                                .timeout = settings.timeout,
+                                                .kill_after = settings.kill_after,
+                                                .status_file = settings.status_file,
+                                                .make_grant = [settings](Client& client) {
+                                                  return std::make_unique<Candidacy>(client,
+                                                                                     settings);
+                                                }};
+                             }},
+                        args);
 }
 
 }  // namespace zkr::cli
