@@ -21,6 +21,12 @@ bool StateCounter::wait_more(ConnectionState s, int than) {
   return changed_.wait_for(lock, bound_, [&] { return counts_[s] > than; });
 }
 
+bool StateCounter::announced_after(ConnectionState s, const std::function<void()>& cause) {
+  const int before = count(s);
+  cause();
+  return wait_more(s, before);
+}
+
 bool StateCounter::caught_up() {
   std::unique_lock lock(mutex_);
   return changed_.wait_for(lock, bound_, [&] {

@@ -1,11 +1,10 @@
-// Counts the connection states a Client announced, so that a test can wait
-// for the next one (a suspension, an expiry) or for the Client to be back.
+// Hears the connection states a Client announces, so that a test can cause a
+// fault and wait until it is announced (a suspension, an expiry), or wait
+// for the Client to be back.
 //
 //   auto states = std::make_shared<test::StateCounter>(10s);
 //   client.add_listener([states](ConnectionState s) { states->on(s); });
-//   const int lost = states->count(ConnectionState::lost);
-//   ... expire the session ...
-//   ASSERT_TRUE(states->wait_more(ConnectionState::lost, lost));
+//   ASSERT_TRUE(states->announced_after(ConnectionState::lost, [&] { expire(session); }));
 //
 // Add its listener first: the Client calls every listener with one state
 // before any hears the next, so once this one has heard the Client is back
@@ -16,6 +15,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -31,15 +31,19 @@ class StateCounter {
 
   // The listener: records s and wakes the waiters.
   void on(ConnectionState s);
-  // How many times s was announced so far.
-  int count(ConnectionState s);
-  // True once s was announced more than `than` times; false at the bound.
-  [[nodiscard]] bool wait_more(ConnectionState s, int than);
+  // Runs `cause` (a fault: the link dropped, the session expired), then
+  // true once s was announced after it; false at the bound.
+  [[nodiscard]] bool announced_after(ConnectionState s, const std::function<void()>& cause);
   // True once the last state heard is connected or reconnected (or none was
   // heard: no suspension either); false at the bound.
   [[nodiscard]] bool caught_up();
 
  private:
+  // How many times s was announced so far.
+  int count(ConnectionState s);
+  // True once s was announced more than `than` times; false at the bound.
+  bool wait_more(ConnectionState s, int than);
+
   const std::chrono::milliseconds bound_;
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -480,9 +480,9 @@ class ScriptRun {
       case Fault::expired:
         rule.before([this](const test::FaultCall&) {
           fired_ = true;
-          const int lost = a_->states->count(ConnectionState::lost);
-          ensemble_.expire(current_a());
-          if (!a_->states->wait_more(ConnectionState::lost, lost)) fail("expiry not announced");
+          if (!a_->states->announced_after(ConnectionState::lost,
+                                           [&] { ensemble_.expire(current_a()); }))
+            fail("expiry not announced");
         });
         break;
       case Fault::deleted:
@@ -515,9 +515,8 @@ class ScriptRun {
   std::int64_t current_a() { return a_->client->keeper()->session_id(); }
 
   void drop_link() {
-    const int suspended = a_->states->count(ConnectionState::suspended);
-    ensemble_.disconnect(current_a());
-    if (!a_->states->wait_more(ConnectionState::suspended, suspended))
+    if (!a_->states->announced_after(ConnectionState::suspended,
+                                     [&] { ensemble_.disconnect(current_a()); }))
       fail("suspension not announced");
   }
 

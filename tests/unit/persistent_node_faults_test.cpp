@@ -193,9 +193,8 @@ class Scene {
   }
 
   void drop_link() {
-    const int suspended = states_->count(ConnectionState::suspended);
-    ensemble_.disconnect(a_session());
-    if (!states_->wait_more(ConnectionState::suspended, suspended))
+    if (!states_->announced_after(ConnectionState::suspended,
+                                  [&] { ensemble_.disconnect(a_session()); }))
       fail("suspension not announced");
   }
 
@@ -222,9 +221,9 @@ class Scene {
       case Fault::expired:
         rule.before([this](const test::FaultCall&) {
           fired_ = true;
-          const int lost = states_->count(ConnectionState::lost);
-          ensemble_.expire(a_session());
-          if (!states_->wait_more(ConnectionState::lost, lost)) fail("expiry not announced");
+          if (!states_->announced_after(ConnectionState::lost,
+                                        [&] { ensemble_.expire(a_session()); }))
+            fail("expiry not announced");
         });
         break;
       case Fault::deleted:
