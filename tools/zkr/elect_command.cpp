@@ -29,8 +29,6 @@
 namespace zkr::cli {
 namespace {
 
-using namespace std::chrono_literals;
-
 std::vector<OptionSpec> elect_specs() {
   auto specs = connection_option_specs();
   const std::vector<OptionSpec> own{
@@ -52,11 +50,8 @@ std::vector<OptionSpec> elect_specs() {
 struct ElectSettings {
   std::string path;
   std::string id;
-  std::vector<std::string> command;
-  std::optional<std::chrono::milliseconds> timeout;
-  std::chrono::milliseconds kill_after = 10s;
+  CommandSettings run;
   LeaderLatchOptions latch_options;
-  std::optional<std::string> status_file;
 };
 
 // Host and pid: what tells an operator where the leader runs. The library's
@@ -74,7 +69,6 @@ ElectSettings elect_settings(const ParsedArgs& parsed) {
   if (operands.empty()) throw UsageError("missing latch PATH and command");
   if (operands.size() < 2) throw UsageError("missing the command to run while leader");
   s.path = operands[0];
-  s.command.assign(operands.begin() + 1, operands.end());
   // The library checks the path too, but only once connected: a typo should
   // fail at once, even with no ensemble around.
   validate_path(s.path);
@@ -88,12 +82,7 @@ ElectSettings elect_settings(const ParsedArgs& parsed) {
   } else {
     s.id = default_id();
   }
-  if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
-  if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
-  if (auto v = parsed.value("status-file")) {
-    if (v->empty()) throw UsageError("--status-file needs a PATH");
-    s.status_file = *v;
-  }
+  s.run = command_settings(parsed);
   if (parsed.has("ignore-suspended")) s.latch_options.suspended_policy = SuspendedPolicy::ignore;
   return s;
 }
@@ -104,8 +93,8 @@ class Candidacy final : public CommandGrant {
   Candidacy(Client& client, const ElectSettings& settings)
       : settings_(settings), latch_(client, settings.path, settings.id, settings.latch_options) {}
   bool acquire(std::stop_token stop) override {
-    return settings_.timeout ? latch_.try_await_leadership_for(*settings_.timeout, stop)
-                             : latch_.await_leadership(stop);
+    return settings_.run.timeout ? latch_.try_await_leadership_for(*settings_.run.timeout, stop)
+                                 : latch_.await_leadership(stop);
   }
   std::optional<Grant> grant() override { return latch_.term(); }
   std::vector<std::string> granted(const Grant& term, spdlog::logger& log,
@@ -181,23 +170,11 @@ std::string elect_help() {
 }
 
 int elect_main(const std::vector<std::string>& args) {
-  return run_grant_verb({.name = "elect",
-                         .specs = elect_specs(),
-                         .help = elect_help,
-                         .plan =
-                             [](const ParsedArgs& parsed) {
-                               const auto settings = elect_settings(parsed);
-                               return GrantPlan{.wait_path = settings.path,
-                                                .held = "leadership of " + settings.path,
-                                                .command = settings.command,
-                                                .timeout = settings.timeout,
-                                                .kill_after = settings.kill_after,
-                                                .status_file = settings.status_file,
-                                                .make_grant = [settings](Client& client) {
-                                                  return std::make_unique<Candidacy>(client,
-                                                                                     settings);
-                                                }};
-                             }},
+  const auto plan = [](const ParsedArgs& parsed) {
+    const auto settings = elect_settings(parsed);
+    return plan_of<Candidacy>(settings.path, "leadership of " + settings.path, settings);
+  };
+  return run_grant_verb({.name = "elect", .specs = elect_specs(), .help = elect_help, .plan = plan},
                         args);
 }
 

@@ -6,8 +6,12 @@
 // differs: its options, its settings and its grant (CommandGrant).
 //
 //   int lock_main(const std::vector<std::string>& args) {
+//     const auto plan = [](const ParsedArgs& parsed) {
+//       const auto settings = lock_settings(parsed);
+//       return plan_of<CommandLock>(settings.path, "lock " + settings.path, settings);
+//     };
 //     return run_grant_verb({.name = "lock", .specs = lock_specs(), .help = lock_help,
-//                            .plan = [](const ParsedArgs& parsed) { ... }},
+//                            .plan = plan},
 //                           args);
 //   }
 #pragma once
@@ -18,6 +22,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "args.hpp"
@@ -53,16 +58,40 @@ class CommandGrant {
   virtual void release() = 0;
 };
 
+// What every grant verb is told of its command.
+struct CommandSettings {
+  std::vector<std::string> command;                  // CMD ARGS...
+  std::optional<std::chrono::milliseconds> timeout;  // --timeout; nullopt: wait as long as it takes
+  std::chrono::milliseconds kill_after{10'000};      // --kill-after
+  std::optional<std::string> status_file;            // --status-file
+};
+
+// Reads CommandSettings: CMD is the operands after the first (the verb's
+// PATH or GROUP), which the verb has checked are there. Throws UsageError.
+CommandSettings command_settings(const ParsedArgs& parsed);
+
 // What the common steps need of a verb's settings, and its grant.
 struct GrantPlan {
   std::string wait_path;  // names the wait in messages: "/app/locks/a"
   std::string held;       // names the grant in messages: "lock /app/locks/a"
-  std::vector<std::string> command;
-  std::optional<std::chrono::milliseconds> timeout;  // nullopt: wait as long as it takes
-  std::chrono::milliseconds kill_after{10'000};
-  std::optional<std::string> status_file;
+  CommandSettings run;
   std::function<std::unique_ptr<CommandGrant>(Client&)> make_grant;
 };
+
+// The plan of a verb whose grant is a G made in the Client from the verb's
+// settings (G(Client&, const Settings&)), which hold its CommandSettings as
+// `run`.
+template <class G, class Settings>
+GrantPlan plan_of(std::string wait_path, std::string held, const Settings& settings) {
+  GrantPlan plan;
+  plan.wait_path = std::move(wait_path);
+  plan.held = std::move(held);
+  plan.run = settings.run;
+  plan.make_grant = [settings](Client& client) -> std::unique_ptr<CommandGrant> {
+    return std::make_unique<G>(client, settings);
+  };
+  return plan;
+}
 
 struct GrantVerb {
   std::string name;               // "lock": for error messages

@@ -28,8 +28,6 @@
 namespace zkr::cli {
 namespace {
 
-using namespace std::chrono_literals;
-
 std::vector<OptionSpec> lock_specs() {
   auto specs = connection_option_specs();
   const std::vector<OptionSpec> own{
@@ -60,11 +58,8 @@ struct LockSettings {
   Kind kind = Kind::mutex;
   std::int32_t leases = 0;  // Kind::semaphore: how many the semaphore has
   std::string path;
-  std::vector<std::string> command;
-  std::optional<std::chrono::milliseconds> timeout;
-  std::chrono::milliseconds kill_after = 10s;
+  CommandSettings run;
   LockOptions lock_options;
-  std::optional<std::string> status_file;
 };
 
 LockSettings lock_settings(const ParsedArgs& parsed) {
@@ -73,20 +68,14 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
   if (operands.empty()) throw UsageError("missing lock PATH and command");
   if (operands.size() < 2) throw UsageError("missing the command to run under the lock");
   s.path = operands[0];
-  s.command.assign(operands.begin() + 1, operands.end());
   // The library checks the path too, but only once connected: a typo should
   // fail at once, even with no ensemble around.
   validate_path(s.path);
   if (s.path == "/") throw UsageError("a lock path cannot be the root \"/\"");
-  if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
-  if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
+  s.run = command_settings(parsed);
   if (auto v = parsed.value("holder")) {
     check_label(*v, "--holder", "TEXT");
     s.lock_options.holder_id = *v;
-  }
-  if (auto v = parsed.value("status-file")) {
-    if (v->empty()) throw UsageError("--status-file needs a PATH");
-    s.status_file = *v;
   }
   if (parsed.has("ignore-suspended")) s.lock_options.suspended_policy = SuspendedPolicy::ignore;
   if (parsed.has("read") + parsed.has("write") + parsed.has("semaphore") > 1)
@@ -115,7 +104,7 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
 class CommandLock final : public CommandGrant {
  public:
   CommandLock(Client& client, const LockSettings& settings)
-      : path_(settings.path), timeout_(settings.timeout) {
+      : path_(settings.path), timeout_(settings.run.timeout) {
     if (settings.kind == LockSettings::Kind::mutex) {
       mutex_.emplace(client, settings.path, settings.lock_options);
     } else if (settings.kind == LockSettings::Kind::semaphore) {
@@ -242,23 +231,11 @@ std::string lock_help() {
 }
 
 int lock_main(const std::vector<std::string>& args) {
-  return run_grant_verb({.name = "lock",
-                         .specs = lock_specs(),
-                         .help = lock_help,
-                         .plan =
-                             [](const ParsedArgs& parsed) {
-                               const auto settings = lock_settings(parsed);
-                               return GrantPlan{.wait_path = settings.path,
-                                                .held = "lock " + settings.path,
-                                                .command = settings.command,
-                                                .timeout = settings.timeout,
-                                                .kill_after = settings.kill_after,
-                                                .status_file = settings.status_file,
-                                                .make_grant = [settings](Client& client) {
-                                                  return std::make_unique<CommandLock>(client,
-                                                                                       settings);
-                                                }};
-                             }},
+  const auto plan = [](const ParsedArgs& parsed) {
+    const auto settings = lock_settings(parsed);
+    return plan_of<CommandLock>(settings.path, "lock " + settings.path, settings);
+  };
+  return run_grant_verb({.name = "lock", .specs = lock_specs(), .help = lock_help, .plan = plan},
                         args);
 }
 

@@ -34,8 +34,6 @@
 namespace zkr::cli {
 namespace {
 
-using namespace std::chrono_literals;
-
 std::vector<OptionSpec> member_specs() {
   auto specs = connection_option_specs();
   const std::vector<OptionSpec> own{
@@ -57,10 +55,7 @@ struct MemberSettings {
   std::string group;
   std::string id;
   std::string data;
-  std::vector<std::string> command;
-  std::optional<std::chrono::milliseconds> timeout;
-  std::chrono::milliseconds kill_after = 10s;
-  std::optional<std::string> status_file;
+  CommandSettings run;
 };
 
 MemberSettings member_settings(const ParsedArgs& parsed) {
@@ -69,7 +64,6 @@ MemberSettings member_settings(const ParsedArgs& parsed) {
   if (operands.empty()) throw UsageError("missing GROUP and command");
   if (operands.size() < 2) throw UsageError("missing the command to run while registered");
   s.group = operands[0];
-  s.command.assign(operands.begin() + 1, operands.end());
   validate_path(s.group);
   if (s.group == "/") throw UsageError("a group cannot be the root \"/\"");
   const auto id = parsed.value("id");
@@ -82,12 +76,7 @@ MemberSettings member_settings(const ParsedArgs& parsed) {
   s.id = *id;
   validate_path(join_path(s.group, s.id));  // the whole path's length
   if (auto v = parsed.value("data")) s.data = *v;
-  if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
-  if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
-  if (auto v = parsed.value("status-file")) {
-    if (v->empty()) throw UsageError("--status-file needs a PATH");
-    s.status_file = *v;
-  }
+  s.run = command_settings(parsed);
   return s;
 }
 
@@ -129,7 +118,7 @@ class Membership final : public CommandGrant {
         member_(client, settings.group, settings.id, settings.data, options(registration_)) {}
   bool acquire(std::stop_token stop) override {
     member_.start();
-    return registration_->wait(member_, settings_.timeout, stop);
+    return registration_->wait(member_, settings_.run.timeout, stop);
   }
   std::optional<int> refused(const Waited& waited, StatusFile* status) override {
     if (waited.signal || waited.error || waited.acquired ||
@@ -138,8 +127,8 @@ class Membership final : public CommandGrant {
     // The refusal says the member waits for the holder to go: zkr waited
     // as long as it was told to.
     print_error("not registered: " + member_.refusal().value_or(node_ + " is another's") +
-                (settings_.timeout
-                     ? " (still so after --timeout " + format_duration(*settings_.timeout) + ")"
+                (settings_.run.timeout
+                     ? " (still so after --timeout " + format_duration(*settings_.run.timeout) + ")"
                      : " (zkr does not wait for it without --timeout)"));
     if (status) status->write("refused", exit_code::member_refused, std::nullopt);
     return exit_code::member_refused;
@@ -219,25 +208,13 @@ std::string member_help() {
 }
 
 int member_main(const std::vector<std::string>& args) {
-  return run_grant_verb({.name = "member",
-                         .specs = member_specs(),
-                         .help = member_help,
-                         .plan =
-                             [](const ParsedArgs& parsed) {
-                               const auto settings = member_settings(parsed);
-                               const std::string node = join_path(settings.group, settings.id);
-                               return GrantPlan{.wait_path = node,
-                                                .held = "membership of " + node,
-                                                .command = settings.command,
-                                                .timeout = settings.timeout,
-                                                .kill_after = settings.kill_after,
-                                                .status_file = settings.status_file,
-                                                .make_grant = [settings](Client& client) {
-                                                  return std::make_unique<Membership>(client,
-                                                                                      settings);
-                                                }};
-                             }},
-                        args);
+  const auto plan = [](const ParsedArgs& parsed) {
+    const auto settings = member_settings(parsed);
+    const std::string node = join_path(settings.group, settings.id);
+    return plan_of<Membership>(node, "membership of " + node, settings);
+  };
+  return run_grant_verb(
+      {.name = "member", .specs = member_specs(), .help = member_help, .plan = plan}, args);
 }
 
 }  // namespace zkr::cli
