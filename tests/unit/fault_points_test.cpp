@@ -71,6 +71,7 @@
 #include "lock_driver.hpp"
 #include "support/fake_keeper.hpp"
 #include "support/fault_keeper.hpp"
+#include "support/state_counter.hpp"
 #include "support/waits.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/lock.hpp"
@@ -317,49 +318,9 @@ class Actor {
   std::thread thread_;
 };
 
-// Counts the connection states a Client announced, for hooks that wait for
-// the Client to have heard of a fault before the request goes on. Its
-// listener is the Client's first: the Client calls every listener with one
-// state before any hears the next, so once this one has heard the Client is
-// back (caught_up), every grant's listener has dealt with the suspension
-// before it. The Client's own state (block_until_connected) runs ahead of
-// its listeners, and a check made on it alone may beat a grant's loss.
-class StateCounter {
- public:
-  void on(ConnectionState s) {
-    {
-      std::lock_guard lock(mutex_);
-      ++counts_[s];
-      last_ = s;
-    }
-    cv_.notify_all();
-  }
-  bool caught_up() {
-    std::unique_lock lock(mutex_);
-    // Nothing heard yet: no suspension either.
-    return cv_.wait_for(lock, kWait, [&] {
-      return !last_ || last_ == ConnectionState::connected || last_ == ConnectionState::reconnected;
-    });
-  }
-  int count(ConnectionState s) {
-    std::lock_guard lock(mutex_);
-    return counts_[s];
-  }
-  bool wait_more(ConnectionState s, int than) {
-    std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, kWait, [&] { return counts_[s] > than; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::map<ConnectionState, int> counts_;  // guarded by mutex_
-  std::optional<ConnectionState> last_;    // guarded by mutex_
-};
-
 struct Contender {
   std::shared_ptr<test::Faults> faults = std::make_shared<test::Faults>();
-  std::shared_ptr<StateCounter> states = std::make_shared<StateCounter>();
+  std::shared_ptr<test::StateCounter> states = std::make_shared<test::StateCounter>(kWait);
   std::unique_ptr<Client> client;
   std::set<std::int64_t> sessions;  // every session it had
   std::unique_ptr<Subject> subject;
@@ -519,9 +480,9 @@ class ScriptRun {
       case Fault::expired:
         rule.before([this](const test::FaultCall&) {
           fired_ = true;
-          const int lost = a_->states->count(ConnectionState::lost);
-          ensemble_.expire(current_a());
-          if (!a_->states->wait_more(ConnectionState::lost, lost)) fail("expiry not announced");
+          if (!a_->states->announced_after(ConnectionState::lost,
+                                           [&] { ensemble_.expire(current_a()); }))
+            fail("expiry not announced");
         });
         break;
       case Fault::deleted:
@@ -554,9 +515,8 @@ class ScriptRun {
   std::int64_t current_a() { return a_->client->keeper()->session_id(); }
 
   void drop_link() {
-    const int suspended = a_->states->count(ConnectionState::suspended);
-    ensemble_.disconnect(current_a());
-    if (!a_->states->wait_more(ConnectionState::suspended, suspended))
+    if (!a_->states->announced_after(ConnectionState::suspended,
+                                     [&] { ensemble_.disconnect(current_a()); }))
       fail("suspension not announced");
   }
 

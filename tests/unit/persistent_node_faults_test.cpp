@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "lock_fixture.hpp"
+#include "support/state_counter.hpp"
 #include "zkr/persistent_node.hpp"
 
 namespace zkr {
@@ -61,31 +62,6 @@ const char* name_of(Fault f) {
   }
   return "?";
 }
-
-// Counts the connection states a Client announced, to wait for the next.
-class StateCounter {
- public:
-  void on(ConnectionState s) {
-    {
-      std::lock_guard lock(mutex_);
-      ++counts_[s];
-    }
-    changed_.notify_all();
-  }
-  int count(ConnectionState s) {
-    std::lock_guard lock(mutex_);
-    return counts_[s];
-  }
-  bool wait_more(ConnectionState s, int than) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, kWait, [&] { return counts_[s] > than; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<ConnectionState, int> counts_;
-};
 
 // Wakes the test whenever the node announces a state or the other client
 // replaced the node, to wait for a condition on both.
@@ -217,9 +193,8 @@ class Scene {
   }
 
   void drop_link() {
-    const int suspended = states_->count(ConnectionState::suspended);
-    ensemble_.disconnect(a_session());
-    if (!states_->wait_more(ConnectionState::suspended, suspended))
+    if (!states_->announced_after(ConnectionState::suspended,
+                                  [&] { ensemble_.disconnect(a_session()); }))
       fail("suspension not announced");
   }
 
@@ -246,9 +221,9 @@ class Scene {
       case Fault::expired:
         rule.before([this](const test::FaultCall&) {
           fired_ = true;
-          const int lost = states_->count(ConnectionState::lost);
-          ensemble_.expire(a_session());
-          if (!states_->wait_more(ConnectionState::lost, lost)) fail("expiry not announced");
+          if (!states_->announced_after(ConnectionState::lost,
+                                        [&] { ensemble_.expire(a_session()); }))
+            fail("expiry not announced");
         });
         break;
       case Fault::deleted:
@@ -275,7 +250,7 @@ class Scene {
   test::FakeEnsemble ensemble_;
   std::shared_ptr<Keeper> other_;
   std::shared_ptr<test::Faults> faults_ = std::make_shared<test::Faults>();
-  std::shared_ptr<StateCounter> states_ = std::make_shared<StateCounter>();
+  std::shared_ptr<test::StateCounter> states_ = std::make_shared<test::StateCounter>(kWait);
   std::unique_ptr<Client> client_;
   std::atomic<bool> fired_{false};
   std::atomic<bool> create_reply_lost_{false};

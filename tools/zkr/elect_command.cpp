@@ -9,7 +9,6 @@
 // participant leads.
 #include <unistd.h>
 
-#include <cstdio>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -21,7 +20,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "grant_run.hpp"
+#include "grant_verb.hpp"
 #include "status_file.hpp"
 #include "verbs.hpp"
 #include "zkr/leader_latch.hpp"
@@ -29,8 +28,6 @@
 
 namespace zkr::cli {
 namespace {
-
-using namespace std::chrono_literals;
 
 std::vector<OptionSpec> elect_specs() {
   auto specs = connection_option_specs();
@@ -53,11 +50,8 @@ std::vector<OptionSpec> elect_specs() {
 struct ElectSettings {
   std::string path;
   std::string id;
-  std::vector<std::string> command;
-  std::optional<std::chrono::milliseconds> timeout;
-  std::chrono::milliseconds kill_after = 10s;
+  CommandSettings run;
   LeaderLatchOptions latch_options;
-  std::optional<std::string> status_file;
 };
 
 // Host and pid: what tells an operator where the leader runs. The library's
@@ -75,7 +69,6 @@ ElectSettings elect_settings(const ParsedArgs& parsed) {
   if (operands.empty()) throw UsageError("missing latch PATH and command");
   if (operands.size() < 2) throw UsageError("missing the command to run while leader");
   s.path = operands[0];
-  s.command.assign(operands.begin() + 1, operands.end());
   // The library checks the path too, but only once connected: a typo should
   // fail at once, even with no ensemble around.
   validate_path(s.path);
@@ -89,15 +82,35 @@ ElectSettings elect_settings(const ParsedArgs& parsed) {
   } else {
     s.id = default_id();
   }
-  if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
-  if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
-  if (auto v = parsed.value("status-file")) {
-    if (v->empty()) throw UsageError("--status-file needs a PATH");
-    s.status_file = *v;
-  }
+  s.run = command_settings(parsed);
   if (parsed.has("ignore-suspended")) s.latch_options.suspended_policy = SuspendedPolicy::ignore;
   return s;
 }
+
+// zkr's place in the election: a leader latch, whose term is the grant.
+class Candidacy final : public CommandGrant {
+ public:
+  Candidacy(Client& client, const ElectSettings& settings)
+      : settings_(settings), latch_(client, settings.path, settings.id, settings.latch_options) {}
+  bool acquire(std::stop_token stop) override {
+    return settings_.run.timeout ? latch_.try_await_leadership_for(*settings_.run.timeout, stop)
+                                 : latch_.await_leadership(stop);
+  }
+  std::optional<Grant> grant() override { return latch_.term(); }
+  std::vector<std::string> granted(const Grant& term, spdlog::logger& log,
+                                   StatusFile* status) override {
+    log.info("leading {} as {} ({}), epoch {}", settings_.path, settings_.id, term.node_path(),
+             term.fencing_token());
+    if (status) status->add("epoch", term.fencing_token());
+    return {"ZKR_LEADER_PATH=" + settings_.path,
+            "ZKR_LEADER_EPOCH=" + std::to_string(term.fencing_token())};
+  }
+  void release() override { latch_.close(); }
+
+ private:
+  const ElectSettings settings_;
+  LeaderLatch latch_;
+};
 
 }  // namespace
 
@@ -157,52 +170,12 @@ std::string elect_help() {
 }
 
 int elect_main(const std::vector<std::string>& args) {
-  // Outside the body, so that an error reported by run_reporting_errors is
-  // written too.
-  std::optional<StatusFile> status;
-  const int zkr_exit = run_reporting_errors("elect", [&]() -> int {
-    const auto specs = elect_specs();
-    // Options end at CMD's first word: what follows is CMD's.
-    const auto parsed = parse_args(args, specs, 1);
-    if (parsed.has("help")) {
-      std::fputs(elect_help().c_str(), stdout);
-      return exit_code::ok;
-    }
+  const auto plan = [](const ParsedArgs& parsed) {
     const auto settings = elect_settings(parsed);
-    const auto connection = connection_settings(parsed);
-    if (settings.status_file) status.emplace(*settings.status_file);
-    auto log = cli_logger(connection.verbosity);
-    // Before any thread exists (grant_run.hpp).
-    const auto inbox = supervision_inbox(*log);
-
-    auto client = open_client(connection);
-    LeaderLatch latch(*client, settings.path, settings.id, settings.latch_options);
-    StatusFile* status_file = status ? &*status : nullptr;
-    const auto waited = wait_for_grant(
-        *client, connection, settings.path, *inbox, status_file, *log, [&](std::stop_token stop) {
-          return settings.timeout ? latch.try_await_leadership_for(*settings.timeout, stop)
-                                  : latch.await_leadership(stop);
-        });
-    if (auto code = end_of_wait(waited, settings.path, settings.timeout, status_file,
-                                [&] { latch.close(); }))
-      return *code;
-
-    const Grant term = latch.term();
-    log->info("leading {} as {} ({}), epoch {}", settings.path, settings.id, term.node_path(),
-              term.fencing_token());
-    if (status_file) status_file->add("epoch", term.fencing_token());
-    const GrantRun run{.held = "leadership of " + settings.path,
-                       .command = settings.command,
-                       .env = {"ZKR_LEADER_PATH=" + settings.path,
-                               "ZKR_LEADER_EPOCH=" + std::to_string(term.fencing_token())},
-                       .kill_after = settings.kill_after,
-                       .session_timeout = connection.session_timeout};
-    const int code = run_under_grant(*client, term, run, *inbox, status_file, *log);
-    latch.close();
-    return code;
-  });
-  if (status && !status->written()) status->write("error", zkr_exit, std::nullopt);
-  return zkr_exit;
+    return plan_of<Candidacy>(settings.path, "leadership of " + settings.path, settings);
+  };
+  return run_grant_verb({.name = "elect", .specs = elect_specs(), .help = elect_help, .plan = plan},
+                        args);
 }
 
 }  // namespace zkr::cli

@@ -1,7 +1,8 @@
-// tools/zkr/grant_run.hpp: what `zkr lock` and `zkr elect` share: waiting for
-// a grant with signals watched, and running a command only while that grant
-// is held, whatever made the grant (a lock, a semaphore, a leader latch's
-// term: each is a Grant). The safety of both verbs lives here, once.
+// tools/zkr/grant_run.hpp: what `zkr lock`, `zkr elect` and `zkr member`
+// share: waiting for a grant with signals watched, and running a command only
+// while that grant is held, whatever made the grant (a lock, a semaphore, a
+// leader latch's term, a group registration: each is a Grant). The safety of
+// these verbs lives here, once; grant_verb.hpp wires the steps together.
 //
 //   1. wait_for_grant: the verb's acquire runs on this thread, signals are
 //      watched on another: a signal stops the acquire (which takes our node

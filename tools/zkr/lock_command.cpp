@@ -6,7 +6,6 @@
 // that the lock is still ours, so that the command's own code is returned
 // only if the lock was held throughout; release the lock (delete our node)
 // whatever happened, including when the command could not be started.
-#include <cstdio>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -18,7 +17,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "grant_run.hpp"
+#include "grant_verb.hpp"
 #include "status_file.hpp"
 #include "verbs.hpp"
 #include "zkr/lock.hpp"
@@ -28,8 +27,6 @@
 
 namespace zkr::cli {
 namespace {
-
-using namespace std::chrono_literals;
 
 std::vector<OptionSpec> lock_specs() {
   auto specs = connection_option_specs();
@@ -61,11 +58,8 @@ struct LockSettings {
   Kind kind = Kind::mutex;
   std::int32_t leases = 0;  // Kind::semaphore: how many the semaphore has
   std::string path;
-  std::vector<std::string> command;
-  std::optional<std::chrono::milliseconds> timeout;
-  std::chrono::milliseconds kill_after = 10s;
+  CommandSettings run;
   LockOptions lock_options;
-  std::optional<std::string> status_file;
 };
 
 LockSettings lock_settings(const ParsedArgs& parsed) {
@@ -74,20 +68,14 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
   if (operands.empty()) throw UsageError("missing lock PATH and command");
   if (operands.size() < 2) throw UsageError("missing the command to run under the lock");
   s.path = operands[0];
-  s.command.assign(operands.begin() + 1, operands.end());
   // The library checks the path too, but only once connected: a typo should
   // fail at once, even with no ensemble around.
   validate_path(s.path);
   if (s.path == "/") throw UsageError("a lock path cannot be the root \"/\"");
-  if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
-  if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
+  s.run = command_settings(parsed);
   if (auto v = parsed.value("holder")) {
     check_label(*v, "--holder", "TEXT");
     s.lock_options.holder_id = *v;
-  }
-  if (auto v = parsed.value("status-file")) {
-    if (v->empty()) throw UsageError("--status-file needs a PATH");
-    s.status_file = *v;
   }
   if (parsed.has("ignore-suspended")) s.lock_options.suspended_policy = SuspendedPolicy::ignore;
   if (parsed.has("read") + parsed.has("write") + parsed.has("semaphore") > 1)
@@ -113,9 +101,10 @@ LockSettings lock_settings(const ParsedArgs& parsed) {
 // release it), one side of a read/write lock (only the thread that acquired
 // it may), or a lease of a semaphore. Acquired and released on zkr's main
 // thread.
-class CommandLock {
+class CommandLock final : public CommandGrant {
  public:
-  CommandLock(Client& client, const LockSettings& settings) {
+  CommandLock(Client& client, const LockSettings& settings)
+      : path_(settings.path), timeout_(settings.run.timeout) {
     if (settings.kind == LockSettings::Kind::mutex) {
       mutex_.emplace(client, settings.path, settings.lock_options);
     } else if (settings.kind == LockSettings::Kind::semaphore) {
@@ -127,28 +116,37 @@ class CommandLock {
                                                         : &read_write_->write_lock();
     }
   }
-  // nullopt: wait as long as it takes; 0: one try. False: timed out, or stopped.
-  bool acquire(std::optional<std::chrono::milliseconds> timeout, std::stop_token stop) {
+  // With no timeout: wait as long as it takes; 0: one try.
+  bool acquire(std::stop_token stop) override {
     if (semaphore_) {
       auto leases =
-          timeout ? semaphore_->try_acquire_for(1, *timeout, stop) : semaphore_->acquire(1, stop);
+          timeout_ ? semaphore_->try_acquire_for(1, *timeout_, stop) : semaphore_->acquire(1, stop);
       if (leases.empty()) return false;
       lease_.emplace(std::move(leases.front()));
       return true;
     }
-    if (!timeout) return side_ ? side_->acquire(stop) : mutex_->acquire(stop);
-    return side_ ? side_->try_acquire_for(*timeout, stop) : mutex_->try_acquire_for(*timeout, stop);
+    if (!timeout_) return side_ ? side_->acquire(stop) : mutex_->acquire(stop);
+    return side_ ? side_->try_acquire_for(*timeout_, stop)
+                 : mutex_->try_acquire_for(*timeout_, stop);
   }
-  Grant grant() const {
+  std::optional<Grant> grant() override {
     if (lease_) return lease_->grant();
     return side_ ? side_->grant() : mutex_->grant();
   }
-  void release() {
+  std::vector<std::string> granted(const Grant& grant, spdlog::logger& log, StatusFile*) override {
+    log.info("holding {} as {} (fencing token {})", path_, grant.node_path(),
+             grant.fencing_token());
+    return {"ZKR_LOCK_PATH=" + path_, "ZKR_LOCK_NODE=" + grant.node_path(),
+            "ZKR_FENCING_TOKEN=" + std::to_string(grant.fencing_token())};
+  }
+  void release() override {
     if (semaphore_) (void)(lease_ && lease_->release());
     else (void)(side_ ? side_->release() : mutex_->release());
   }
 
  private:
+  const std::string path_;
+  const std::optional<std::chrono::milliseconds> timeout_;
   std::optional<InterProcessSemaphoreV2> semaphore_;
   std::optional<SemaphoreLease> lease_;
   std::optional<NonReentrantMutex> mutex_;
@@ -233,50 +231,12 @@ std::string lock_help() {
 }
 
 int lock_main(const std::vector<std::string>& args) {
-  // Outside the body, so that an error reported by run_reporting_errors is
-  // written too.
-  std::optional<StatusFile> status;
-  const int zkr_exit = run_reporting_errors("lock", [&]() -> int {
-    const auto specs = lock_specs();
-    // Options end at CMD's first word: what follows is CMD's.
-    const auto parsed = parse_args(args, specs, 1);
-    if (parsed.has("help")) {
-      std::fputs(lock_help().c_str(), stdout);
-      return exit_code::ok;
-    }
+  const auto plan = [](const ParsedArgs& parsed) {
     const auto settings = lock_settings(parsed);
-    const auto connection = connection_settings(parsed);
-    if (settings.status_file) status.emplace(*settings.status_file);
-    auto log = cli_logger(connection.verbosity);
-
-    // Before any thread exists (grant_run.hpp).
-    const auto inbox = supervision_inbox(*log);
-    auto client = open_client(connection);
-    CommandLock lock(*client, settings);
-    StatusFile* status_file = status ? &*status : nullptr;
-    const auto waited =
-        wait_for_grant(*client, connection, settings.path, *inbox, status_file, *log,
-                       [&](std::stop_token stop) { return lock.acquire(settings.timeout, stop); });
-    if (auto code = end_of_wait(waited, settings.path, settings.timeout, status_file,
-                                [&] { lock.release(); }))
-      return *code;
-
-    const Grant grant = lock.grant();
-    log->info("holding {} as {} (fencing token {})", settings.path, grant.node_path(),
-              grant.fencing_token());
-    const GrantRun run{
-        .held = "lock " + settings.path,
-        .command = settings.command,
-        .env = {"ZKR_LOCK_PATH=" + settings.path, "ZKR_LOCK_NODE=" + grant.node_path(),
-                "ZKR_FENCING_TOKEN=" + std::to_string(grant.fencing_token())},
-        .kill_after = settings.kill_after,
-        .session_timeout = connection.session_timeout};
-    const int code = run_under_grant(*client, grant, run, *inbox, status_file, *log);
-    lock.release();
-    return code;
-  });
-  if (status && !status->written()) status->write("error", zkr_exit, std::nullopt);
-  return zkr_exit;
+    return plan_of<CommandLock>(settings.path, "lock " + settings.path, settings);
+  };
+  return run_grant_verb({.name = "lock", .specs = lock_specs(), .help = lock_help, .plan = plan},
+                        args);
 }
 
 }  // namespace zkr::cli

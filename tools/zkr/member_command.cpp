@@ -12,7 +12,6 @@
 // to go until --timeout passes, or without --timeout exits at once, with its
 // own code (exit_code::member_refused).
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -25,7 +24,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
-#include "grant_run.hpp"
+#include "grant_verb.hpp"
 #include "status_file.hpp"
 #include "verbs.hpp"
 #include "zkr/deadline.hpp"
@@ -34,8 +33,6 @@
 
 namespace zkr::cli {
 namespace {
-
-using namespace std::chrono_literals;
 
 std::vector<OptionSpec> member_specs() {
   auto specs = connection_option_specs();
@@ -58,10 +55,7 @@ struct MemberSettings {
   std::string group;
   std::string id;
   std::string data;
-  std::vector<std::string> command;
-  std::optional<std::chrono::milliseconds> timeout;
-  std::chrono::milliseconds kill_after = 10s;
-  std::optional<std::string> status_file;
+  CommandSettings run;
 };
 
 MemberSettings member_settings(const ParsedArgs& parsed) {
@@ -70,7 +64,6 @@ MemberSettings member_settings(const ParsedArgs& parsed) {
   if (operands.empty()) throw UsageError("missing GROUP and command");
   if (operands.size() < 2) throw UsageError("missing the command to run while registered");
   s.group = operands[0];
-  s.command.assign(operands.begin() + 1, operands.end());
   validate_path(s.group);
   if (s.group == "/") throw UsageError("a group cannot be the root \"/\"");
   const auto id = parsed.value("id");
@@ -83,12 +76,7 @@ MemberSettings member_settings(const ParsedArgs& parsed) {
   s.id = *id;
   validate_path(join_path(s.group, s.id));  // the whole path's length
   if (auto v = parsed.value("data")) s.data = *v;
-  if (auto v = parsed.value("timeout")) s.timeout = parse_duration(*v, "--timeout");
-  if (auto v = parsed.value("kill-after")) s.kill_after = parse_duration(*v, "--kill-after");
-  if (auto v = parsed.value("status-file")) {
-    if (v->empty()) throw UsageError("--status-file needs a PATH");
-    s.status_file = *v;
-  }
+  s.run = command_settings(parsed);
   return s;
 }
 
@@ -118,6 +106,52 @@ class Registration {
  private:
   std::mutex mutex_;
   std::condition_variable_any changed_;
+};
+
+// zkr's registration in the group: a GroupMember, whose registration is
+// the grant.
+class Membership final : public CommandGrant {
+ public:
+  Membership(Client& client, const MemberSettings& settings)
+      : settings_(settings),
+        node_(join_path(settings.group, settings.id)),
+        member_(client, settings.group, settings.id, settings.data, options(registration_)) {}
+  bool acquire(std::stop_token stop) override {
+    member_.start();
+    return registration_->wait(member_, settings_.run.timeout, stop);
+  }
+  std::optional<int> refused(const Waited& waited, StatusFile* status) override {
+    if (waited.signal || waited.error || waited.acquired ||
+        member_.state() != PersistentNodeState::refused)
+      return std::nullopt;
+    // The refusal says the member waits for the holder to go: zkr waited
+    // as long as it was told to.
+    print_error("not registered: " + member_.refusal().value_or(node_ + " is another's") +
+                (settings_.run.timeout
+                     ? " (still so after --timeout " + format_duration(*settings_.run.timeout) + ")"
+                     : " (zkr does not wait for it without --timeout)"));
+    if (status) status->write("refused", exit_code::member_refused, std::nullopt);
+    return exit_code::member_refused;
+  }
+  std::optional<Grant> grant() override { return member_.registration(); }
+  std::vector<std::string> granted(const Grant& term, spdlog::logger& log, StatusFile*) override {
+    log.info("registered as {} in {} ({})", settings_.id, settings_.group, term.node_path());
+    return {"ZKR_MEMBER_GROUP=" + settings_.group, "ZKR_MEMBER_ID=" + settings_.id,
+            "ZKR_MEMBER_NODE=" + node_};
+  }
+  void release() override { member_.close(); }
+
+ private:
+  static GroupMemberOptions options(const std::shared_ptr<Registration>& registration) {
+    GroupMemberOptions options;
+    options.on_state = [registration](PersistentNodeState s) { (*registration)(s); };
+    return options;
+  }
+
+  const MemberSettings settings_;
+  const std::string node_;
+  const std::shared_ptr<Registration> registration_ = std::make_shared<Registration>();
+  GroupMember member_;
 };
 
 }  // namespace
@@ -174,70 +208,13 @@ std::string member_help() {
 }
 
 int member_main(const std::vector<std::string>& args) {
-  // Outside the body, so that an error reported by run_reporting_errors is
-  // written too.
-  std::optional<StatusFile> status;
-  const int zkr_exit = run_reporting_errors("member", [&]() -> int {
-    const auto specs = member_specs();
-    // Options end at CMD's first word: what follows is CMD's.
-    const auto parsed = parse_args(args, specs, 1);
-    if (parsed.has("help")) {
-      std::fputs(member_help().c_str(), stdout);
-      return exit_code::ok;
-    }
+  const auto plan = [](const ParsedArgs& parsed) {
     const auto settings = member_settings(parsed);
-    const auto connection = connection_settings(parsed);
-    if (settings.status_file) status.emplace(*settings.status_file);
-    auto log = cli_logger(connection.verbosity);
-    // Before any thread exists (grant_run.hpp).
-    const auto inbox = supervision_inbox(*log);
-
-    auto client = open_client(connection);
-    const auto registration = std::make_shared<Registration>();
-    GroupMemberOptions options;
-    options.on_state = [registration](PersistentNodeState s) { (*registration)(s); };
-    GroupMember member(*client, settings.group, settings.id, settings.data, options);
     const std::string node = join_path(settings.group, settings.id);
-    StatusFile* status_file = status ? &*status : nullptr;
-    const auto waited = wait_for_grant(*client, connection, node, *inbox, status_file, *log,
-                                       [&](std::stop_token stop) {
-                                         member.start();
-                                         return registration->wait(member, settings.timeout, stop);
-                                       });
-    if (!waited.signal && !waited.error && !waited.acquired &&
-        member.state() == PersistentNodeState::refused) {
-      // The refusal says the member waits for the holder to go: zkr waited
-      // as long as it was told to.
-      print_error("not registered: " + member.refusal().value_or(node + " is another's") +
-                  (settings.timeout
-                       ? " (still so after --timeout " + format_duration(*settings.timeout) + ")"
-                       : " (zkr does not wait for it without --timeout)"));
-      if (status_file) status_file->write("refused", exit_code::member_refused, std::nullopt);
-      return exit_code::member_refused;
-    }
-    if (auto code =
-            end_of_wait(waited, node, settings.timeout, status_file, [&] { member.close(); }))
-      return *code;
-
-    const auto term = member.registration();
-    if (!term) {
-      print_error("membership of " + node + " was lost before the command started");
-      if (status_file) status_file->write("lock_lost", exit_code::lock_lost, std::nullopt);
-      return exit_code::lock_lost;
-    }
-    log->info("registered as {} in {} ({})", settings.id, settings.group, term->node_path());
-    const GrantRun run{.held = "membership of " + node,
-                       .command = settings.command,
-                       .env = {"ZKR_MEMBER_GROUP=" + settings.group, "ZKR_MEMBER_ID=" + settings.id,
-                               "ZKR_MEMBER_NODE=" + node},
-                       .kill_after = settings.kill_after,
-                       .session_timeout = connection.session_timeout};
-    const int code = run_under_grant(*client, *term, run, *inbox, status_file, *log);
-    member.close();
-    return code;
-  });
-  if (status && !status->written()) status->write("error", zkr_exit, std::nullopt);
-  return zkr_exit;
+    return plan_of<Membership>(node, "membership of " + node, settings);
+  };
+  return run_grant_verb(
+      {.name = "member", .specs = member_specs(), .help = member_help, .plan = plan}, args);
 }
 
 }  // namespace zkr::cli
