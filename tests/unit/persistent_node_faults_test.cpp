@@ -270,11 +270,10 @@ TEST_P(PersistentNodeFaultPoints, EveryFaultAtEveryRequestKeepsTheNodeAndLeavesN
   int cases = 0;
   int struck = 0;
   int left_unproven = 0;  // cases that reached the lost create reply of a persistent node
+  const char* only = std::getenv("PERSISTENT_FAULTS_ONLY");
   for (std::size_t k = 0; k < clean.requests; ++k) {
     for (const Fault fault : kFaults) {
-      if (const char* only = std::getenv("PERSISTENT_FAULTS_ONLY");
-          only && std::to_string(k) + ":" + name_of(fault) != only)
-        continue;
+      if (only && std::to_string(k) + ":" + name_of(fault) != only) continue;
       const auto out = Scene(mode, std::pair{k, fault}).run();
       ++cases;
       struck += out.fired ? 1 : 0;
@@ -283,7 +282,8 @@ TEST_P(PersistentNodeFaultPoints, EveryFaultAtEveryRequestKeepsTheNodeAndLeavesN
         ADD_FAILURE() << name_of(fault) << " at request " << k << ": " << failure;
     }
   }
-  if (mode == CreateMode::persistent) {
+  // Over the whole table only: one case picked by hand need not be that one.
+  if (mode == CreateMode::persistent && !only) {
     EXPECT_GE(left_unproven, 1) << "no case lost the reply to the node's create";
   }
   // A run may send a request more or fewer than the recording (a look a
