@@ -104,6 +104,13 @@ TEST(ZkrCliUsage, BadInputIsRefusedWithAClearMessage) {
       {{"lock", "/a", "--timeout", "-1s", "--", "true"}, "--timeout: bad duration '-1s'"},
       {{"lock", "/a", "--kill-after", "soon", "--", "true"}, "--kill-after: bad duration 'soon'"},
       {{"lock", "/a", "--timeout"}, "--timeout needs a value"},
+      // An empty value is no value: not an option left out, nor one that
+      // takes the next word, nor "--".
+      {{"lock", "/a", "--status-file=", "--", "true"}, "--status-file needs a value"},
+      {{"lock", "/a", "--connect-timeout=", "--connect", "h:1", "--", "true"},
+       "--connect-timeout needs a value"},
+      {{"lock", "/a", "--status-file", "--", "true"}, "--status-file needs a value"},
+      {{"ls", "/a", "--max-depth="}, "--max-depth needs a value"},
       {{"lock", "/a"}, "missing the command"},
       {{"lock"}, "missing lock PATH"},
       {{"lock", "relative/path", "--", "true"}, "invalid znode path \"relative/path\""},

@@ -59,6 +59,15 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Op
     operands->expected(static_cast<int>(options_until_operands))->allow_extra_args(false);
     app.prefix_command();
   }
+  // CLI11 reads "--timeout=" as "--timeout" and takes the next word for its
+  // value: "--timeout= --connect h" would lose --connect. An empty value is
+  // no value. (Only up to "--": after it comes the command's own words.)
+  for (const auto& arg : args) {
+    if (arg == "--") break;
+    for (const auto& spec : specs)
+      if (spec.takes_value && arg == "--" + spec.name + "=")
+        throw UsageError(shown_name(spec) + " needs a value (" + spec.metavar + ")");
+  }
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ArgumentMismatch& e) {
@@ -82,7 +91,13 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Op
   for (const auto& [spec, option] : options) {
     if (option->count() == 0) continue;
     auto& values = parsed.values_[spec->name];
-    if (spec->takes_value) values = option->results();
+    // CLI11 reads "--timeout -- cmd" as the value "--", which ends the
+    // options and is no value.
+    const auto& results = option->results();
+    if (spec->takes_value &&
+        (results.empty() || std::find(results.begin(), results.end(), "--") != results.end()))
+      throw UsageError(shown_name(*spec) + " needs a value (" + spec->metavar + ")");
+    if (spec->takes_value) values = results;
     else values.assign(option->count(), std::string());
   }
   parsed.operands_ = positionals;
