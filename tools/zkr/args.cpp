@@ -59,15 +59,6 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Op
     operands->expected(static_cast<int>(options_until_operands))->allow_extra_args(false);
     app.prefix_command();
   }
-  // CLI11 reads "--timeout=" as "--timeout" and takes the next word for its
-  // value: "--timeout= --connect h" would lose --connect. An empty value is
-  // no value. (Only up to "--": after it comes the command's own words.)
-  for (const auto& arg : args) {
-    if (arg == "--") break;
-    for (const auto& spec : specs)
-      if (spec.takes_value && arg == "--" + spec.name + "=")
-        throw UsageError(shown_name(spec) + " needs a value (" + spec.metavar + ")");
-  }
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ArgumentMismatch& e) {
@@ -117,6 +108,17 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Op
     }
     parsed.operands_.push_back(*it);
   }
+  // CLI11 reads "--timeout=" as "--timeout" and takes the next word for its
+  // value: "--timeout= --connect h" lost --connect. An empty value is no
+  // value. Only among our options: not after "--", nor in the command's own
+  // words (`zkr lock /a curl --connect-timeout= ...` is curl's business).
+  std::size_t command_words = 0;
+  if (options_until_operands != kAllOptions && parsed.operands_.size() > options_until_operands)
+    command_words = parsed.operands_.size() - options_until_operands;
+  for (std::size_t i = 0; i + command_words < args.size() && args[i] != "--"; ++i)
+    for (const auto& spec : specs)
+      if (spec.takes_value && args[i] == "--" + spec.name + "=")
+        throw UsageError(shown_name(spec) + " needs a value (" + spec.metavar + ")");
   return parsed;
 }
 
