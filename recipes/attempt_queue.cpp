@@ -163,9 +163,18 @@ Task<bool> Attempt::recover_node() {
   co_return position_from(looked);
 }
 
+// A semaphore's grant is decided on the leases' listing, so the path's
+// listing (other protocols' nodes) and the limit are read after it, in the
+// same pipeline: a session's requests are answered in order, so they show at
+// least what was there when the leases were listed. Read before it, they
+// could miss a foreign mutex, or a lower limit, that came in between.
 Attempt::Look Attempt::look(bool watch) {
   const Watcher watcher = watch ? watch_for_hand_off() : Watcher{};
   Look out{.queue = {}, .semaphore = {}, .count = {}};
+  out.queue = sent<Children>([&](auto on_reply) {
+    count_request(lock_.observed_, Request::children);
+    keeper_->async_children(lock_.dir_, watcher, std::move(on_reply));
+  });
   if (lock_.leases_) {
     const auto& leases = *lock_.leases_;
     out.semaphore = sent<Children>([&](auto on_reply) {
@@ -178,19 +187,15 @@ Attempt::Look Attempt::look(bool watch) {
         keeper_->async_get(leases.count_path, watcher, std::move(on_reply));
       });
   }
-  out.queue = sent<Children>([&](auto on_reply) {
-    count_request(lock_.observed_, Request::children);
-    keeper_->async_children(lock_.dir_, watcher, std::move(on_reply));
-  });
   return out;
 }
 
 Task<Attempt::Looked> Attempt::await_look(Look& look) {
   std::optional<Result<Children>> semaphore;
   std::optional<Result<NodeData>> count;
+  auto queue = co_await await(look.queue, lock_.dir_);
   if (look.semaphore) semaphore = co_await await(*look.semaphore, lock_.leases_->semaphore_dir);
   if (look.count) count = co_await await(*look.count, lock_.leases_->count_path);
-  auto queue = co_await await(look.queue, lock_.dir_);
   co_return Looked{std::move(queue), std::move(semaphore), std::move(count)};
 }
 

@@ -266,6 +266,37 @@ TEST_F(SemaphoreTest, AForeignMutexArrivingWhileWeWaitRefusesTheGrant) {
   EXPECT_TRUE(ensemble_.ephemerals_of(session_of(b)).empty());
 }
 
+// The same race at its narrowest: the foreign mutex and the release land
+// while our look is in flight, after its listing of the semaphore's path was
+// sent and before its listing of the leases was. The grant is decided on the
+// leases' listing, so the path's must be read after it: a listing of the
+// path taken before then would miss a node that was there at the grant.
+TEST_F(SemaphoreTest, AForeignMutexArrivingMidLookRefusesTheGrant) {
+  auto& a = contender();
+  auto& b = contender();
+  auto sa = semaphore_for(a, SemaphoreLimit::fixed(1));
+  auto sb = semaphore_for(b, SemaphoreLimit::fixed(1));
+  auto held = sa->try_acquire_for(1, kWait);
+  ASSERT_EQ(held.size(), 1u);
+  std::string foreign;
+  b.faults->on(test::OpKind::children, kLeases).before([&](const test::FaultCall&) {
+    foreign = raw()
+                  .create(kDir + "/_c_8c3a3b7e-0000-4000-8000-00000000f0f0-lock-", "",
+                          CreateMode::ephemeral_sequential)
+                  .path;
+    EXPECT_TRUE(held[0].release());
+  });
+  try {
+    const auto granted = sb->try_acquire_for(1, kWait);
+    ADD_FAILURE() << "granted " << granted.size() << " lease(s) beside " << foreign;
+  } catch (const KeeperError& e) {
+    EXPECT_EQ(e.errc(), Errc::foreign_lock_protocol);
+  }
+  EXPECT_FALSE(foreign.empty()) << "the look never listed the leases";
+  EXPECT_TRUE(wait_leases(0));
+  EXPECT_TRUE(ensemble_.ephemerals_of(session_of(b)).empty());
+}
+
 // Threads sharing one InterProcessSemaphoreMutex: a hold lost without a release,
 // then another thread's grant. The first thread's release gives back its own
 // (lost) grant, never the new holder's.
