@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -95,11 +96,30 @@ Run run(const Script& s, std::optional<std::pair<std::size_t, Fault>> fault, std
     rig.raw->create(kPath, encode(s, s.start));
     start_stat = rig.ensemble.exists_now(kPath);
   }
-  // SharedCount reads its node at start(): that is set-up, not the script.
+  // SharedCount reads its node at start(), and its refresh thread then reads
+  // it once more to set its watch, in its own time: both are set-up, not the
+  // script. Waiting for the servers to be idle is not enough: the second read
+  // may not be sent yet, and would then take the index of the script's set.
+  // So the set-up ends once both reads (gets) were sent, then answered.
   std::unique_ptr<SharedCount> count;
+  // (Here, not in the block: the tap holds them until the script's replaces it.)
+  std::mutex mutex;
+  std::condition_variable sent_one;
+  int gets = 0;  // guarded by mutex
   if (s.int32) {
+    rig.faults->tap([&](std::size_t, test::OpKind kind) {
+      if (kind != test::OpKind::get) return;
+      std::lock_guard lock(mutex);
+      ++gets;
+      sent_one.notify_all();
+    });
     count = std::make_unique<SharedCount>(*rig.client, kPath, static_cast<std::int32_t>(s.start));
     count->start();
+    {
+      std::unique_lock lock(mutex);
+      EXPECT_TRUE(sent_one.wait_for(lock, std::chrono::seconds(10), [&] { return gets >= 2; }))
+          << "SharedCount's watched read never came";
+    }
     EXPECT_TRUE(rig.ensemble.wait_idle());
   }
   const auto base = rig.faults->requests();
