@@ -89,6 +89,16 @@ Options parse_options(const std::vector<std::string>& args) {
   app.add_flag("--strict", options.strict)->disable_flag_override();
   app.add_flag("--no-lock", options.no_lock)->disable_flag_override();
   app.add_flag("-h,--help", options.help)->disable_flag_override();
+  // CLI11 reads "--root=" as "--root" with its value still to come, and
+  // takes the next word: an empty value is no value. (And "--quick=" as the
+  // flag: whatever was meant, it was not that.)
+  for (const auto& arg : args) {
+    if (arg.size() < 4 || !arg.starts_with("--") || !arg.ends_with("=")) continue;
+    const std::string name = arg.substr(0, arg.size() - 1);
+    if (const auto* option = app.get_option_no_throw(name))
+      throw UsageError(
+          name + (option->get_disable_flag_override() ? " takes no value" : " needs a value"));
+  }
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ArgumentMismatch& e) {
