@@ -765,7 +765,18 @@ class ScriptRun {
   Outcome out_;  // failures guarded by mutex_ while running
 };
 
-TEST(FaultPoints, EveryRecipeSurvivesAFaultAtEveryRequest) {
+std::vector<std::string> recipe_names() {
+  std::vector<std::string> names;
+  for (const auto& recipe : recipes()) names.push_back(recipe.name);
+  return names;
+}
+
+// One test per recipe: each is a few hundred runs of its script, and a
+// sanitized build on a busy machine takes minutes over all of them, so they
+// are apart for ctest to time and schedule one by one.
+class FaultPoints : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FaultPoints, TheRecipeSurvivesAFaultAtEveryRequest) {
   std::size_t cases = 0;
   std::size_t failed = 0;
   std::size_t reruns = 0;  // runs made again because their fault met no request
@@ -773,82 +784,90 @@ TEST(FaultPoints, EveryRecipeSurvivesAFaultAtEveryRequest) {
   const char* only_env = std::getenv("FAULT_POINTS_ONLY");
   const std::string only = only_env ? only_env : "";
   const auto all = recipes();
-  for (const auto& recipe : all) {
-    if (!only.empty() && only.substr(0, only.find(':')) != recipe.name) continue;
-    auto recording = ScriptRun(recipe, std::nullopt).go();
-    ASSERT_TRUE(recording.failures.empty())
-        << recipe.name << " fails without faults: " << recording.failures.front();
-    // Deterministic: the same script sends the same requests, but for a
-    // re-read a slow reply may make due on a busy machine: two recordings in
-    // a row must agree, within a few tries.
-    auto again = ScriptRun(recipe, std::nullopt).go();
-    for (int retry = 0; again.script_requests != recording.script_requests && retry < 4; ++retry) {
-      ++reruns;
-      recording = std::move(again);
-      again = ScriptRun(recipe, std::nullopt).go();
-    }
-    ASSERT_TRUE(recording.failures.empty() && again.failures.empty()) << recipe.name;
-    const auto n = recording.script_requests;
-    ASSERT_GT(n, 5u) << recipe.name;
-    if (std::getenv("FAULT_POINTS_VERBOSE"))
-      for (const Outcome* run :
-           {static_cast<const Outcome*>(&recording), static_cast<const Outcome*>(&again)})
-        for (std::size_t k = 0; k < run->recorded.size(); ++k) {
-          const auto& r = run->recorded[k];
-          std::cout << recipe.name << " request " << k << ": cycle " << r.phase.cycle << " step "
-                    << static_cast<int>(r.phase.step) << " " << test::to_string(r.kind)
-                    << (r.after_decision ? " (after the decision)" : "") << "\n";
-        }
-    ASSERT_EQ(again.script_requests, n) << recipe.name << ": the script is not deterministic";
-    for (std::size_t k = 0; k < n; ++k) {
-      for (const auto fault : kFaults) {
-        const std::string id = recipe.name + ":" + std::to_string(k) + ":" + name_of(fault);
-        if (only.find(':') != std::string::npos &&
-            !id.starts_with(
-                only + (only.size() < id.size() && std::count(only.begin(), only.end(), ':') < 2
-                            ? ":"
-                            : "")))
-          continue;
-        ++cases;
-        // On a busy machine a run may send its requests in another order than
-        // the recording (a re-read that a slow reply made due, say), and the
-        // fault then never meets request k: such a run proves nothing, so it
-        // is made again, a few times at most, and counted.
-        auto outcome = ScriptRun(recipe, std::make_pair(k, fault)).go();
-        for (int retry = 0; !outcome.fired && retry < 4; ++retry) {
-          ++reruns;
-          outcome = ScriptRun(recipe, std::make_pair(k, fault)).go();
-        }
-        EXPECT_TRUE(outcome.fired) << recipe.name << " k=" << k << " " << name_of(fault);
-        if (!outcome.failures.empty()) {
-          ++failed;
-          // Where request k fell in the run that failed.
-          const Request r = k < outcome.recorded.size() ? outcome.recorded[k] : Request{};
-          if (std::getenv("FAULT_POINTS_VERBOSE"))
-            for (std::size_t i = 0; i < outcome.recorded.size(); ++i)
-              std::cout << "  failed run request " << i << ": cycle "
-                        << outcome.recorded[i].phase.cycle << " step "
-                        << static_cast<int>(outcome.recorded[i].phase.step) << " "
-                        << test::to_string(outcome.recorded[i].kind)
-                        << (outcome.recorded[i].after_decision ? " (after the decision)" : "")
-                        << "\n";
-          ADD_FAILURE() << recipe.name << " k=" << k << " (cycle " << r.phase.cycle << ", "
-                        << (r.phase.step == Step::acquire ? "acquire"
-                            : r.phase.step == Step::hold  ? "hold"
-                                                          : "release")
-                        << (r.after_decision ? ", after the decision" : "") << ") "
-                        << name_of(fault) << ": " << outcome.failures.front()
-                        << (outcome.failures.size() > 1
-                                ? " (+" + std::to_string(outcome.failures.size() - 1) + " more)"
-                                : "");
-        }
+  const auto found =
+      std::find_if(all.begin(), all.end(), [&](const Recipe& r) { return r.name == GetParam(); });
+  ASSERT_NE(found, all.end());
+  const Recipe& recipe = *found;
+  if (!only.empty() && only.substr(0, only.find(':')) != recipe.name)
+    GTEST_SKIP() << "FAULT_POINTS_ONLY=" << only;
+  auto recording = ScriptRun(recipe, std::nullopt).go();
+  ASSERT_TRUE(recording.failures.empty())
+      << recipe.name << " fails without faults: " << recording.failures.front();
+  // Deterministic: the same script sends the same requests, but for a
+  // re-read a slow reply may make due on a busy machine: two recordings in
+  // a row must agree, within a few tries.
+  auto again = ScriptRun(recipe, std::nullopt).go();
+  for (int retry = 0; again.script_requests != recording.script_requests && retry < 4; ++retry) {
+    ++reruns;
+    recording = std::move(again);
+    again = ScriptRun(recipe, std::nullopt).go();
+  }
+  ASSERT_TRUE(recording.failures.empty() && again.failures.empty()) << recipe.name;
+  const auto n = recording.script_requests;
+  ASSERT_GT(n, 5u) << recipe.name;
+  if (std::getenv("FAULT_POINTS_VERBOSE"))
+    for (const Outcome* run :
+         {static_cast<const Outcome*>(&recording), static_cast<const Outcome*>(&again)})
+      for (std::size_t k = 0; k < run->recorded.size(); ++k) {
+        const auto& r = run->recorded[k];
+        std::cout << recipe.name << " request " << k << ": cycle " << r.phase.cycle << " step "
+                  << static_cast<int>(r.phase.step) << " " << test::to_string(r.kind)
+                  << (r.after_decision ? " (after the decision)" : "") << "\n";
+      }
+  ASSERT_EQ(again.script_requests, n) << recipe.name << ": the script is not deterministic";
+  for (std::size_t k = 0; k < n; ++k) {
+    for (const auto fault : kFaults) {
+      const std::string id = recipe.name + ":" + std::to_string(k) + ":" + name_of(fault);
+      if (only.find(':') != std::string::npos &&
+          !id.starts_with(only +
+                          (only.size() < id.size() && std::count(only.begin(), only.end(), ':') < 2
+                               ? ":"
+                               : "")))
+        continue;
+      ++cases;
+      // On a busy machine a run may send its requests in another order than
+      // the recording (a re-read that a slow reply made due, say), and the
+      // fault then never meets request k: such a run proves nothing, so it
+      // is made again, a few times at most, and counted.
+      auto outcome = ScriptRun(recipe, std::make_pair(k, fault)).go();
+      for (int retry = 0; !outcome.fired && retry < 4; ++retry) {
+        ++reruns;
+        outcome = ScriptRun(recipe, std::make_pair(k, fault)).go();
+      }
+      EXPECT_TRUE(outcome.fired) << recipe.name << " k=" << k << " " << name_of(fault);
+      if (!outcome.failures.empty()) {
+        ++failed;
+        // Where request k fell in the run that failed.
+        const Request r = k < outcome.recorded.size() ? outcome.recorded[k] : Request{};
+        if (std::getenv("FAULT_POINTS_VERBOSE"))
+          for (std::size_t i = 0; i < outcome.recorded.size(); ++i)
+            std::cout << "  failed run request " << i << ": cycle "
+                      << outcome.recorded[i].phase.cycle << " step "
+                      << static_cast<int>(outcome.recorded[i].phase.step) << " "
+                      << test::to_string(outcome.recorded[i].kind)
+                      << (outcome.recorded[i].after_decision ? " (after the decision)" : "")
+                      << "\n";
+        ADD_FAILURE() << recipe.name << " k=" << k << " (cycle " << r.phase.cycle << ", "
+                      << (r.phase.step == Step::acquire ? "acquire"
+                          : r.phase.step == Step::hold  ? "hold"
+                                                        : "release")
+                      << (r.after_decision ? ", after the decision" : "") << ") " << name_of(fault)
+                      << ": " << outcome.failures.front()
+                      << (outcome.failures.size() > 1
+                              ? " (+" + std::to_string(outcome.failures.size() - 1) + " more)"
+                              : "");
       }
     }
   }
-  std::cout << "fault points: " << cases << " cases (recipes " << all.size() << ", faults "
+  std::cout << "fault points: " << GetParam() << ": " << cases << " cases (faults "
             << std::size(kFaults) << "), " << failed << " failed, " << reruns
             << " runs made again because their fault met no request" << std::endl;
 }
+
+INSTANTIATE_TEST_SUITE_P(Recipes, FaultPoints, ::testing::ValuesIn(recipe_names()),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           return param_info.param;
+                         });
 
 }  // namespace
 }  // namespace zkr
