@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -113,10 +114,28 @@ std::string describe(const std::vector<std::pair<pid_t, char>>& states) {
   return s;
 }
 
-// True if no process of the group can run: all stopped, or zombies, or none.
+// True if SIGSTOP is pending for `pid`: it stops before it runs any more of
+// its own code, since no process can block or ignore SIGSTOP. A process in
+// uninterruptible sleep (D: a write held back while a busy disk catches up,
+// for many seconds at times) stops only when that system call returns, and
+// until then this is how it shows that it was stopped.
+bool stop_pending(pid_t pid) {
+  std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/status"));
+  const auto bit = std::uint64_t{1} << (SIGSTOP - 1);
+  for (std::string line; std::getline(in, line);) {
+    // SigPnd: pending for the thread; ShdPnd: for the whole process.
+    if (!line.starts_with("SigPnd:") && !line.starts_with("ShdPnd:")) continue;
+    if (std::stoull(line.substr(7), nullptr, 16) & bit) return true;
+  }
+  return false;
+}
+
+// True if no process of the group can run its own code: all stopped or
+// about to stop, or zombies, or none.
 bool group_cannot_run(pid_t pgid) {
   for (const auto& [pid, state] : group_states(pgid))
-    if (state != 'T' && state != 't' && state != 'Z' && state != 'X') return false;
+    if (state != 'T' && state != 't' && state != 'Z' && state != 'X' && !stop_pending(pid))
+      return false;
   return true;
 }
 
@@ -315,13 +334,21 @@ TEST_F(ZkrPauseTest, CtrlZThenFgWithinTheSessionResumesBothAndTheCommandEndsNorm
   ASSERT_TRUE(eventually([&] { return count_of(lines_of(ticks), "A") >= 3; })) << holder.err();
   const auto pgid = static_cast<pid_t>(std::stol(read_file(pid_file)));
 
+  const auto stop_sent = Clock::now();
   holder.signal(SIGTSTP);
   ASSERT_TRUE(eventually([&] { return holder.stopped(); })) << "zkr did not stop on ^Z";
+  const auto zkr_stopped = Clock::now();
   EXPECT_TRUE(eventually([&] { return group_cannot_run(pgid); }))
       << "^Z stopped zkr but not its command: " << describe(group_states(pgid));
   const auto ticks_while_stopped = lines_of(ticks).size();
 
   holder.signal(SIGCONT);  // what the shell's fg sends
+  // If the outcome below is wrong, whether this test kept zkr stopped past
+  // its session is the first thing to know.
+  const auto ms = [](auto d) { return std::chrono::duration_cast<milliseconds>(d).count(); };
+  SCOPED_TRACE("zkr stopped " + std::to_string(ms(zkr_stopped - stop_sent)) +
+               " ms after ^Z; its group could not run " +
+               std::to_string(ms(Clock::now() - zkr_stopped)) + " ms later, and fg came then");
   EXPECT_TRUE(eventually([&] { return lines_of(ticks).size() > ticks_while_stopped; }))
       << "the command did not go on after zkr was continued: " << describe(group_states(pgid))
       << "\n"
