@@ -253,7 +253,12 @@ std::string server_view(const std::string& host, const std::string& dir) {
               [](const auto& a, const auto& b) { return sequence_of(a) < sequence_of(b); });
     std::string text;
     for (const auto& name : names) text += " " + sequence_of(name);
-    return names.empty() ? "empty" : text.substr(1);
+    // The directory's child changes as this server counts them, and the
+    // zxid of the last: its high half is the epoch of the leader that made
+    // it, so servers that diverged show which leaders they followed.
+    const auto& stat = listed.value().stat;
+    return (names.empty() ? "empty" : text.substr(1)) + " (cversion " +
+           std::to_string(stat.cversion) + ", pzxid 0x" + hex(stat.pzxid) + ")";
   } catch (const std::exception& e) {
     return e.what();
   }
