@@ -341,7 +341,11 @@ class CuratorInteropTest : public ::testing::Test {
     return *peers_.back();
   }
 
+  // The peer's writes go through its own server, ours may lag behind it: a
+  // node the peer deleted before it answered can still show here. The sync
+  // first lets our server catch up with everything the peer said it did.
   bool wait_queue_length(std::size_t n) {
+    clients_.front()->keeper()->sync(dir_);
     return test::wait_children(
         *clients_.front()->keeper(), dir_, [n](const auto& names) { return names.size() == n; },
         kWait);
