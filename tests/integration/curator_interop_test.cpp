@@ -1169,6 +1169,13 @@ TEST_F(CuratorInteropTest, CuratorsGroupMemberAndOursSeeEachOthersMembersAndData
   EXPECT_TRUE(ours_sees({{"cpp", "c2"}}));
   ASSERT_EQ(java.call("group-start " + group + " java j3"), "started");
   EXPECT_TRUE(ours_sees({{"cpp", "c2"}, {"java", "j3"}}));
+  // Curator's GroupMember always lists itself, from its own data, so
+  // "java=j3" alone would hold before its new cache has read anything. Its
+  // cache showing ours first makes the wait below mean "Curator saw ours
+  // leave"; and, its reads being answered after its create, it means the
+  // create's reply was handled: a Curator PersistentNode closed before that
+  // sends no delete, and its node stays for the session's life.
+  EXPECT_EQ(java.call("group-await cpp=c2,java=j3 " + ms(kWait)), "members cpp=c2 java=j3");
   ours.close();
   EXPECT_EQ(java.call("group-await java=j3 " + ms(kWait)), "members java=j3");
   EXPECT_EQ(java.call("group-close"), "closed");
