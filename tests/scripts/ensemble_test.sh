@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Test of scripts/ensemble itself: start, leader, kill + failover, restart,
-# freeze/thaw, mntr, stop.  Uses its own temporary state directory, so it
+# freeze/thaw, synced, mntr, stop.  Uses its own temporary state directory, so it
 # can run next to another ensemble.  Exit status 0 = pass.
 #
 # The script under test is $ZKR_ENSEMBLE_SCRIPT if set, else found relative
@@ -119,10 +119,26 @@ E freeze "$F"
 [[ $(field "$F" 4) == frozen ]] || fail "frozen follower $F not shown as frozen"
 [[ $(field "$F" 5) == down ]] || fail "frozen follower $F not shown as down"
 [[ $(E leader) == "$NL" ]] || fail "leader changed while a follower was frozen"
+synced_followers() { E mntr "$NL" | sed -n 's/^zk_synced_followers[[:space:]]*//p'; }
+# The leader drops a follower that stops answering (syncLimit): then the
+# thawed one must sync again before `synced` may return.
+dropped() { [[ $(synced_followers) == 1 ]]; }
+eventually 30 dropped || fail "the leader still counts frozen follower $F as synced"
 E thaw "$F"
 [[ $(field "$F" 4) == alive ]] || fail "thawed follower $F not alive"
-follower_again() { [[ $(field "$F" 5) == follower ]]; }
-eventually 30 follower_again || fail "thawed follower $F does not serve again"
+
+step "synced: returns once the thawed follower is in sync again"
+E synced || fail "synced failed with every server running"
+[[ $(synced_followers) == 2 ]] || fail "synced returned with $(synced_followers) follower(s) in sync, not 2"
+[[ $(field "$F" 5) == follower ]] || fail "thawed follower $F does not serve again"
+
+step "synced: fails, naming why, with no quorum left"
+E kill "$F"
+E kill "$L"
+# The one left may still call itself leader for a moment, or be looking.
+if out=$(ZKR_SYNC_TIMEOUT=1 E synced 2>&1); then fail "synced succeeded with one server of three"; fi
+[[ $out == *"no leader among the 1 running"* || $out == *"and 1 for a quorum of 3"* ]] ||
+  fail "synced's error does not say what is missing: $out"
 
 step "stop"
 E stop
