@@ -121,7 +121,8 @@ void Nemesis::pause(milliseconds d, const std::atomic<bool>* stop) {
     std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), 50ms));
 }
 
-void Nemesis::run_until(Clock::time_point deadline, const std::atomic<bool>& stop) {
+void Nemesis::run_until(Clock::time_point deadline, Clock::time_point overtime,
+                        const std::atomic<bool>& stop) {
   if (kinds_.empty()) {
     pause(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()), &stop);
     return;
@@ -131,18 +132,22 @@ void Nemesis::run_until(Clock::time_point deadline, const std::atomic<bool>& sto
   // of the round again, up to three tries. After it, while a kind has still
   // not taken effect (on a slow machine a worker may seldom hold when one
   // looks), every other fault is one of those, in turn: a run must inject
-  // every kind it claims.
+  // every kind it claims. Past the deadline, only those, until the overtime.
   std::vector<std::string> round = kinds_;
   std::shuffle(round.begin(), round.end(), rng_);
   std::map<std::string, int> tries;
   std::size_t next = 0;
   std::size_t later = 0;  // faults chosen after the first round
-  while (!stop && Clock::now() < deadline) {
+  while (!stop) {
     std::vector<std::string> missing;
     for (const auto& k : kinds_)
       if (!injected_.count(k)) missing.push_back(k);
+    const auto now = Clock::now();
+    const bool in_overtime = now >= deadline;
+    if (in_overtime && (missing.empty() || now >= overtime)) break;
     std::string kind;
-    if (next < round.size()) kind = round[next++];
+    if (in_overtime) kind = missing[later++ % missing.size()];
+    else if (next < round.size()) kind = round[next++];
     else if (!missing.empty() && later++ % 2 == 0) kind = missing[(later / 2) % missing.size()];
     else kind = kinds_[rng_() % kinds_.size()];
     const auto from = monotonic_ns();

@@ -38,7 +38,7 @@
 // choices (what happens in response still depends on timing).
 //
 //   zkr::chaos::Nemesis nemesis(targets, seed, log);
-//   nemesis.run_until(deadline, stop_flag);
+//   nemesis.run_until(deadline, overtime, stop_flag);
 //   nemesis.heal_all();
 #pragma once
 
@@ -106,8 +106,11 @@ class Nemesis {
           EventLog& log);
 
   // Injects faults until `deadline` or `stop`; each fault is healed before the
-  // next. Throws only if healing fails (the ensemble could not be repaired).
-  void run_until(std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& stop);
+  // next. A kind not yet injected by `deadline` (a slow machine makes the
+  // first round long) is still tried, and only such kinds, until `overtime`.
+  // Throws only if healing fails (the ensemble could not be repaired).
+  void run_until(std::chrono::steady_clock::time_point deadline,
+                 std::chrono::steady_clock::time_point overtime, const std::atomic<bool>& stop);
   // Undoes whatever may still be in effect: proxies forward, frozen servers
   // thawed, dead servers restarted. Returns problems (one line each).
   std::vector<std::string> heal_all();
