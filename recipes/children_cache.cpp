@@ -233,7 +233,8 @@ void ChildrenCache::start() {
   impl.listener = impl.client.add_listener(
       [signal = impl.refresh.signal()](ConnectionState) { signal->wake(true); });
   impl.refresh.signal()->wake(true);
-  impl.refresh.start([&impl](bool full) { return impl.read_once(full); }, kCacheReadAgainAfterFailure);
+  impl.refresh.start([&impl](bool full) { return impl.read_once(full); },
+                     kCacheReadAgainAfterFailure);
 }
 
 bool ChildrenCache::wait_until_initialized(std::chrono::milliseconds timeout) const {

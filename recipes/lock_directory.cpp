@@ -91,7 +91,8 @@ std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (unpins[i])
-      throw_unless(reply_or_throw(*unpins[i], keeper, probes[i]).error(), {Errc::no_node}, probes[i]);
+      throw_unless(reply_or_throw(*unpins[i], keeper, probes[i]).error(), {Errc::no_node},
+                   probes[i]);
     if (!multis[i]) continue;
     const auto result = reply_or_throw(*multis[i], keeper, paths[i]);
     if (result.ok()) {

@@ -16,7 +16,8 @@ constexpr RetryOptions kAnySession{.retry_session_expired = true};
 // Every wait has a deadline: a reply that does not come within the session
 // timeout counts as a lost link, which the retry loop handles.
 template <class T>
-Result<T> reply_in_time(std::future<Result<T>>& reply, const Keeper& keeper, const std::string& path) {
+Result<T> reply_in_time(std::future<Result<T>>& reply, const Keeper& keeper,
+                        const std::string& path) {
   return await_reply(std::move(reply), keeper.default_timeout(), path);
 }
 
