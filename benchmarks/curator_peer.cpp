@@ -234,8 +234,8 @@ CuratorPeer::W2 CuratorPeer::w2(const std::string& path, unsigned workers,
 namespace {
 
 // Microseconds from the reply, from `from` on, `count` of them, in ms.
-std::vector<double> waits_ms(const std::vector<std::string>& w, std::size_t from,
-                             std::size_t count) {
+std::vector<double> parse_waits_ms(const std::vector<std::string>& w, std::size_t from,
+                                   std::size_t count) {
   if (from + count > w.size()) throw RunError("the Curator peer's reply is short of waits");
   std::vector<double> out;
   for (std::size_t i = from; i < from + count; ++i) out.push_back(std::stod(w[i]) / 1000.0);
@@ -255,8 +255,8 @@ CuratorPeer::W6 CuratorPeer::w6(const std::string& path, unsigned workers, unsig
   result.reads = std::stoull(w.at(0));
   result.writes = std::stoull(w.at(1));
   result.counter = std::stoll(w.at(2));
-  result.read_waits_ms = waits_ms(w, 3, result.reads);
-  result.write_waits_ms = waits_ms(w, 3 + result.reads, result.writes);
+  result.read_waits_ms = parse_waits_ms(w, 3, result.reads);
+  result.write_waits_ms = parse_waits_ms(w, 3 + result.reads, result.writes);
   return result;
 }
 
@@ -281,7 +281,7 @@ CuratorPeer::W7 CuratorPeer::w7(const std::string& command_words,
       command(command_words + " " + std::to_string(duration.count()) + " " + result.interval_file,
               duration + std::chrono::seconds(90));
   result.acquisitions = std::stoull(w.at(0));
-  result.waits_ms = waits_ms(w, 1, w.size() - 1);
+  result.waits_ms = parse_waits_ms(w, 1, w.size() - 1);
   return result;
 }
 
@@ -294,7 +294,7 @@ CuratorPeer::W9 CuratorPeer::w9_close(const std::string& path, std::size_t parti
   result.elections = std::stoull(w.at(0));
   result.violations = std::stoull(w.at(1));
   result.seconds = std::stod(w.at(2)) / 1e9;
-  result.failovers_ms = waits_ms(w, 3, result.elections);
+  result.failovers_ms = parse_waits_ms(w, 3, result.elections);
   return result;
 }
 
@@ -325,7 +325,7 @@ CuratorPeer::W10 CuratorPeer::w10_counter(const std::string& path, unsigned work
   result.failed = std::stoull(w.at(1));
   result.conflicts = std::stoull(w.at(2));
   result.seconds = std::stod(w.at(3)) / 1e9;
-  result.adds_ms = waits_ms(w, 4, result.succeeded);
+  result.adds_ms = parse_waits_ms(w, 4, result.succeeded);
   return result;
 }
 

@@ -21,7 +21,7 @@ struct Connection {
 };
 
 // Runs on the C client's event thread: record and signal, nothing more.
-void on_event(zhandle_t*, int type, int state, const char*, void* context) {
+void on_floor_event(zhandle_t*, int type, int state, const char*, void* context) {
   if (type != ZOO_SESSION_EVENT) return;
   auto* connection = static_cast<Connection*>(context);
   {
@@ -53,7 +53,7 @@ int delete_node(zhandle_t* zh, const char* path) {
   return rc;
 }
 
-int list_children(zhandle_t* zh, const char* path, String_vector* children) {
+int floor_list_children(zhandle_t* zh, const char* path, String_vector* children) {
   int rc = zoo_get_children(zh, path, 0, children);
   for (int retry = 0; link_lost(rc) && retry < kLinkRetries; ++retry)
     rc = zoo_get_children(zh, path, 0, children);
@@ -69,7 +69,7 @@ struct Session {
     // As quiet as the library's default (warn); the library sets this global
     // level again when it opens its own sessions.
     zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
-    zh = zookeeper_init(connect.c_str(), &on_event, 15000, nullptr, &connection, 0);
+    zh = zookeeper_init(connect.c_str(), &on_floor_event, 15000, nullptr, &connection, 0);
     if (!zh) throw std::runtime_error("floor: zookeeper_init failed for " + connect);
     // As the library's sessions do (c_keeper.cpp): by default the C client
     // resolves every host name again on each poll of its socket, which costs
@@ -159,7 +159,7 @@ std::uint64_t Floor::cycle_for(std::chrono::milliseconds duration, std::uint64_t
                         ZOO_EPHEMERAL_SEQUENTIAL, created.data(), static_cast<int>(created.size()));
     if (rc != ZOK) throw std::runtime_error(error_text("creating", prefix, rc));
     String_vector children{};
-    rc = list_children(zh, parent.c_str(), &children);
+    rc = floor_list_children(zh, parent.c_str(), &children);
     if (rc != ZOK) throw std::runtime_error(error_text("listing", parent, rc));
     deallocate_String_vector(&children);
     rc = delete_node(zh, created.data());
@@ -207,7 +207,7 @@ bool FloorLock::try_acquire_for(std::chrono::milliseconds timeout) {
   const std::string name = impl_->ours.substr(dir.size() + 1);
   for (int round = 0; round < 1'000'000; ++round) {  // each round waits for an event
     String_vector children{};
-    rc = list_children(zh, dir.c_str(), &children);
+    rc = floor_list_children(zh, dir.c_str(), &children);
     if (rc != ZOK) throw std::runtime_error(error_text("listing", dir, rc));
     std::vector<std::string> names(children.data, children.data + children.count);
     deallocate_String_vector(&children);

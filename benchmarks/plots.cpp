@@ -59,7 +59,7 @@ std::string format_number(double value) {
   return buf;
 }
 
-std::string value(double v) { return v < 0 ? "NaN" : format_number(v); }
+std::string plot_value(double v) { return v < 0 ? "NaN" : format_number(v); }
 
 std::string common_header(const std::string& png, const std::string& title,
                           const std::string& xlabel) {
@@ -121,8 +121,9 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
         return it == by_layout.end() ? Point{} : it->second;
       };
       const Point flat = get("flat"), hashed = get("hashed");
-      data += std::to_string(n) + " " + n_label(n) + " " + value(flat.p50) + " " + value(flat.p99) +
-              " " + value(hashed.p50) + " " + value(hashed.p99) + "\n";
+      data += std::to_string(n) + " " + n_label(n) + " " + plot_value(flat.p50) + " " +
+              plot_value(flat.p99) + " " + plot_value(hashed.p50) + " " + plot_value(hashed.p99) +
+              "\n";
     }
     const std::string dat = "w4.dat";
     draw("w4", data,
@@ -143,7 +144,8 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
   if (!w5.empty()) {
     std::string data = "# N  label  p50 p99 (ms)\n";
     for (const auto& [n, p] : w5)
-      data += std::to_string(n) + " " + n_label(n) + " " + value(p.p50) + " " + value(p.p99) + "\n";
+      data += std::to_string(n) + " " + n_label(n) + " " + plot_value(p.p50) + " " +
+              plot_value(p.p99) + "\n";
     const std::string dat = "w5.dat";
     draw("w5", data,
          common_header("w5.png", "W5: hand-off latency vs waiters queued behind the receiver",
@@ -163,7 +165,7 @@ std::vector<std::string> write_plots(const std::vector<Record>& records, const s
       data += format_number(ms);
       for (const auto& name : series) {
         const auto it = rates.find(name);
-        data += " " + value(it == rates.end() ? -1 : it->second);
+        data += " " + plot_value(it == rates.end() ? -1 : it->second);
       }
       data += "\n";
     }

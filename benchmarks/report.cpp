@@ -14,7 +14,7 @@ std::string dump(const nlohmann::ordered_json& o) {
   return o.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-std::string fixed(double v, int decimals) {
+std::string format_fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
@@ -97,10 +97,11 @@ void Reporter::add(Record record) {
   if (jsonl_.is_open()) jsonl_ << line << '\n' << std::flush;
   std::string say = "bench: " + record.impl + " " + record.workload;
   if (!record.label.empty()) say += " " + record.label;
-  say += ": " + std::to_string(record.ops) + " ops in " + fixed(record.seconds, 2) + " s";
+  say += ": " + std::to_string(record.ops) + " ops in " + format_fixed(record.seconds, 2) + " s";
   if (record.latency)
-    say += ", " + fixed(record.ops_per_sec(), 1) + "/s, p50 " + fixed(record.latency->p50_ms, 2) +
-           " ms, p99 " + fixed(record.latency->p99_ms, 2) + " ms";
+    say += ", " + format_fixed(record.ops_per_sec(), 1) + "/s, p50 " +
+           format_fixed(record.latency->p50_ms, 2) + " ms, p99 " +
+           format_fixed(record.latency->p99_ms, 2) + " ms";
   if (!record.note.empty()) say += " (" + record.note + ")";
   std::cerr << say << std::endl;
   records_.push_back(std::move(record));
@@ -148,15 +149,16 @@ std::string Reporter::table() const {
          {r.workload, -8},
          {r.label, -22},
          {std::to_string(r.ops), 8},
-         {fixed(r.seconds, 2), 7},
-         {fixed(r.ops_per_sec(), 1), 9},
-         {r.latency ? fixed(r.latency->p50_ms, 2) : "-", 8},
-         {r.latency ? fixed(r.latency->p99_ms, 2) : "-", 8},
-         {r.latency ? fixed(r.latency->max_ms, 2) : "-", 8},
-         {floor && floor->rate > 0 ? fixed(r.ops_per_sec() / floor->rate, 2) : "-", 9},
-         {floor && floor->p50_ms > 0 ? fixed(r.latency->p50_ms / floor->p50_ms, 2) : "-", 11},
-         {r.requests_per_op ? fixed(*r.requests_per_op, 2) : "-", 6},
-         {r.writes_per_op ? fixed(*r.writes_per_op, 2) : "-", 5},
+         {format_fixed(r.seconds, 2), 7},
+         {format_fixed(r.ops_per_sec(), 1), 9},
+         {r.latency ? format_fixed(r.latency->p50_ms, 2) : "-", 8},
+         {r.latency ? format_fixed(r.latency->p99_ms, 2) : "-", 8},
+         {r.latency ? format_fixed(r.latency->max_ms, 2) : "-", 8},
+         {floor && floor->rate > 0 ? format_fixed(r.ops_per_sec() / floor->rate, 2) : "-", 9},
+         {floor && floor->p50_ms > 0 ? format_fixed(r.latency->p50_ms / floor->p50_ms, 2) : "-",
+          11},
+         {r.requests_per_op ? format_fixed(*r.requests_per_op, 2) : "-", 6},
+         {r.writes_per_op ? format_fixed(*r.writes_per_op, 2) : "-", 5},
          {r.note, -5}});
   }
   if (!verdicts_.empty()) {

@@ -7,7 +7,7 @@
 namespace zkr::bench {
 namespace {
 
-void* run(void* arg) {
+void* run_on_small_stack(void* arg) {
   const std::unique_ptr<std::function<void()>> work(static_cast<std::function<void()>*>(arg));
   (*work)();  // the work catches what it throws: an escaping exception ends the process
   return nullptr;
@@ -31,7 +31,7 @@ SmallStackThreads::~SmallStackThreads() {
 bool SmallStackThreads::start(std::function<void()> work) {
   auto owned = std::make_unique<std::function<void()>>(std::move(work));
   pthread_t thread{};
-  if (const int rc = ::pthread_create(&thread, &attr_, run, owned.get()); rc != 0) {
+  if (const int rc = ::pthread_create(&thread, &attr_, run_on_small_stack, owned.get()); rc != 0) {
     last_error_ = std::strerror(rc);
     return false;
   }

@@ -43,7 +43,7 @@ class CountingRetry : public RetryPolicy {
   mutable std::atomic<std::uint64_t> asked_{0};
 };
 
-struct Tally {
+struct CounterTally {
   std::mutex mutex;
   Samples adds;                     // guarded by mutex
   std::uint64_t failed = 0;         // conflicts past the retries; guarded by mutex
@@ -51,8 +51,9 @@ struct Tally {
   std::string first_error;          // guarded by mutex
 };
 
-void worker(Client& client, const std::string& path, std::shared_ptr<const RetryPolicy> policy,
-            std::uint64_t adds, Clock::time_point deadline, Tally& tally) {
+void counter_worker(Client& client, const std::string& path,
+                    std::shared_ptr<const RetryPolicy> policy, std::uint64_t adds,
+                    Clock::time_point deadline, CounterTally& tally) {
   Samples mine(adds);
   std::uint64_t failed = 0, indeterminate = 0;
   std::string error;
@@ -95,8 +96,8 @@ std::string label_for(unsigned workers) {
 
 // The check shared by both sides: the value the servers hold is the adds
 // that succeeded, plus at most the indeterminate ones.
-void judge(Context& ctx, const std::string& who, std::int64_t value, std::uint64_t succeeded,
-           std::uint64_t indeterminate) {
+void judge_counter(Context& ctx, const std::string& who, std::int64_t value,
+                   std::uint64_t succeeded, std::uint64_t indeterminate) {
   const auto low = static_cast<std::int64_t>(succeeded);
   const auto high = static_cast<std::int64_t>(succeeded + indeterminate);
   ctx.reporter.verdict(
@@ -137,7 +138,7 @@ Record curator_counter(Context& ctx, Client& reader) {
   remove_counter(reader, path);
   r.extra["final_value"] = value;
   r.note = strprintf("latency = increment() (Java); %.2f conflicts/add", conflicts);
-  judge(ctx, "Curator", value, c.succeeded, 0);
+  judge_counter(ctx, "Curator", value, c.succeeded, 0);
   return r;
 }
 
@@ -160,7 +161,7 @@ void run_w10_counter(Context& ctx) {
   std::cerr << "bench: W10 counter adds, " << workers << " sessions on one counter\n";
   const RetryNTimes base(static_cast<int>(ctx.plan.w10_retries), milliseconds(0));
   const auto counting = std::make_shared<CountingRetry>(base);
-  Tally tally;
+  CounterTally tally;
   const auto start = Clock::now();
   const auto deadline = start + ctx.plan.w10_duration;
   CostMeter cost(ctx.options.connect);
@@ -169,7 +170,7 @@ void run_w10_counter(Context& ctx) {
     std::vector<std::jthread> threads;
     for (unsigned i = 0; i < workers; ++i)
       threads.emplace_back([&, i] {
-        worker(*clients[i], path, counting, ctx.plan.w10_adds_per_worker, deadline, tally);
+        counter_worker(*clients[i], path, counting, ctx.plan.w10_adds_per_worker, deadline, tally);
       });
   }
   const double seconds = seconds_since(start);
@@ -200,7 +201,7 @@ void run_w10_counter(Context& ctx) {
     r.extra["x_curator_rate"] = r.ops_per_sec() / *curator_rate;
   r.note = strprintf("latency = increment(); %.2f conflicts/add", conflicts);
   ctx.reporter.add(std::move(r));
-  judge(ctx, "ours", value, succeeded, tally.indeterminate);
+  judge_counter(ctx, "ours", value, succeeded, tally.indeterminate);
 }
 
 }  // namespace zkr::bench

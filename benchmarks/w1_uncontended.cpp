@@ -33,8 +33,8 @@ std::uint64_t zkr_cycles_for(InterProcessMutex& mutex, std::chrono::milliseconds
 }
 
 // One implementation's slices, summed.
-struct Tally {
-  explicit Tally(const std::string& connect) : cost(connect) {}
+struct UncontendedTally {
+  explicit UncontendedTally(const std::string& connect) : cost(connect) {}
   Samples samples;
   CostMeter cost;
   std::uint64_t cycles = 0;
@@ -105,7 +105,7 @@ void run_floor_and_w1(Context& ctx, bool with_w1) {
     client = ctx.connect();
     mutex = std::make_unique<InterProcessMutex>(*client, ctx.path("w1/lock"));
   }
-  Tally floor_tally(ctx.options.connect), zkr_tally(ctx.options.connect),
+  UncontendedTally floor_tally(ctx.options.connect), zkr_tally(ctx.options.connect),
       curator_tally(ctx.options.connect);
   CuratorPeer* curator = with_w1 ? ctx.curator : nullptr;
   const std::string curator_path = ctx.path("curator-w1/lock");

@@ -73,8 +73,8 @@ struct Outcome {
   std::uint64_t errors = 0;  // acquire timeouts and errors
 };
 
-Summary report(Context& ctx, const std::string& impl, const std::string& lock_name,
-               const std::string& kind, const Outcome& outcome, const CostMeter& cost) {
+Summary report_contended(Context& ctx, const std::string& impl, const std::string& lock_name,
+                         const std::string& kind, const Outcome& outcome, const CostMeter& cost) {
   const auto workers = static_cast<unsigned>(outcome.per_worker.size());
   std::uint64_t total = 0, most = 0, least = UINT64_MAX;
   for (const auto n : outcome.per_worker) {
@@ -300,20 +300,21 @@ void run_w2_contended(Context& ctx) {
   std::optional<Summary> floor_summary, curator_summary;
   if (with_floor)
     floor_summary =
-        report(ctx, "floor", "bare C client: create, list, watch the next lower, delete", "floor",
-               floor.outcome, floor.cost);
+        report_contended(ctx, "floor", "bare C client: create, list, watch the next lower, delete",
+                         "floor", floor.outcome, floor.cost);
   if (with_curator)
-    curator_summary = report(ctx, "curator", "Curator 5.4 InterProcessMutex", "curator",
-                             curator.outcome, curator.cost);
+    curator_summary = report_contended(ctx, "curator", "Curator 5.4 InterProcessMutex", "curator",
+                                       curator.outcome, curator.cost);
   std::optional<Summary> probe_summary;
   if (with_probe)
-    probe_summary = report(ctx, "floor-event",
-                           "bare C client granting on the deletion event alone (unsafe: what one "
-                           "round trip per cycle would cost)",
-                           "floor", probe.outcome, probe.cost);
-  const Summary zkr_summary =
-      report(ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex",
-             zkr_kind, zkr.outcome, zkr.cost);
+    probe_summary =
+        report_contended(ctx, "floor-event",
+                         "bare C client granting on the deletion event alone (unsafe: what one "
+                         "round trip per cycle would cost)",
+                         "floor", probe.outcome, probe.cost);
+  const Summary zkr_summary = report_contended(
+      ctx, "zkr", ctx.options.no_lock ? "none (--no-lock control)" : "InterProcessMutex", zkr_kind,
+      zkr.outcome, zkr.cost);
   if (floor_summary && ctx.added_rtt_ms == 0)
     w2_targets(ctx, *floor_summary, zkr_summary, probe_summary);
   if (curator_summary && ctx.added_rtt_ms == 0) {

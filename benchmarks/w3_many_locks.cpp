@@ -20,7 +20,7 @@
 namespace zkr::bench {
 namespace {
 
-struct Shared {
+struct ManyLocksShared {
   std::atomic<std::uint64_t> next{0};
   std::atomic<std::uint64_t> done{0};
   std::atomic<bool> failed{false};
@@ -32,7 +32,7 @@ struct Shared {
 
 // Tells the main thread a worker is done, however it ends.
 struct Finish {
-  Shared& shared;
+  ManyLocksShared& shared;
   ~Finish() {
     {
       std::lock_guard lock(shared.mutex);
@@ -43,7 +43,7 @@ struct Finish {
 };
 
 void cycle_keys(const LockFactory& factory, std::uint64_t k, std::uint64_t keys,
-                Clock::time_point deadline, Shared& shared, Samples& out) {
+                Clock::time_point deadline, ManyLocksShared& shared, Samples& out) {
   const Finish finish{shared};
   try {
     for (std::uint64_t i = shared.next.fetch_add(1); i < keys; i = shared.next.fetch_add(1)) {
@@ -127,7 +127,7 @@ void run_w3_many_locks(Context& ctx) {
 
   for (const std::uint64_t keys : ctx.plan.w3_keys) {
     const auto before = leader_znode_count(ctx.options.connect);
-    Shared shared;
+    ManyLocksShared shared;
     std::vector<Samples> samples(threads);
     CostMeter cost(ctx.options.connect);
     cost.begin();

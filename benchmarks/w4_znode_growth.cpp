@@ -82,8 +82,8 @@ struct CycleResult {
 // after a million creates the servers are still busy (snapshots, GC), and a
 // few seconds' sample would measure that rather than the lock; for the same
 // reason the sample has a minimum size as well as a minimum duration.
-CycleResult cycles(Context& ctx, const LockFactory& factory, const LockFactory& control,
-                   const Layout& layout, std::uint64_t n) {
+CycleResult growth_cycles(Context& ctx, const LockFactory& factory, const LockFactory& control,
+                          const Layout& layout, std::uint64_t n) {
   const Plan& plan = ctx.plan;
   Samples samples(plan.w4_cycles), control_samples(plan.w4_cycles), unused;
   double seconds = 0;
@@ -261,7 +261,7 @@ void run_w4_znode_growth(Context& ctx) {
     std::vector<W4Point> points;
     for (const std::uint64_t n : ctx.plan.w4_keys) {
       if (n > 0) seed(ctx, sessions, factory, layout, n);
-      const auto result = cycles(ctx, factory, control, layout, n);
+      const auto result = growth_cycles(ctx, factory, control, layout, n);
       points.push_back({n, result.under_n.p50_ms, result.control.p50_ms});
       list_root(ctx, *client, layout, root, n);
       clean_root(ctx, *client, layout, root, n);

@@ -31,7 +31,7 @@ std::int64_t now_ns() {
       .count();
 }
 
-struct Shared {
+struct QueueDepthShared {
   std::uint64_t target = 0;  // hand-offs to measure
   Clock::time_point deadline;
   std::atomic<bool> measuring{false};
@@ -46,7 +46,7 @@ struct Shared {
   Clock::time_point stopped_at;  // written by the thread that sets stop
 };
 
-void contender(Client& client, const std::string& path, Shared& shared, Samples& out,
+void contender(Client& client, const std::string& path, QueueDepthShared& shared, Samples& out,
                HoldLog& holds) {
   try {
     HolderLock mutex(client, path, shared.no_lock);
@@ -88,7 +88,7 @@ void run_w5_queue_depth(Context& ctx) {
     const std::string path = ctx.path("w5/lock-" + std::to_string(n));
     const std::uint64_t contenders = n + 2;
     const auto sessions = static_cast<unsigned>(std::min<std::uint64_t>(contenders, kMaxSessions));
-    Shared shared;
+    QueueDepthShared shared;
     shared.no_lock = ctx.options.no_lock;
     HolderLock holder(*holder_client, path, shared.no_lock);
     if (!holder.try_acquire_for(std::chrono::seconds(30)))

@@ -26,21 +26,21 @@ namespace {
 
 constexpr unsigned kWorkers = kW6Workers;
 constexpr unsigned kWriteEvery = 5;  // every fifth hold writes
-constexpr std::uint64_t kMaxHoldsPerWorker = 1'000'000;
+constexpr std::uint64_t kMaxReadWriteHoldsPerWorker = 1'000'000;
 // Rounds per implementation when Curator's runs too, in a full run (--quick: one).
-constexpr unsigned kRounds = 3;
+constexpr unsigned kReadWriteRounds = 3;
 
-struct WorkerResult {
-  explicit WorkerResult(std::int64_t index) : holds(index, "write") {}
+struct ReadWriteWorkerResult {
+  explicit ReadWriteWorkerResult(std::int64_t index) : holds(index, "write") {}
   std::uint64_t reads = 0, writes = 0;
   Samples read_waits{4096}, write_waits{1024};
   HoldLog holds;
 };
 
-void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, RoundShared& shared,
-            WorkerResult& out) {
+void read_write_worker(InterProcessReadWriteLock& lock, Clock::time_point deadline,
+                       RoundShared& shared, ReadWriteWorkerResult& out) {
   try {
-    for (std::uint64_t i = 0; i < kMaxHoldsPerWorker; ++i) {
+    for (std::uint64_t i = 0; i < kMaxReadWriteHoldsPerWorker; ++i) {
       const auto t0 = Clock::now();
       if (t0 >= deadline) break;
       const bool write = i % kWriteEvery == kWriteEvery - 1;
@@ -62,8 +62,8 @@ void worker(InterProcessReadWriteLock& lock, Clock::time_point deadline, RoundSh
 }
 
 // One implementation's W6, summed over the rounds it ran.
-struct Tally {
-  explicit Tally(std::string connect) : cost(std::move(connect)) {}
+struct ReadWriteTally {
+  explicit ReadWriteTally(std::string connect) : cost(std::move(connect)) {}
   double seconds = 0;
   std::uint64_t reads = 0, writes = 0, errors = 0;
   Samples read_waits, write_waits;
@@ -74,13 +74,13 @@ struct Tally {
 // One round of ours: every worker on its own lock object (and session), all
 // started at once, for `duration`; each round's holds judged on their own.
 void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks,
-               std::chrono::milliseconds duration, Tally& tally) {
+               std::chrono::milliseconds duration, ReadWriteTally& tally) {
   RoundShared shared;
-  std::vector<WorkerResult> results;
+  std::vector<ReadWriteWorkerResult> results;
   for (unsigned i = 0; i < kWorkers; ++i) results.emplace_back(i);
   tally.seconds +=
       run_timed_round(kWorkers, duration, tally.cost, [&](unsigned i, Clock::time_point deadline) {
-        worker(*locks[i], deadline, shared, results[i]);
+        read_write_worker(*locks[i], deadline, shared, results[i]);
       });
   if (!shared.first_error().empty()) throw RunError("W6: " + shared.first_error());
 
@@ -100,8 +100,8 @@ void zkr_round(std::vector<std::unique_ptr<InterProcessReadWriteLock>>& locks,
 }
 
 // One round of Curator's, in its JVM: the same mix, holds judged here.
-void curator_round(Context& ctx, CuratorPeer& peer, std::chrono::milliseconds duration,
-                   Tally& tally) {
+void curator_read_write_round(Context& ctx, CuratorPeer& peer, std::chrono::milliseconds duration,
+                              ReadWriteTally& tally) {
   tally.cost.begin();
   const auto start = Clock::now();
   const auto result = peer.w6(ctx.path("curator-w6/lock"), kWorkers, kWriteEvery, duration);
@@ -115,8 +115,8 @@ void curator_round(Context& ctx, CuratorPeer& peer, std::chrono::milliseconds du
 }
 
 // The record and the exclusion check of one implementation; its rate.
-double report(Context& ctx, const std::string& impl, const std::string& lock_name,
-              const Tally& tally, std::optional<double> curator_rate) {
+double report_read_write(Context& ctx, const std::string& impl, const std::string& lock_name,
+                         const ReadWriteTally& tally, std::optional<double> curator_rate) {
   const Judgement& judgement = tally.judgement;
   const auto write_wait = tally.write_waits.percentiles();
   const std::uint64_t holds = tally.reads + tally.writes;
@@ -177,20 +177,20 @@ void run_w6_read_write(Context& ctx) {
   // With Curator's beside ours, interleaved rounds, each first in turn, as
   // W2 does: a shared machine's load drifts, and each gets its share of it.
   CuratorPeer* curator = ctx.curator;
-  const unsigned rounds = ctx.options.quick || !curator ? 1 : kRounds;
+  const unsigned rounds = ctx.options.quick || !curator ? 1 : kReadWriteRounds;
   const auto duration = ctx.plan.w2_duration / rounds;
-  Tally zkr(ctx.options.connect), curator_tally(ctx.options.connect);
+  ReadWriteTally zkr(ctx.options.connect), curator_tally(ctx.options.connect);
   for (unsigned round = 0; round < rounds; ++round)
     for (unsigned slot = 0; slot < 2; ++slot) {
       if ((round + slot) % 2 == 0) zkr_round(locks, duration, zkr);
-      else if (curator) curator_round(ctx, *curator, duration, curator_tally);
+      else if (curator) curator_read_write_round(ctx, *curator, duration, curator_tally);
     }
 
   std::optional<double> curator_rate;
   if (curator)
-    curator_rate =
-        report(ctx, "curator", "Curator 5.4 InterProcessReadWriteLock", curator_tally, {});
-  (void)report(ctx, "zkr", "InterProcessReadWriteLock", zkr, curator_rate);
+    curator_rate = report_read_write(ctx, "curator", "Curator 5.4 InterProcessReadWriteLock",
+                                     curator_tally, {});
+  (void)report_read_write(ctx, "zkr", "InterProcessReadWriteLock", zkr, curator_rate);
   const auto most = zkr.judgement.report.most_shared_at_once;
   ctx.reporter.verdict({"W6 readers share the lock (more than one held at once)", false, most > 1,
                         !ctx.options.quick, strprintf("up to %zu readers at once", most)});

@@ -33,9 +33,9 @@ constexpr unsigned kSemaphoreWorkers = kW7SemaphoreWorkers;
 constexpr std::int32_t kLeases = 4;
 constexpr int kReadsPerHold = 40;
 constexpr unsigned kMutexWorkers = 8;
-constexpr std::uint64_t kMaxHoldsPerWorker = 1'000'000;
+constexpr std::uint64_t kMaxSemaphoreHoldsPerWorker = 1'000'000;
 // Rounds per implementation when Curator's runs too, in a full run (--quick: one).
-constexpr unsigned kRounds = 3;
+constexpr unsigned kSemaphoreRounds = 3;
 
 struct Hold {
   std::int64_t enter_ns, exit_ns;
@@ -94,7 +94,7 @@ void run_workers(unsigned workers, std::chrono::milliseconds duration, HoldOnce 
   run.seconds +=
       run_timed_round(workers, duration, run.cost, [&](unsigned i, Clock::time_point deadline) {
         try {
-          while (per_worker[i] < kMaxHoldsPerWorker && Clock::now() < deadline) {
+          while (per_worker[i] < kMaxSemaphoreHoldsPerWorker && Clock::now() < deadline) {
             const auto t0 = Clock::now();
             Hold h{};
             if (!hold_once(
@@ -127,8 +127,8 @@ void run_workers(unsigned workers, std::chrono::milliseconds duration, HoldOnce 
   }
 }
 
-Record record(const std::string& impl, const std::string& label, const std::string& lock,
-              unsigned workers, const Run& run, std::optional<double> curator_rate) {
+Record semaphore_record(const std::string& impl, const std::string& label, const std::string& lock,
+                        unsigned workers, const Run& run, std::optional<double> curator_rate) {
   Record r;
   r.impl = impl;
   r.workload = "W7";
@@ -160,7 +160,7 @@ std::string versus_curator(const Record& r, std::optional<double> curator_rate) 
 // One round of Curator's, in its JVM (`call` runs it): its holds, read back
 // from the peer's interval file, added to the run.
 template <class Call>
-void curator_round(unsigned workers, Call call, Run& run) {
+void curator_semaphore_round(unsigned workers, Call call, Run& run) {
   run.cost.begin();
   const auto start = Clock::now();
   const CuratorPeer::W7 result = call();
@@ -182,7 +182,7 @@ using Slot = std::function<void(std::chrono::milliseconds)>;
 // machine's load drifts, and each gets its share of every stretch. One round
 // unless Curator's runs beside ours in a full run.
 void interleave(const Context& ctx, const std::vector<Slot>& slots) {
-  const unsigned rounds = ctx.options.quick || !ctx.curator ? 1 : kRounds;
+  const unsigned rounds = ctx.options.quick || !ctx.curator ? 1 : kSemaphoreRounds;
   const auto duration = ctx.plan.w2_duration / rounds;
   for (unsigned round = 0; round < rounds; ++round)
     for (std::size_t slot = 0; slot < slots.size(); ++slot)
@@ -226,10 +226,10 @@ struct SemaphoreWorkers {
 double report_semaphore(Context& ctx, const std::string& impl, const std::string& lock,
                         const Run& run, std::optional<double> curator_rate) {
   const auto most = most_at_once(run.holds);
-  Record r = record(impl,
-                    std::to_string(kSemaphoreWorkers) + " sessions, a semaphore of " +
-                        std::to_string(kLeases) + " leases",
-                    lock, kSemaphoreWorkers, run, curator_rate);
+  Record r = semaphore_record(impl,
+                              std::to_string(kSemaphoreWorkers) + " sessions, a semaphore of " +
+                                  std::to_string(kLeases) + " leases",
+                              lock, kSemaphoreWorkers, run, curator_rate);
   r.note =
       strprintf("latency = wait; up to %zu holders at once; fairness %.2f", most, run.fairness()) +
       versus_curator(r, curator_rate);
@@ -249,7 +249,7 @@ void semaphore_part(Context& ctx) {
   std::vector<Slot> slots{[&](std::chrono::milliseconds d) { ours.round(d, zkr); }};
   if (ctx.curator)
     slots.push_back([&](std::chrono::milliseconds d) {
-      curator_round(
+      curator_semaphore_round(
           kSemaphoreWorkers,
           [&] {
             return ctx.curator->w7_semaphore(ctx.path("curator-w7/semaphore"), kSemaphoreWorkers,
@@ -302,8 +302,8 @@ struct MutexWorkers {
 double report_mutex(Context& ctx, const std::string& impl, const std::string& lock,
                     unsigned workers, const Run& run, std::optional<double> curator_rate) {
   const auto tag = std::to_string(workers);
-  Record r = record(impl, tag + (workers == 1 ? " session, " : " sessions, ") + lock, lock, workers,
-                    run, curator_rate);
+  Record r = semaphore_record(impl, tag + (workers == 1 ? " session, " : " sessions, ") + lock,
+                              lock, workers, run, curator_rate);
   const auto most = most_at_once(run.holds);
   r.note =
       strprintf(
@@ -331,7 +331,7 @@ void mutex_part(Context& ctx, unsigned workers) {
       [&](std::chrono::milliseconds d) { layout_workers.round(d, curator_layout); }};
   if (ctx.curator)
     slots.push_back([&](std::chrono::milliseconds d) {
-      curator_round(
+      curator_semaphore_round(
           workers,
           [&] { return ctx.curator->w7_mutex(ctx.path("curator-w7/mutex-" + tag), workers, d); },
           curator);

@@ -139,7 +139,7 @@ Footprint footprint_now(bool trim) {
 }
 
 // What a side measured.
-struct Outcome {
+struct WaitersOutcome {
   std::string label;
   std::string api;
   std::size_t waiters = 0;  // started: the blocking side may start fewer
@@ -188,10 +188,10 @@ std::vector<std::size_t> waiters_per_key(const Side<Keys>& side, std::size_t sta
 // release: measures, releases, waits for every grant (`join` returns when all
 // waiters have ended), and sums up.
 template <class Keys, class Join>
-Outcome hand_off(const Context& ctx, Client& client, Side<Keys>& side,
-                 std::vector<typename Keys::Held>& holders, std::size_t started,
-                 Clock::time_point deadline, const char* name, Join&& join) {
-  Outcome o;
+WaitersOutcome hand_off(const Context& ctx, Client& client, Side<Keys>& side,
+                        std::vector<typename Keys::Held>& holders, std::size_t started,
+                        Clock::time_point deadline, const char* name, Join&& join) {
+  WaitersOutcome o;
   o.waiters = started;
   o.all_queued = wait_until_queued(client, side, waiters_per_key(side, started), deadline);
   if (!o.all_queued)
@@ -265,8 +265,8 @@ void start_callback_waiter(net::io_context& io, Side<Keys>& side, std::size_t w,
 enum class Form { callback, coroutine };
 
 template <class Keys>
-Outcome run_async(const Context& ctx, const char* name, Form form, std::size_t keys,
-                  std::size_t waiters) {
+WaitersOutcome run_async(const Context& ctx, const char* name, Form form, std::size_t keys,
+                         std::size_t waiters) {
   auto client = ctx.connect();
   Side<Keys> side(*client, ctx.path(std::string("w8/") + name), keys, waiters);
   const auto deadline = Clock::now() + kSideTimeLimit;
@@ -280,7 +280,7 @@ Outcome run_async(const Context& ctx, const char* name, Form form, std::size_t k
   // The one Asio thread; run() returns once every waiter has ended.
   // A jthread: should hand_off() throw, it still joins (each waiter ends by the deadline).
   std::jthread io_thread([&io] { io.run(); });
-  Outcome o =
+  WaitersOutcome o =
       hand_off(ctx, *client, side, holders, waiters, deadline, name, [&] { io_thread.join(); });
   o.before = before;
   return o;
@@ -299,7 +299,7 @@ void blocking_waiter(Side<MutexKeys>& side, std::size_t w, Clock::time_point dea
   }
 }
 
-Outcome run_blocking(const Context& ctx, std::size_t keys, std::size_t waiters) {
+WaitersOutcome run_blocking(const Context& ctx, std::size_t keys, std::size_t waiters) {
   auto client = ctx.connect();
   Side<MutexKeys> side(*client, ctx.path("w8/blocking"), keys, waiters);
   const auto deadline = Clock::now() + kSideTimeLimit;
@@ -316,15 +316,15 @@ Outcome run_blocking(const Context& ctx, std::size_t keys, std::size_t waiters) 
     }
   }
   const std::size_t started = threads.started();
-  Outcome o = hand_off(ctx, *client, side, holders, started, deadline, "blocking",
-                       [&] { threads.join_all(); });
+  WaitersOutcome o = hand_off(ctx, *client, side, holders, started, deadline, "blocking",
+                              [&] { threads.join_all(); });
   o.before = before;
   o.label = "blocking, " + std::to_string(started) + " threads";
   o.api = "InterProcessMutex::try_acquire_until";
   return o;
 }
 
-Record record_of(const Outcome& o, std::size_t keys) {
+Record record_of(const WaitersOutcome& o, std::size_t keys) {
   Record r;
   r.workload = "W8";
   r.label = o.label;
@@ -381,30 +381,32 @@ void run_w8_many_waiters(Context& ctx) {
                "with callbacks, then coroutines), then blocking with a thread each\n";
   // Async first: if anything, the blocking side then finds the allocator's
   // arenas warm; footprint_now() trims what the sides before freed.
-  Outcome async = run_async<MutexKeys>(ctx, "async", Form::callback, keys, waiters);
+  WaitersOutcome async = run_async<MutexKeys>(ctx, "async", Form::callback, keys, waiters);
   async.label = "async, 1 Asio thread";
   async.api = "zkr::asio::async_acquire_guard, a callback bound to the io_context";
-  Outcome async_co = run_async<MutexKeys>(ctx, "async-coroutines", Form::coroutine, keys, waiters);
+  WaitersOutcome async_co =
+      run_async<MutexKeys>(ctx, "async-coroutines", Form::coroutine, keys, waiters);
   async_co.label = "async coroutines, 1 Asio thread";
   async_co.api = "zkr::asio::async_acquire_guard, use_awaitable";
-  Outcome semaphore = run_async<SemaphoreKeys>(ctx, "semaphore", Form::callback, keys, waiters);
+  WaitersOutcome semaphore =
+      run_async<SemaphoreKeys>(ctx, "semaphore", Form::callback, keys, waiters);
   semaphore.label = "semaphore async, 1 Asio thread";
   semaphore.api =
       "InterProcessSemaphoreV2 (1 lease), zkr::asio::async_acquire, a callback bound to the "
       "io_context";
-  Outcome semaphore_co =
+  WaitersOutcome semaphore_co =
       run_async<SemaphoreKeys>(ctx, "semaphore-coroutines", Form::coroutine, keys, waiters);
   semaphore_co.label = "semaphore async coroutines, 1 Asio thread";
   semaphore_co.api = "InterProcessSemaphoreV2 (1 lease), zkr::asio::async_acquire, use_awaitable";
-  const Outcome blocking = run_blocking(ctx, keys, waiters);
-  const std::initializer_list<const Outcome*> sides = {&async, &async_co, &semaphore, &semaphore_co,
-                                                       &blocking};
-  for (const Outcome* o : sides) {
+  const WaitersOutcome blocking = run_blocking(ctx, keys, waiters);
+  const std::initializer_list<const WaitersOutcome*> sides = {&async, &async_co, &semaphore,
+                                                              &semaphore_co, &blocking};
+  for (const WaitersOutcome* o : sides) {
     if (!o->first_error.empty())
       std::cerr << "bench:   W8 " << o->label << ": first error: " << o->first_error << "\n";
     ctx.reporter.add(record_of(*o, keys));
   }
-  for (const Outcome* o : sides)
+  for (const WaitersOutcome* o : sides)
     ctx.reporter.verdict(
         {"W8 " + o->label + ": every waiter granted once, one holder per key at a time", true,
          o->clean(), true,
@@ -425,7 +427,7 @@ void run_w8_many_waiters(Context& ctx) {
                  static_cast<long long>(semaphore.threads_added()),
                  static_cast<long long>(semaphore_co.threads_added()),
                  static_cast<long long>(blocking.threads_added()), blocking.waiters)});
-  const auto per_waiter = [](const Outcome& o, std::int64_t kib) {
+  const auto per_waiter = [](const WaitersOutcome& o, std::int64_t kib) {
     return o.waiters ? static_cast<double>(kib) / static_cast<double>(o.waiters) : 0;
   };
   const double async_rss = per_waiter(async, async.rss_added_kib());
@@ -440,7 +442,7 @@ void run_w8_many_waiters(Context& ctx) {
   // Judged on the callback form: what a waiter costs with the library's
   // state and the least a caller can keep. A coroutine waiter adds its own
   // frames (the caller's), printed beside it.
-  const std::initializer_list<std::pair<const Outcome*, const Outcome*>> judged = {
+  const std::initializer_list<std::pair<const WaitersOutcome*, const WaitersOutcome*>> judged = {
       {&async, &async_co}, {&semaphore, &semaphore_co}};
   for (const auto& [o, co] : judged) {
     const double heap = per_waiter(*o, o->heap_added_kib());
@@ -453,7 +455,7 @@ void run_w8_many_waiters(Context& ctx) {
                    heap, per_waiter(*o, o->rss_added_kib()), per_waiter(*co, co->heap_added_kib()),
                    per_waiter(*co, co->rss_added_kib()))});
   }
-  for (const Outcome* o : sides) {
+  for (const WaitersOutcome* o : sides) {
     const auto p = o->handoffs.percentiles();
     std::cerr << strprintf("bench:   W8 %s: hand-off p50/p99 %.2f/%.2f ms, all granted in %.2f s",
                            o->label.c_str(), p.p50_ms, p.p99_ms, o->seconds)

@@ -29,9 +29,9 @@
 namespace zkr::bench {
 namespace {
 
-struct Shared {
-  Shared(std::string path_, std::size_t participants_, std::uint64_t rounds_,
-         Clock::time_point deadline_, Clock::time_point give_up_)
+struct FailoverShared {
+  FailoverShared(std::string path_, std::size_t participants_, std::uint64_t rounds_,
+                 Clock::time_point deadline_, Clock::time_point give_up_)
       : path(std::move(path_)),
         participants(participants_),
         rounds(rounds_),
@@ -60,7 +60,7 @@ struct Shared {
 
 // One participant: joins, leads, closes, joins again, until the rounds or
 // the time are done.
-void participant(Client& client, unsigned index, Shared& shared) {
+void participant(Client& client, unsigned index, FailoverShared& shared) {
   const std::string id = "w9-zkr-" + std::to_string(index);
   try {
     for (std::uint64_t joins = 0; joins < 1'000'000; ++joins) {
@@ -143,8 +143,8 @@ void run_w9_failover(Context& ctx) {
   std::cerr << "bench: W9 failover on close, " << participants << " participants\n";
 
   const auto start = Clock::now();
-  Shared shared(path, participants, ctx.plan.w9_rounds, start + ctx.plan.w9_duration,
-                start + ctx.plan.w9_duration + std::chrono::seconds(60));
+  FailoverShared shared(path, participants, ctx.plan.w9_rounds, start + ctx.plan.w9_duration,
+                        start + ctx.plan.w9_duration + std::chrono::seconds(60));
   CostMeter cost(ctx.options.connect);
   cost.begin();
   {

@@ -43,7 +43,7 @@ std::string_view to_string(ChildEventType type) noexcept {
 namespace {
 
 // A failed read is repeated after this, unless something wakes us first.
-constexpr auto kReadAgainAfterFailure = std::chrono::seconds(1);
+constexpr auto kCacheReadAgainAfterFailure = std::chrono::seconds(1);
 
 // Raised when its watch fires (for any reason: a change, or the session's end).
 struct WatchFlag {
@@ -233,7 +233,8 @@ void ChildrenCache::start() {
   impl.listener = impl.client.add_listener(
       [signal = impl.refresh.signal()](ConnectionState) { signal->wake(true); });
   impl.refresh.signal()->wake(true);
-  impl.refresh.start([&impl](bool full) { return impl.read_once(full); }, kReadAgainAfterFailure);
+  impl.refresh.start([&impl](bool full) { return impl.read_once(full); },
+                     kCacheReadAgainAfterFailure);
 }
 
 bool ChildrenCache::wait_until_initialized(std::chrono::milliseconds timeout) const {

@@ -31,7 +31,7 @@ OpTarget target_of(const Op& o) {
       o);
 }
 
-[[noreturn]] void refuse(const OpTarget& t, const std::string& why) {
+[[noreturn]] void refuse_op(const OpTarget& t, const std::string& why) {
   throw std::invalid_argument("guarded_write: refusing " + std::string(t.kind) + " of " + *t.path +
                               ": " + why + "; nothing was sent");
 }
@@ -49,17 +49,17 @@ void check_ops_leave_locks_alone(const std::vector<Grant>& leases, const std::ve
     for (const auto& grant : leases) {
       const std::string& node = grant.node_path();
       const std::string_view dir = parent_path(node);
-      if (path == node) refuse(t, "it is the lock node of a grant it is guarded by");
-      if (path == dir) refuse(t, "it is the lock directory of a grant it is guarded by");
+      if (path == node) refuse_op(t, "it is the lock node of a grant it is guarded by");
+      if (path == dir) refuse_op(t, "it is the lock directory of a grant it is guarded by");
       if (std::holds_alternative<op::Create>(o) && parent_path(path) == dir)
-        refuse(t, "it would create a node in the lock directory " + std::string(dir));
+        refuse_op(t, "it would create a node in the lock directory " + std::string(dir));
     }
     if (const auto* create = std::get_if<op::Create>(&o)) {
       // A sequential create gets ten digits appended: judge the name it will get.
       std::string name(node_name(path));
       if (is_sequential(create->mode)) name += "0000000000";
       if (detail::is_lock_node(name))
-        refuse(t, "its name looks like a lock node, which would join (and block) a lock queue");
+        refuse_op(t, "its name looks like a lock node, which would join (and block) a lock queue");
     }
   }
 }

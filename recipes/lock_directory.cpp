@@ -11,7 +11,7 @@ namespace zkr::detail {
 namespace {
 
 template <class T>
-T await(std::future<T>& reply, const Keeper& keeper, const std::string& path) {
+T reply_or_throw(std::future<T>& reply, const Keeper& keeper, const std::string& path) {
   if (reply.wait_for(keeper.default_timeout()) != std::future_status::ready)
     throw KeeperError(Errc::operation_timeout, path, "removing a lock directory");
   return reply.get();
@@ -43,7 +43,7 @@ std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
     if (!reserved(paths[i])) reads[i] = keeper.async_get(paths[i]);
   for (std::size_t i = 0; i < n; ++i) {
     if (!reads[i]) continue;
-    const auto read = await(*reads[i], keeper, paths[i]);
+    const auto read = reply_or_throw(*reads[i], keeper, paths[i]);
     // no_auth: someone else's, guarded against us; not ours, whatever it is.
     throw_unless(read.error(), {Errc::no_node, Errc::no_auth}, paths[i]);
     if (read.error() == Errc::no_auth) outcome[i] = DirectoryRemoval::not_ours;
@@ -69,8 +69,8 @@ std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
   std::vector<bool> has_probe(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     if (!candidate[i]) continue;
-    const auto created = await(*pinned[i], keeper, probes[i]);
-    const auto reread = await(*rereads[i], keeper, paths[i]);
+    const auto created = reply_or_throw(*pinned[i], keeper, probes[i]);
+    const auto reread = reply_or_throw(*rereads[i], keeper, paths[i]);
     throw_unless(created.error(), {Errc::no_node}, probes[i]);
     throw_unless(reread.error(), {Errc::no_node}, paths[i]);
     has_probe[i] = created.ok();
@@ -91,9 +91,10 @@ std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (unpins[i])
-      throw_unless(await(*unpins[i], keeper, probes[i]).error(), {Errc::no_node}, probes[i]);
+      throw_unless(reply_or_throw(*unpins[i], keeper, probes[i]).error(), {Errc::no_node},
+                   probes[i]);
     if (!multis[i]) continue;
-    const auto result = await(*multis[i], keeper, paths[i]);
+    const auto result = reply_or_throw(*multis[i], keeper, paths[i]);
     if (result.ok()) {
       outcome[i] = DirectoryRemoval::removed;
       continue;
@@ -102,7 +103,7 @@ std::vector<DirectoryRemoval> remove_lock_directories(Keeper& keeper,
     throw_unless(result.error, {Errc::not_empty, Errc::bad_version, Errc::no_node}, paths[i]);
     outcome[i] = DirectoryRemoval::in_use;
     auto unpin = keeper.async_remove(probes[i]);
-    throw_unless(await(unpin, keeper, probes[i]).error(), {Errc::no_node}, probes[i]);
+    throw_unless(reply_or_throw(unpin, keeper, probes[i]).error(), {Errc::no_node}, probes[i]);
   }
   return outcome;
 }
@@ -114,7 +115,7 @@ std::vector<bool> marked_lock_directories(Keeper& keeper, const std::vector<std:
   std::vector<bool> marked(paths.size(), false);
   for (std::size_t i = 0; i < paths.size(); ++i) {
     if (!reads[i]) continue;
-    const auto read = await(*reads[i], keeper, paths[i]);
+    const auto read = reply_or_throw(*reads[i], keeper, paths[i]);
     throw_unless(read.error(), {Errc::no_node, Errc::no_auth}, paths[i]);
     marked[i] = read.ok() && is_marked(read.value()) && !read.value().stat.is_ephemeral();
   }

@@ -16,7 +16,8 @@ constexpr RetryOptions kAnySession{.retry_session_expired = true};
 // Every wait has a deadline: a reply that does not come within the session
 // timeout counts as a lost link, which the retry loop handles.
 template <class T>
-Result<T> await(std::future<Result<T>>& reply, const Keeper& keeper, const std::string& path) {
+Result<T> reply_in_time(std::future<Result<T>>& reply, const Keeper& keeper,
+                        const std::string& path) {
   return await_reply(std::move(reply), keeper.default_timeout(), path);
 }
 
@@ -74,7 +75,7 @@ std::vector<ChildEntry> LockTree::look_at(const std::string& dir,
           entry.name = names[i];
           Errc error = Errc::ok;
           if (auto* get = std::get_if<0>(&replies[i])) {
-            auto reply = await(*get, keeper, path);
+            auto reply = reply_in_time(*get, keeper, path);
             error = reply.error();
             if (reply.ok()) {
               entry.stat = reply.value().stat;
@@ -86,7 +87,7 @@ std::vector<ChildEntry> LockTree::look_at(const std::string& dir,
               entry.lock_node = entry.stat.num_children == 0 && !is_our_directory(entry);
             }
           } else {
-            auto reply = await(std::get<1>(replies[i]), keeper, path);
+            auto reply = reply_in_time(std::get<1>(replies[i]), keeper, path);
             error = reply.error();
             if (reply.ok()) entry.stat = reply.value();
           }

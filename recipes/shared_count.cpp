@@ -31,7 +31,7 @@ std::string checked_count_path(std::string path) {
 }
 
 // A failed read is repeated after this, unless something wakes us first.
-constexpr auto kReadAgainAfterFailure = std::chrono::seconds(1);
+constexpr auto kCountReadAgainAfterFailure = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -157,7 +157,7 @@ void SharedCount::start() {
   impl.connection_listener =
       impl.client.add_listener([signal = impl.wake()](ConnectionState) { signal->wake(); });
   impl.wake()->wake();  // the first read sets the watch
-  impl.refresh.start([&impl](bool) { return impl.read_once(); }, kReadAgainAfterFailure);
+  impl.refresh.start([&impl](bool) { return impl.read_once(); }, kCountReadAgainAfterFailure);
 }
 
 std::int32_t SharedCount::get_count() const { return get_versioned_count().value; }

@@ -101,7 +101,7 @@ TEST_F(LockAsyncIntegrationTest, TwoThousandWaitersOnTwoClientsAreGrantedOneAtAT
   std::vector<InterProcessMutex*> locks;
   for (int k = 0; k < kKeys; ++k)
     for (auto* c : clients) locks.push_back(&lock(*c, k));
-  const auto threads_before = test::thread_count();
+  const auto threads_before = test::thread_baseline();
 
   Exclusion exclusion;
   std::atomic<int> granted{0};

@@ -208,7 +208,7 @@ TEST(KeeperMisuse, EveryOperationRefusesEveryBadPathAndSendsNothing) {
 
 TEST(DeadEnsemble, AcquiresFailByTheirDeadlineNamingTheLockAndLeaveNoThread) {
   // Needs no ensemble: nothing listens on this port.
-  const auto threads_before = test::thread_count();
+  const auto threads_before = test::thread_baseline();
   const std::string hosts = "127.0.0.1:" + std::to_string(unused_port());
   auto options = options_for(hosts);
   // Each bound below tells a wait for a connection (a whole
@@ -357,7 +357,7 @@ TEST(ClientDestroyed, WhileALockIsHeldItsNodeGoesAndTheLockStaysSafe) {
   ZKR_REQUIRE_ENSEMBLE();
   const std::string dir = test::unique_path("client-gone-held");
   auto observer = connected_client(options_for(test::connect_string()));
-  const auto threads_before = test::thread_count();
+  const auto threads_before = test::thread_baseline();
   auto doomed = connected_client(options_for(test::connect_string()));
   auto mutex = std::make_unique<InterProcessMutex>(*doomed, dir);
   auto semaphore = std::make_unique<NonReentrantMutex>(*doomed, dir + "-s");

@@ -16,6 +16,11 @@ std::size_t thread_count() {
   return n;
 }
 
+std::size_t thread_baseline() {
+  std::thread([] {}).join();
+  return thread_count();
+}
+
 bool threads_back_to(std::size_t n, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (thread_count() > n) {

@@ -74,7 +74,7 @@ TYPED_TEST(LockAsyncTest, ManyWaitersQueueOnNoThreadsAndAreGrantedInTurn) {
   ASSERT_TRUE(held->try_acquire());
   auto& c = this->contender();
   auto lock = this->lock_for(c);
-  const auto threads_before = test::thread_count();
+  const auto threads_before = test::thread_baseline();
 
   // Each grant, as its handler saw it: who, its node, and the queue's head
   // on the server at that moment (ours, if nobody else holds).

@@ -376,7 +376,7 @@ using LockTypes = ::testing::Types<InterProcessMutex, NonReentrantMutex>;
 TYPED_TEST_SUITE(ClientGoneTest, LockTypes);
 
 TYPED_TEST(ClientGoneTest, ALockOutlivingItsClientIsSafeAndSaysSo) {
-  const auto threads_before = test::thread_count();
+  const auto threads_before = test::thread_baseline();
   auto doomed = std::make_unique<typename MisuseTest::Contender>();
   // Straight on the fake: its close ends armed watches on the closing thread.
   auto options = this->options_for(*doomed);
@@ -432,7 +432,7 @@ TYPED_TEST(ClientGoneTest, AnAcquireWaitingWhenItsClientIsDestroyedFailsWithClos
   TypeParam held(*holder.client, kDir);
   ASSERT_TRUE(held.try_acquire());
 
-  const auto threads_before = test::thread_count();
+  const auto threads_before = test::thread_baseline();
   auto doomed = std::make_unique<typename MisuseTest::Contender>();
   doomed->client = std::make_unique<Client>(this->options_for(*doomed));
   ASSERT_TRUE(doomed->client->block_until_connected(kWait));

@@ -87,8 +87,8 @@ Request read_request(const ParsedArgs& parsed) {
 }
 
 // What a write came to, for the exit code and the message.
-int report(const Request& r, CounterOutcome outcome, std::optional<std::int64_t> pre,
-           std::optional<std::int64_t> post) {
+int report_outcome(const Request& r, CounterOutcome outcome, std::optional<std::int64_t> pre,
+                   std::optional<std::int64_t> post) {
   switch (outcome) {
     case CounterOutcome::succeeded:
       std::printf("%lld\n", static_cast<long long>(*post));
@@ -121,7 +121,7 @@ int run_long(Client& client, const Request& r) {
     case Action::set: result = counter.try_set(r.amount); break;
     case Action::cas: result = counter.compare_and_set(r.expected, r.amount); break;
   }
-  return report(r, result.outcome, result.pre, result.post);
+  return report_outcome(r, result.outcome, result.pre, result.post);
 }
 
 // SharedCount has one compare-and-set; add and set are made of it, each try
@@ -147,7 +147,7 @@ int run_int32(Client& client, const Request& r) {
     outcome = count.try_set_count(seen, next);
     if (r.action == Action::cas) break;
   }
-  return report(r, outcome, seen.value, next);
+  return report_outcome(r, outcome, seen.value, next);
 }
 
 }  // namespace

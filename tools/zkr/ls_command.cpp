@@ -11,6 +11,7 @@
 #include "errors.hpp"
 #include "exit_codes.hpp"
 #include "root_walk.hpp"
+#include "session_text.hpp"
 #include "verbs.hpp"
 #include "zkr/cleanup.hpp"
 #include "zkr/path.hpp"
@@ -39,15 +40,9 @@ std::string holder_text(const LockNodeInfo& node) {
   return text;
 }
 
-std::string session_hex(std::int64_t id) {
-  char buffer[24];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(id));
-  return buffer;
-}
-
 // One line of JSON per lock. Holder texts are anyone's bytes: invalid UTF-8
 // is written as U+FFFD, so that every line parses.
-std::string json_line(const LockInfo& lock, std::int64_t now) {
+std::string lock_json_line(const LockInfo& lock, std::int64_t now) {
   nlohmann::ordered_json line;
   line["path"] = lock.path;
   if (lock.key) line["key"] = *lock.key;
@@ -182,7 +177,7 @@ int ls_main(const std::vector<std::string>& args) {
               [](const LockInfo& a, const LockInfo& b) { return a.path < b.path; });
     const auto now = now_ms();
     if (parsed.has("json")) {
-      for (const auto& lock : locks) std::fputs(json_line(lock, now).c_str(), stdout);
+      for (const auto& lock : locks) std::fputs(lock_json_line(lock, now).c_str(), stdout);
     } else if (locks.empty()) {
       print_error("no locks under " + root);
     } else if (locks.size() == 1 && locks.front().path == root &&

@@ -8,6 +8,7 @@
 #include "connection.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
+#include "session_text.hpp"
 #include "verbs.hpp"
 #include "zkr/children_cache.hpp"
 #include "zkr/path.hpp"
@@ -24,15 +25,9 @@ std::vector<OptionSpec> members_specs() {
   return specs;
 }
 
-std::string session_hex(std::int64_t id) {
-  char buffer[24];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(id));
-  return buffer;
-}
-
 // A member's data is anyone's bytes: invalid UTF-8 is written as U+FFFD, so
 // that every line parses.
-std::string json_line(const std::string& id, const ChildNode& member) {
+std::string member_json_line(const std::string& id, const ChildNode& member) {
   nlohmann::ordered_json line;
   line["id"] = id;
   line["data"] = member.data;
@@ -109,8 +104,9 @@ int members_main(const std::vector<std::string>& args) {
     const auto members = cache.snapshot();
     cache.close();
     for (const auto& [id, member] : members)
-      std::fputs((parsed.has("json") ? json_line(id, member) : text_line(id, member.data)).c_str(),
-                 stdout);
+      std::fputs(
+          (parsed.has("json") ? member_json_line(id, member) : text_line(id, member.data)).c_str(),
+          stdout);
     return exit_code::ok;
   });
 }
