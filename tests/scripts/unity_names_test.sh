@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/scripts/unity_names_test.sh — the unity build cannot mix two files'
-# helpers up (src/CMakeLists.txt says how it could):
+# helpers up (zkr_compile_in_batches in CMakeLists.txt says how it could):
 #   1. every target this build compiles in batches (the batch files CMake
 #      wrote) passes scripts/check-unity-names over all of its sources;
 #   2. the check itself: it fails on two files with a file-local helper of one
