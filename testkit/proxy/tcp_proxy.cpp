@@ -111,54 +111,60 @@ OwnNodes& own_nodes() {
   return nodes;
 }
 
-// Whether a multi's ops (the request body) delete one of the session's own
-// nodes. Ops of kinds it cannot step over end the search (no match).
-bool multi_deletes_own(std::int64_t session, const char* p, const char* end) {
+// The first of the session's own nodes under `under` that a multi's ops (the
+// request body) delete, if any. Ops of kinds it cannot step over end the
+// search (no match).
+std::optional<std::string> multi_deletes_own(std::int64_t session, std::string_view under,
+                                             const char* p, const char* end) {
   while (end - p >= 9) {
     const auto type = static_cast<std::int32_t>(be32(p));
     const bool done = p[4] != 0;
     p += 9;  // type, done, err
-    if (type == -1 || done) return false;
+    if (type == -1 || done) return std::nullopt;
     const auto path = jute_bytes(p, end);
-    if (!path) return false;
-    if (type == 2 && own_nodes().owns(session, *path)) return true;
+    if (!path) return std::nullopt;
+    if (type == 2 && path->starts_with(under) && own_nodes().owns(session, *path))
+      return std::string(*path);
     if (type == 2 || type == 13) {  // delete, check: version
       p += 4;
     } else if (type == 5) {  // setData: data, version
-      if (!jute_bytes(p, end)) return false;
+      if (!jute_bytes(p, end)) return std::nullopt;
       p += 4;
     } else if (is_create(type)) {  // data, acl, flags (createTTL: ttl)
-      if (!jute_bytes(p, end) || end - p < 4) return false;
+      if (!jute_bytes(p, end) || end - p < 4) return std::nullopt;
       const auto acls = static_cast<std::int32_t>(be32(p));
       p += 4;
       for (std::int32_t i = 0; i < acls; ++i) {
         p += 4;  // perms
-        if (p > end || !jute_bytes(p, end) || !jute_bytes(p, end)) return false;
+        if (p > end || !jute_bytes(p, end) || !jute_bytes(p, end)) return std::nullopt;
       }
       p += type == 21 ? 12 : 4;
     } else {
-      return false;
+      return std::nullopt;
     }
-    if (p > end) return false;
+    if (p > end) return std::nullopt;
   }
-  return false;
+  return std::nullopt;
 }
 
-// Whether a request (opcode, then body) from `session` is of `kind`; `path`
-// gets the path it names.
-bool request_is(RequestKind kind, std::int64_t session, std::int32_t opcode, const char* body,
-                const char* end, std::string& path) {
+// Whether a request (opcode, then body) from `session` is of `kind`, on a path
+// under `under`; `path` gets that path.
+bool request_is(RequestKind kind, std::int64_t session, std::string_view under, std::int32_t opcode,
+                const char* body, const char* end, std::string& path) {
+  if (kind == RequestKind::release && opcode == 14) {
+    const auto deleted = multi_deletes_own(session, under, body, end);
+    if (deleted) path = *deleted;
+    return deleted.has_value();
+  }
   const char* p = body;
   const auto first = jute_bytes(p, end);
-  if (!first) return false;
+  if (!first || !first->starts_with(under)) return false;
   path = std::string(*first);
   switch (kind) {
     case RequestKind::own_watch:
       return (opcode == 3 || opcode == 4) && p < end && *p != 0 && own_nodes().owns(session, path);
     case RequestKind::listing: return opcode == 8 || opcode == 12;
-    case RequestKind::release:
-      if (opcode == 2) return own_nodes().owns(session, path);
-      return opcode == 14 && multi_deletes_own(session, body, end);
+    case RequestKind::release: return opcode == 2 && own_nodes().owns(session, path);
   }
   return false;
 }
@@ -279,12 +285,13 @@ void TcpProxy::arm_drop_reply(std::vector<int> opcodes) {
   drop_armed_ = true;
 }
 
-void TcpProxy::arm_drop_request(std::int64_t session, RequestKind kind) {
+void TcpProxy::arm_drop_request(std::int64_t session, RequestKind kind, std::string under) {
   {
     std::lock_guard lock(mutex_);
     dropped_.clear();
     request_session_ = session;
     request_kind_ = kind;
+    request_under_ = std::move(under);
   }
   request_armed_ = true;
 }
@@ -466,7 +473,7 @@ void TcpProxy::pump(const std::shared_ptr<Connection>& c, bool to_server) {
                 std::string path;
                 bool armed = true;
                 if (session == request_session_ &&
-                    request_is(request_kind_, session, opcode, frame.data() + 12,
+                    request_is(request_kind_, session, request_under_, opcode, frame.data() + 12,
                                frame.data() + frame.size(), path) &&
                     request_armed_.compare_exchange_strong(armed, false)) {
                   // Neither this request nor anything after it reaches the

@@ -19,12 +19,13 @@
 //                      request but the client never hears so (a lost reply);
 //                      given opcodes, the next request of one of them, reads
 //                      included (a getData that would set a watch)
-//   arm_drop_request(session, kind)
+//   arm_drop_request(session, kind, under)
 //                      on the next request of that kind from that session (its
-//                      own-node watch, a listing, its release), reset the
-//                      connection before the request reaches the server: the
-//                      request is lost with the link, so the C client answers
-//                      it with connection loss and sets no watch
+//                      own-node watch, a listing, its release) on a path that
+//                      starts with `under`, reset the connection before the
+//                      request reaches the server: the request is lost with
+//                      the link, so the C client answers it with connection
+//                      loss and sets no watch
 //
 //   zkr::chaos::TcpProxy proxy(server_port);      // listens on an ephemeral port
 //   connect_string = "127.0.0.1:" + std::to_string(proxy.port());
@@ -73,8 +74,10 @@ class TcpProxy {
   // mutating one.
   void arm_drop_reply(std::vector<int> opcodes = {});
   void disarm_drop_reply() { drop_armed_ = false; }
-  // session: the id the server gave in its connect response.
-  void arm_drop_request(std::int64_t session, RequestKind kind);
+  // session: the id the server gave in its connect response. under: a path
+  // prefix the request's path (a multi's: the deleted node's) must have, so
+  // that a session serving several recipes loses the one request aimed at.
+  void arm_drop_request(std::int64_t session, RequestKind kind, std::string under = "/");
   void disarm_drop_request() { request_armed_ = false; }
   // What the last armed drop did: "" while still armed or never armed, else
   // "opcode 14 xid 57" for the request whose reply was dropped, or
@@ -103,6 +106,7 @@ class TcpProxy {
   std::vector<int> drop_opcodes_;                       // guarded by mutex_
   std::int64_t request_session_ = 0;                    // guarded by mutex_
   RequestKind request_kind_ = RequestKind::listing;     // guarded by mutex_
+  std::string request_under_ = "/";                     // guarded by mutex_
   std::thread acceptor_;
 };
 

@@ -16,11 +16,13 @@ using Clock = std::chrono::steady_clock;
 using namespace nemesis_detail;
 
 // Arms every proxy (the session may move to any server) for the next request
-// of `kind` from `session`, waits up to `wait` for one to be dropped, and
-// disarms. Returns "proxy=N,opcode O xid X path P", or "" if none came.
+// of `kind` from `session` on a lock's node, waits up to `wait` for one to be
+// dropped, and disarms. Returns "proxy=N,opcode O xid X path P", or "" if none
+// came. Only under the lock root: a worker's session also serves its leader
+// latch participant, whose requests the checker does not judge as a lock's.
 std::string Nemesis::drop_request(std::int64_t session, RequestKind kind,
                                   std::chrono::milliseconds wait) {
-  for (auto* p : targets_.proxies) p->arm_drop_request(session, kind);
+  for (auto* p : targets_.proxies) p->arm_drop_request(session, kind, targets_.lock_root + "/");
   std::string what;
   for (const auto until = Clock::now() + wait; what.empty() && Clock::now() < until;) {
     for (std::size_t j = 0; j < targets_.proxies.size() && what.empty(); ++j)
