@@ -2,19 +2,22 @@
 //
 // zkr/lock.hpp claims Curator's node names and queue order, so that a C++
 // service and a Java service exclude each other on the same lock path. Here a
-// real Curator (Debian's 5.4.0 jars) takes part: tests/interop/CuratorLockPeer.java,
-// compiled with javac when the test first needs it (into a temporary directory,
-// once per test process: about two seconds, so the build needs no Java), runs
-// as a child process and is driven one command per line over a socket pair
-// that is its stdin and stdout.
+// real Curator (Debian's 5.4.0 jars) takes part: tests/interop/CuratorLockPeer.java
+// runs as a child process and is driven one command per line over a socket
+// pair that is its stdin and stdout. It is compiled with javac when a test
+// first needs it, so the build needs no Java: once per build tree, into the
+// directory ZKR_PEER_CACHE_DIR names, not once per test process (ctest runs
+// each test in a process of its own, and javac costs four seconds of a core).
 //
 // Skips only when javac, java or the jars are missing; scripts/setup installs
 // and checks them, and under CI a skip fails the run (scripts/check-skips).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,7 +31,9 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -59,6 +64,9 @@
 #ifndef ZKR_INTEROP_DIR
 #error \
     "ZKR_INTEROP_DIR must name tests/interop, where CuratorLockPeer.java is (tests/CMakeLists.txt)"
+#endif
+#ifndef ZKR_PEER_CACHE_DIR
+#error "ZKR_PEER_CACHE_DIR must name where the compiled peer is kept (tests/CMakeLists.txt)"
 #endif
 
 extern char** environ;
@@ -100,23 +108,80 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
-// The peer compiled once per test process, in a temporary directory removed
-// at exit.
+// The peer, compiled once per build tree.
 struct PeerBuild {
   std::string skip;   // set: the peer cannot be built here, the tests skip
   std::string error;  // set: javac failed, the tests fail
   std::string java;
   std::string classpath;
-  std::filesystem::path classes;
-
-  PeerBuild() = default;
-  PeerBuild(const PeerBuild&) = delete;
-  PeerBuild& operator=(const PeerBuild&) = delete;
-  ~PeerBuild() {
-    std::error_code ignored;
-    if (!classes.empty()) std::filesystem::remove_all(classes, ignored);
-  }
 };
+
+// FNV-1a, 64 bits: names the compiled peer after what it was compiled from.
+std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 14695981039346656037ull) {
+  for (const unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  return hash;
+}
+
+// Compiles the peer into `into`, a fresh directory; "" or what went wrong.
+std::string compile_peer(const std::string& javac, const std::string& jars,
+                         const std::string& source, const std::string& into) {
+  // -Xlint:-path: the manifests name jars Debian may not ship (jline).
+  test::ChildProcess javac_run({javac, "-Xlint:all,-path", "-d", into, "-cp", jars, source});
+  const auto status = javac_run.wait_until(Clock::now() + kCompileTimeout);
+  if (!status) {
+    javac_run.kill();
+    return "javac took longer than " + std::to_string(kCompileTimeout.count()) + " s";
+  }
+  if (*status != 0)
+    return "javac failed (" + test::describe_wait_status(*status) + "), see its output above";
+  return "";
+}
+
+// The compiled peer's directory in the cache: found there, or compiled into
+// a temporary directory and renamed into place, so that no process ever sees
+// half of it. A file lock makes the other test processes that start meanwhile
+// wait for the first compile instead of each running javac; the source's and
+// the classpath's text name the directory, so a changed peer is compiled anew.
+std::string cached_peer(const std::string& javac, const std::string& jars,
+                        const std::string& source, std::string& error) {
+  std::ifstream in(source, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!in.good() && !in.eof()) {
+    error = "cannot read " + source;
+    return "";
+  }
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx",
+                static_cast<unsigned long long>(fnv1a(jars, fnv1a(text))));
+  const std::filesystem::path cache = ZKR_PEER_CACHE_DIR;
+  const auto classes = cache / ("CuratorLockPeer-" + std::string(key));
+  const auto compiled = [&] { return std::filesystem::exists(classes / "CuratorLockPeer.class"); };
+  if (compiled()) return classes.string();
+
+  std::error_code failed;
+  std::filesystem::create_directories(cache, failed);
+  const int lock = ::open((cache / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (failed || lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+    error = "cannot lock " + (cache / ".lock").string() + ": " +
+            (failed ? failed.message() : std::system_category().message(errno));
+    if (lock >= 0) ::close(lock);
+    return "";
+  }
+  if (!compiled()) {
+    std::string dir = (cache / "tmp-XXXXXX").string();
+    if (::mkdtemp(dir.data()) == nullptr) {
+      error = "mkdtemp " + dir + ": " + std::system_category().message(errno);
+    } else {
+      error = compile_peer(javac, jars, source, dir);
+      if (error.empty()) std::filesystem::rename(dir, classes, failed);
+      if (error.empty() && failed)
+        error = "rename to " + classes.string() + ": " + failed.message();
+      std::filesystem::remove_all(dir, failed);  // left only when something failed
+    }
+  }
+  ::close(lock);  // and with it the lock
+  return error.empty() ? classes.string() : "";
+}
 
 void build_peer(PeerBuild& build) {
   const std::string javac = find_program("javac");
@@ -136,25 +201,9 @@ void build_peer(PeerBuild& build) {
   }
   if (std::filesystem::exists(kJarDir / kQuietLogging))
     jars += (kJarDir / kQuietLogging).string() + ":";
-
-  std::string dir = (std::filesystem::temp_directory_path() / "zkr-curator-peer-XXXXXX").string();
-  if (::mkdtemp(dir.data()) == nullptr) {
-    build.error = "mkdtemp " + dir + ": " + std::system_category().message(errno);
-    return;
-  }
-  build.classes = dir;
-  // -Xlint:-path: the manifests name jars Debian may not ship (jline).
-  test::ChildProcess javac_run(
-      {javac, "-Xlint:all,-path", "-d", dir, "-cp", jars, ZKR_INTEROP_DIR "/CuratorLockPeer.java"});
-  const auto status = javac_run.wait_until(Clock::now() + kCompileTimeout);
-  if (!status) {
-    javac_run.kill();
-    build.error = "javac took longer than " + std::to_string(kCompileTimeout.count()) + " s";
-  } else if (*status != 0) {
-    build.error =
-        "javac failed (" + test::describe_wait_status(*status) + "), see its output above";
-  }
-  build.classpath = jars + dir;
+  const auto classes =
+      cached_peer(javac, jars, ZKR_INTEROP_DIR "/CuratorLockPeer.java", build.error);
+  build.classpath = jars + classes;
 }
 
 const PeerBuild& peer_build() {
