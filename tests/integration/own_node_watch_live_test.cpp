@@ -25,29 +25,15 @@ using test::Latch;
 constexpr auto kWait = 30s;
 constexpr int kGetData = 4;  // ZooKeeper's opcode for getData
 
-int first_server_port() {
-  const std::string hosts = test::connect_string();
-  const std::string first = hosts.substr(0, hosts.find(','));
-  return std::stoi(first.substr(first.rfind(':') + 1));
-}
-
-std::unique_ptr<Client> client_of(const std::string& hosts) {
-  ClientOptions options;
-  options.connect_string = hosts;
-  options.session_timeout = 10s;
-  auto client = std::make_unique<Client>(options);
-  if (!client->block_until_connected(kWait)) throw std::runtime_error("no connection");
-  return client;
-}
-
 // Before the fix the read's reply was simply lost: no watch, nothing read
 // again, and the delete below went unheard.
 TEST(OwnNodeWatchLive, AWaiterWhoseOwnNodeReadLostItsLinkHearsALaterDelete) {
   ZKR_REQUIRE_ENSEMBLE();
-  chaos::TcpProxy proxy(first_server_port());
-  const auto holder_client = client_of(test::connect_string());
-  const auto waiter_client = client_of("127.0.0.1:" + std::to_string(proxy.port()));
-  const auto foreign = client_of(test::connect_string());
+  chaos::TcpProxy proxy(test::first_server_port());
+  const auto holder_client = test::connected_client(test::connect_string(), 10s);
+  const auto waiter_client =
+      test::connected_client("127.0.0.1:" + std::to_string(proxy.port()), 10s);
+  const auto foreign = test::connected_client(test::connect_string(), 10s);
   const std::string path = test::unique_path("own-node-watch");
 
   InterProcessMutex holder(*holder_client, path);

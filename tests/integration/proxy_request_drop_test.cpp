@@ -24,30 +24,15 @@ using chaos::RequestKind;
 
 constexpr auto kWait = 30s;
 
-int first_server_port() {
-  const std::string hosts = test::connect_string();
-  const std::string first = hosts.substr(0, hosts.find(','));
-  return std::stoi(first.substr(first.rfind(':') + 1));
-}
-
-std::unique_ptr<Client> client_of(const std::string& hosts) {
-  ClientOptions options;
-  options.connect_string = hosts;
-  options.session_timeout = 10s;
-  auto client = std::make_unique<Client>(options);
-  if (!client->block_until_connected(kWait)) throw std::runtime_error("no connection");
-  return client;
-}
-
 // A session through the proxy with an ephemeral node of its own in each of
 // two directories, <root>/a and <root>/b; the tree goes with the fixture.
 class ProxyRequestDrop : public ::testing::Test {
  protected:
   void SetUp() override {
     ZKR_REQUIRE_ENSEMBLE();
-    proxy_ = std::make_unique<chaos::TcpProxy>(first_server_port());
-    direct_ = client_of(test::connect_string());
-    proxied_ = client_of("127.0.0.1:" + std::to_string(proxy_->port()));
+    proxy_ = std::make_unique<chaos::TcpProxy>(test::first_server_port());
+    direct_ = test::connected_client(test::connect_string(), 10s);
+    proxied_ = test::connected_client("127.0.0.1:" + std::to_string(proxy_->port()), 10s);
     root_ = test::unique_path("proxy-request-drop");
     direct_->keeper()->create(root_);
     direct_->keeper()->create(root_ + "/a");

@@ -58,13 +58,6 @@ class SessionLog {
   std::vector<SessionState> states_;  // guarded by mutex_
 };
 
-// The port of the first server in the connect string ("127.0.0.1:PORT,...").
-int first_server_port() {
-  const std::string hosts = test::connect_string();
-  const std::string first = hosts.substr(0, hosts.find(','));
-  return std::stoi(first.substr(first.rfind(':') + 1));
-}
-
 std::unique_ptr<CKeeper> open(const std::string& hosts, SessionLog& log) {
   KeeperConfig config;
   config.hosts = hosts;
@@ -76,7 +69,7 @@ std::unique_ptr<CKeeper> open(const std::string& hosts, SessionLog& log) {
 
 TEST(ReplyNudgeTest, ASlowReplyEarnsANudgeOnTheSameSession) {
   ZKR_REQUIRE_ENSEMBLE();
-  chaos::TcpProxy proxy(first_server_port());
+  chaos::TcpProxy proxy(test::first_server_port());
   SessionLog log;
   auto keeper = open("127.0.0.1:" + std::to_string(proxy.port()), log);
   ASSERT_EQ(keeper->session_timeout(), kSessionTimeout);

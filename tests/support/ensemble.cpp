@@ -50,6 +50,23 @@ std::string run_script(const std::string& verb_and_args) {
 
 std::string connect_string() { return env("ZK_CONNECT"); }
 
+int first_server_port() {
+  const std::string hosts = connect_string();
+  const std::string first = hosts.substr(0, hosts.find(','));
+  return std::stoi(first.substr(first.rfind(':') + 1));
+}
+
+std::unique_ptr<Client> connected_client(const std::string& hosts,
+                                         std::chrono::milliseconds session_timeout) {
+  ClientOptions options;
+  options.connect_string = hosts;
+  options.session_timeout = session_timeout;
+  auto client = std::make_unique<Client>(options);
+  if (!client->block_until_connected(std::chrono::seconds(30)))
+    throw std::runtime_error("no connection to " + hosts);
+  return client;
+}
+
 bool can_inject_server_faults() {
   return !connect_string().empty() && !env("ZKR_ENSEMBLE_SCRIPT").empty() &&
          !env("ZKR_ENSEMBLE_DIR").empty();

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -17,6 +18,15 @@ namespace zkr::test {
 
 // The connect string, or "" when no ensemble is configured.
 std::string connect_string();
+
+// The port of the first server in the connect string ("127.0.0.1:PORT,..."):
+// where a test's TCP proxy forwards to.
+int first_server_port();
+
+// A Client of `hosts` with this session timeout, connected; throws
+// std::runtime_error if it is not within 30 s.
+std::unique_ptr<Client> connected_client(const std::string& hosts,
+                                         std::chrono::milliseconds session_timeout);
 
 // True when the fault verbs (kill, freeze, ...) can be used on the ensemble.
 bool can_inject_server_faults();
