@@ -11,7 +11,10 @@
 //
 // No sleeps: workers are waited for with a deadline (and killed if late), and
 // faults are injected when the counter, watched, reaches given values.
-// A failed test keeps the workers' interval files and says where.
+// A failed test keeps the workers' interval files and says where; its verdict
+// quotes what each failed worker said, and at the end of every run the
+// servers themselves must agree (each read after a sync), so that an ensemble
+// that lost transactions is named as such rather than taken for a lock bug.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -27,9 +30,11 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <time.h>
@@ -76,6 +81,12 @@ struct Outcome {
   std::vector<std::string> worker_failures;  // one line per worker that did not exit 0
 };
 
+std::string hex(std::int64_t value) {
+  std::ostringstream text;
+  text << std::hex << value;
+  return text.str();
+}
+
 // Deletes path and everything under it; a missing node is fine.
 void remove_tree(Keeper& keeper, const std::string& path) {
   auto listed = keeper.try_children(path);
@@ -117,19 +128,21 @@ class LockStressTest : public ::testing::Test {
     if (!root_.empty()) client_->with_retry([&](Keeper& k) { remove_tree(k, root_); });
     if (files_dir_.empty()) return;
     if (HasFailure()) {
-      print_timeout_reports();
+      print_worker_files(".timeouts");
+      print_worker_files(".stderr");
       std::cout << "[ stress   ] interval files kept in " << files_dir_.string() << "\n";
     } else {
       std::filesystem::remove_all(files_dir_);
     }
   }
 
-  // The workers' timeout reports (who queued, what each server said), after
-  // the verdict rather than in the middle of it: the first few of each.
-  void print_timeout_reports() const {
+  // The workers' timeout reports (who queued, what each server said) and
+  // what they wrote on stderr, after the verdict rather than in the middle of
+  // it: the first few lines of each.
+  void print_worker_files(const std::string& extension) const {
     constexpr int kLinesPerWorker = 16;
     for (const auto& entry : std::filesystem::directory_iterator(files_dir_)) {
-      if (entry.path().extension() != ".timeouts") continue;
+      if (entry.path().extension() != extension) continue;
       std::ifstream in(entry.path());
       std::string line;
       int lines = 0, left = 0;
@@ -142,6 +155,21 @@ class LockStressTest : public ::testing::Test {
         std::cout << "[ stress   ] (" << left << " more lines in " << entry.path().string()
                   << ")\n";
     }
+  }
+
+  std::string stderr_file(int worker) const {
+    return (files_dir_ / ("worker-" + std::to_string(worker) + ".stderr")).string();
+  }
+
+  // The first lines a failed worker wrote on stderr (its errors), on one line:
+  // the verdict quotes them, so that a summary that shows only the failure
+  // says why.
+  static std::string first_lines(const std::string& path) {
+    constexpr int kLines = 3;
+    std::ifstream in(path);
+    std::string text, line;
+    for (int n = 0; n < kLines && std::getline(in, line); ++n) text += " | " + line;
+    return text;
   }
 
   // Runs the workers to the end (or kills them at their deadline) and
@@ -169,7 +197,7 @@ class LockStressTest : public ::testing::Test {
       if (load.faults) argv.push_back("--faults");
       argv.push_back("--reports=" +
                      (files_dir_ / ("worker-" + std::to_string(i) + ".timeouts")).string());
-      workers.push_back(std::make_unique<test::ChildProcess>(argv));
+      workers.push_back(std::make_unique<test::ChildProcess>(argv, stderr_file(i)));
     }
     if (meanwhile) {
       meanwhile();
@@ -184,7 +212,8 @@ class LockStressTest : public ::testing::Test {
         workers[i]->kill();
         outcome.worker_failures.push_back(name + " overran its deadline and was killed");
       } else if (*status != 0) {
-        outcome.worker_failures.push_back(name + ": " + test::describe_wait_status(*status));
+        outcome.worker_failures.push_back(name + ": " + test::describe_wait_status(*status) +
+                                          first_lines(stderr_file(static_cast<int>(i))));
       }
     }
     workers.clear();  // reaps any that were killed
@@ -261,9 +290,51 @@ class LockStressTest : public ::testing::Test {
         *client_->keeper(), lock_path_, [](const auto& names) { return names.empty(); },
         kLeftoverWait);
     EXPECT_TRUE(drained) << "lock nodes left: " << testing::PrintToString(lock_nodes_left());
+    expect_servers_agree();
   }
 
   static constexpr milliseconds kLeftoverWait{40'000};
+
+  // Every server must end up holding the same counter (value and the zxid of
+  // its last change) and the same lock nodes, each read after a sync on a
+  // session of its own. Servers that differ after a sync have diverged, which
+  // no client can cause or work around (docs/testing.md, on ZooKeeper 3.8.0's
+  // sync defects): the verdict then says so on one line, with what each
+  // server holds, rather than leaving it to be inferred from lost updates.
+  void expect_servers_agree() {
+    std::vector<std::pair<std::string, std::string>> views;  // host, what it holds
+    const auto hosts = test::connect_string();
+    for (std::size_t begin = 0; begin < hosts.size();) {
+      const auto comma = std::min(hosts.find(',', begin), hosts.size());
+      const auto host = hosts.substr(begin, comma - begin);
+      begin = comma + 1;
+      try {
+        const auto client = test::connected_client(host, 10s);
+        const auto keeper = client->keeper_when_connected();
+        keeper->sync(root_);
+        const auto counter = keeper->get(counter_path_);
+        auto listed = keeper->try_children(lock_path_);
+        auto names = listed.ok() ? listed.value().names : std::vector<std::string>{};
+        if (!listed.ok() && listed.error() != Errc::no_node)
+          throw KeeperError(listed.error(), lock_path_);
+        std::sort(names.begin(), names.end());
+        std::string view =
+            "counter " + counter.data + " (mzxid 0x" + hex(counter.stat.mzxid) + "), lock nodes [";
+        for (const auto& name : names) view += (name == names.front() ? "" : " ") + name;
+        views.emplace_back(host, view + "]");
+      } catch (const std::exception& e) {
+        // Unreachable is another test failure's business, not a divergence.
+        std::cout << "[ stress   ] server " << host << " not read: " << e.what() << "\n";
+      }
+    }
+    const bool agree = std::all_of(views.begin(), views.end(), [&](const auto& view) {
+      return view.second == views[0].second;
+    });
+    std::string text;
+    for (const auto& [host, view] : views) text += "; " + host + ": " + view;
+    std::cout << "[ stress   ] after a sync, each server holds" << text << "\n";
+    EXPECT_TRUE(agree) << "the servers diverged: after a sync they disagree" << text;
+  }
 
   // A run in which the processes took turns without ever competing (one
   // finished before the next began) would pass every exclusion check and

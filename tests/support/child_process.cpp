@@ -3,6 +3,9 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
 
 #include <cerrno>
 #include <stdexcept>
@@ -12,12 +15,36 @@ extern char** environ;
 
 namespace zkr::test {
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
+namespace {
+
+// posix_spawn's file actions, destroyed on every path out.
+class FileActions {
+ public:
+  FileActions() { ::posix_spawn_file_actions_init(&actions_); }
+  ~FileActions() { ::posix_spawn_file_actions_destroy(&actions_); }
+  FileActions(const FileActions&) = delete;
+  FileActions& operator=(const FileActions&) = delete;
+  posix_spawn_file_actions_t* get() { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+};
+
+}  // namespace
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& stderr_path) {
   if (argv.empty()) throw std::invalid_argument("ChildProcess: empty argv");
   std::vector<char*> args;
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
-  const int error = ::posix_spawn(&pid_, args[0], nullptr, nullptr, args.data(), environ);
+  FileActions actions;
+  if (!stderr_path.empty()) {
+    const int error = ::posix_spawn_file_actions_addopen(
+        actions.get(), STDERR_FILENO, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (error != 0)
+      throw std::system_error(error, std::generic_category(), "stderr to " + stderr_path);
+  }
+  const int error = ::posix_spawn(&pid_, args[0], actions.get(), nullptr, args.data(), environ);
   if (error != 0) throw std::system_error(error, std::generic_category(), "posix_spawn " + argv[0]);
   reaper_ = std::thread([this] { reap(); });
 }

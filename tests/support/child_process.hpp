@@ -26,8 +26,10 @@ namespace zkr::test {
 class ChildProcess {
  public:
   // Runs argv[0] (a path, not searched in PATH) with the test's environment,
-  // stdin, stdout and stderr. Throws std::system_error if it cannot be spawned.
-  explicit ChildProcess(const std::vector<std::string>& argv);
+  // stdin and stdout, and its stderr, or the file `stderr_path` (made or
+  // emptied) when one is given: a test can then quote what a failed child
+  // said in its own verdict. Throws std::system_error if it cannot be spawned.
+  explicit ChildProcess(const std::vector<std::string>& argv, const std::string& stderr_path = {});
   // Kills the child if it still runs, and reaps it. Never throws.
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
