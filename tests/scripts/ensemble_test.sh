@@ -119,6 +119,7 @@ E freeze "$F"
 [[ $(field "$F" 4) == frozen ]] || fail "frozen follower $F not shown as frozen"
 [[ $(field "$F" 5) == down ]] || fail "frozen follower $F not shown as down"
 [[ $(E leader) == "$NL" ]] || fail "leader changed while a follower was frozen"
+applied() { printf '%d' "$(E zxid "$1")"; }
 synced_followers() { E mntr "$NL" | sed -n 's/^zk_synced_followers[[:space:]]*//p'; }
 # The leader drops a follower that stops answering (syncLimit): then the
 # thawed one must sync again before `synced` may return.
@@ -128,8 +129,15 @@ E thaw "$F"
 [[ $(field "$F" 4) == alive ]] || fail "thawed follower $F not alive"
 
 step "synced: returns once the thawed follower is in sync again"
+before=$(applied "$NL")
 E synced || fail "synced failed with every server running"
 [[ $(synced_followers) == 2 ]] || fail "synced returned with $(synced_followers) follower(s) in sync, not 2"
+# Counted is not caught up: each follower has also applied what the leader
+# had before the call.
+for i in 1 2 3; do
+  now=$(applied "$i") || fail "server $i does not say what it applied"
+  ((now >= before)) || fail "synced returned with server $i at zxid $now, behind $before"
+done
 [[ $(field "$F" 5) == follower ]] || fail "thawed follower $F does not serve again"
 
 step "synced: fails, naming why, with no quorum left"
@@ -139,6 +147,14 @@ E kill "$L"
 if out=$(ZKR_SYNC_TIMEOUT=1 E synced 2>&1); then fail "synced succeeded with one server of three"; fi
 [[ $out == *"no leader among the 1 running"* || $out == *"and 1 for a quorum of 3"* ]] ||
   fail "synced's error does not say what is missing: $out"
+
+step "kill waits until the others are synced; --now does not"
+if out=$(ZKR_SYNC_TIMEOUT=1 E kill "$NL" 2>&1); then fail "kill did not wait for synced servers"; fi
+[[ $out == *"no leader among the 1 running"* || $out == *"and 1 for a quorum of 3"* ]] ||
+  fail "the refused kill does not say why: $out"
+[[ $(field "$NL" 4) == alive ]] || fail "a refused kill still stopped server $NL"
+ZKR_SYNC_TIMEOUT=1 E --now kill "$NL" || fail "kill --now did not kill server $NL at once"
+[[ $(field "$NL" 4) == dead ]] || fail "kill --now left server $NL $(field "$NL" 4)"
 
 step "stop"
 E stop

@@ -104,17 +104,13 @@ std::string ensemble(const std::string& verb_and_args) {
   if (!can_inject_server_faults()) throw std::runtime_error("no ensemble script configured");
   const std::string verb = verb_and_args.substr(0, verb_and_args.find(' '));
   // Only the verbs that read disturb nobody.
-  static const std::set<std::string> kReadOnly = {"connect", "dir",  "leader", "mntr",
-                                                  "pid",     "port", "status", "synced"};
+  static const std::set<std::string> kReadOnly = {"connect", "dir",    "leader", "mntr", "pid",
+                                                  "port",    "status", "synced", "zxid"};
   if (!kReadOnly.contains(verb))
     require_whole_ensemble("'" + verb + "' disturbs the servers every live test uses");
-  // A test that takes a server away means the others to carry on: a quorum
-  // of servers in sync. On a busy machine a follower may still be catching
-  // up (restarted by the test before, or dropped by the leader for lagging),
-  // and taking another server then costs the quorum: an election, or the
-  // servers' own bugs when a leader dies while a follower syncs, neither of
-  // which is what the test is about.
-  if (verb == "kill" || verb == "freeze") run_script("synced");
+  // kill and freeze first wait until the other servers are in sync
+  // (scripts/ensemble synced): a test that takes a server away means the
+  // others to carry on.
   return run_script(verb_and_args);
 }
 

@@ -33,10 +33,10 @@ bool can_inject_server_faults();
 
 // Runs `scripts/ensemble VERB ARGS` on the test ensemble and returns its stdout
 // (trimmed). Throws std::runtime_error with its stderr if it fails. A verb that
-// disturbs the servers (kill, freeze, ...) first calls require_whole_ensemble;
-// one that takes a server away (kill, freeze) first waits (verb `synced`)
-// until a leader has every other running server in sync, so that the rest
-// keep a quorum.
+// disturbs the servers (kill, freeze, ...) first calls require_whole_ensemble.
+// The script's kill and freeze first wait (as its verb `synced` does) until a
+// leader has every other running server in sync and caught up, so that the
+// rest keep a quorum and lose nothing committed.
 std::string ensemble(const std::string& verb_and_args);
 
 // Live tests run two at a time on the one ensemble (scripts/test gives ctest
