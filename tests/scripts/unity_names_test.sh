@@ -5,7 +5,9 @@
 #      wrote) passes scripts/check-unity-names over all of its sources;
 #   2. the check itself: it fails on two files with a file-local helper of one
 #      name, and on a helper whose name another file calls, naming each; it
-#      passes a using-declaration of one entity in both.
+#      passes a using-declaration of one entity in both; --batches forms
+#      batches of files that do not clash, keeping apart a file whose
+#      file-local name a test header of the other uses.
 # Needs no ensemble. Environment: ZKR_SOURCE_DIR, ZKR_BUILD_DIR.
 set -euo pipefail
 say() { printf 'unity_names_test: %s\n' "$*" >&2; }
@@ -105,6 +107,43 @@ expected=$(printf '1 %s\n2 %s' "$work/clash/a.cpp" "$work/clash/b.cpp")
 rc=0
 "$check" --batches 0 "$work/clash/a.cpp" >"$work/out" 2>&1 || rc=$?
 [[ $rc -eq 2 ]] || fail "--batches 0: exit $rc, wanted 2"
+
+# Batching alone: a name file-local in one file that a test header of another
+# file uses (a fixture's constant) would make that header's use ambiguous in
+# one translation unit, so the two go to different batches; a file that
+# includes no such header still joins the first batch.
+mkdir -p "$work/header"
+cat >"$work/header/fixture.hpp" <<'EOF'
+namespace zkr::test {
+inline constexpr int kWait = 5;
+inline int twice_the_wait() { return 2 * kWait; }
+}  // namespace zkr::test
+EOF
+cat >"$work/header/uses_fixture.cpp" <<'EOF'
+#include "fixture.hpp"
+namespace zkr::test {
+TEST(Fixture, Waits) { EXPECT_EQ(twice_the_wait(), 10); }
+}  // namespace zkr::test
+EOF
+cat >"$work/header/own_wait.cpp" <<'EOF'
+namespace zkr::test {
+namespace {
+constexpr int kWait = 7;
+}  // namespace
+TEST(OwnWait, Waits) { EXPECT_EQ(kWait, 7); }
+}  // namespace zkr::test
+EOF
+cat >"$work/header/plain.cpp" <<'EOF'
+namespace zkr::test {
+TEST(Plain, Works) {}
+}  // namespace zkr::test
+EOF
+"$check" --batches 8 "$work/header/uses_fixture.cpp" "$work/header/own_wait.cpp" \
+  "$work/header/plain.cpp" >"$work/out" 2>&1 || fail "--batches with a header failed: $(cat "$work/out")"
+expected=$(printf '1 %s\n1 %s\n2 %s' "$work/header/uses_fixture.cpp" "$work/header/plain.cpp" \
+  "$work/header/own_wait.cpp")
+[[ $(cat "$work/out") == "$expected" ]] ||
+  fail "--batches with a fixture header's kWait: got [$(cat "$work/out")], wanted own_wait.cpp apart"
 
 ((failures == 0)) || exit 1
 say "passed"
