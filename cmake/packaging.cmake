@@ -9,10 +9,11 @@
 #                                     CMake targets (zkrecipes::prometheus)
 #   (the last two only when prometheus-cpp was found; scripts/setup installs it)
 #
-# scripts/package configures a build of its own for this (Release, installed
-# in /usr so that GNUInstallDirs picks Debian's multiarch libdir) and runs
-# cpack; docs/building.md, "Packages", says what comes out. Included by the top-level
-# CMakeLists.txt after every install rule, since include(CPack) reads them.
+# scripts/package configures a build of its own for this (the test build's
+# flags, installed in /usr so that GNUInstallDirs picks Debian's multiarch
+# libdir) and runs cpack; docs/building.md, "Packages", says what comes out.
+# Included by the top-level CMakeLists.txt after every install rule, since
+# include(CPack) reads them.
 #
 # Dependencies: the runtime and tool packages get theirs from dpkg-shlibdeps
 # (the libraries the ELF files really load: libzookeeper-mt2, spdlog, fmt,

@@ -30,7 +30,7 @@ case $zkr_sanitize_mode in
     # Everything but the install test: it checks the package, and builds a
     # consumer without -fsanitize against this instrumented library, which
     # ASan refuses to start ("ASan runtime does not come first"); nor the
-    # package test, which tests the .debs of a Release build of its own,
+    # package test, which tests the .debs of a plain build of its own,
     # not this build. ZKR_ASAN_TESTS (a ctest -R pattern) narrows the run;
     # ZKR_ASAN_TESTS=ci, as .ci/run sets it, means the phase asan_ci.
     ZKR_SANITIZE_CTEST_ARGS=(-E '^scripts\.(install_consumer|package)_test$')

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian packages as a user gets them: scripts/package builds the .debs
-# (incremental in build-package/, a Release build from scratch the first
-# time), they are unpacked with dpkg-deb -x into a temporary root, and
+# (incremental in build-package/; the first time, its compiles come from
+# ccache when scripts/setup has built the same sources), they are unpacked with dpkg-deb -x into a temporary root, and
 # tests/consumer is built against that root with find_package and with
 # pkg-config, and run (build_consumer.sh); the unpacked zkr runs too. The
 # Depends are checked: each package's own, and that apt accepts the three
