@@ -2,7 +2,8 @@
 // (tests/integration/lock_stress_test.cpp).
 //
 //   zkr-test-lock_worker CONNECT LOCK_PATH KIND THREADS ACQUISITIONS SECONDS COUNTER_PATH OUTPUT
-//                        [--acquire-timeout-ms=N] [--faults] [--reports=FILE]
+//                        [--acquire-timeout-ms=N [--patient-threads=P]] [--faults]
+//                        [--reports=FILE]
 //
 // One Client (one session) shared by THREADS threads, as a real service would
 // run; each thread has its own lock object of KIND on LOCK_PATH:
@@ -24,8 +25,14 @@
 //                           which a fair lock never needs on a healthy
 //                           ensemble; a short one makes waiters leave the
 //                           queue all the time)
+//   --patient-threads=P     with --acquire-timeout-ms, the first P threads
+//                           keep the default timeout: they stay in the queue
+//                           and walk past the nodes the others leave, and
+//                           each worker is sure to hold the lock however
+//                           slow the servers are
 //   --reports=FILE          timeout reports (see report_timeout) go to FILE,
-//                           not stderr: a test prints them after its verdict
+//                           not stderr: a test prints them after its verdict;
+//                           the summary line below ends the file too
 //   --faults                servers are being killed: a hold whose grant says
 //                           lost (the link dropped) is counted, not an error
 //
@@ -50,10 +57,12 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -97,6 +106,7 @@ struct Config {
   std::string counter_path;
   std::string output;
   milliseconds acquire_timeout = kDefaultAcquireTimeout;
+  int patient_threads = 0;  // threads that keep kDefaultAcquireTimeout
   bool faults = false;
   std::string reports{};  // file for timeout reports; empty: stderr
 };
@@ -112,7 +122,7 @@ int positive(const std::string& text, const char* name) {
 
 Config parse_args(int argc, char** argv) {
   Config config;
-  std::string threads, acquisitions, seconds, timeout_ms;
+  std::string threads, acquisitions, seconds, timeout_ms, patient;
   CLI::App app;
   app.set_help_flag();  // the usage line in main() is the help
   app.add_option("CONNECT", config.connect)->required();
@@ -124,6 +134,7 @@ Config parse_args(int argc, char** argv) {
   app.add_option("COUNTER_PATH", config.counter_path)->required();
   app.add_option("OUTPUT", config.output)->required();
   app.add_option("--acquire-timeout-ms", timeout_ms);
+  app.add_option("--patient-threads", patient);
   app.add_flag("--faults", config.faults);
   app.add_option("--reports", config.reports);
   try {
@@ -136,6 +147,14 @@ Config parse_args(int argc, char** argv) {
   config.seconds = positive(seconds, "SECONDS");
   if (app.count("--acquire-timeout-ms") != 0)
     config.acquire_timeout = milliseconds(positive(timeout_ms, "--acquire-timeout-ms"));
+  if (app.count("--patient-threads") != 0) {
+    if (app.count("--acquire-timeout-ms") == 0)
+      throw std::invalid_argument("--patient-threads needs --acquire-timeout-ms");
+    config.patient_threads = positive(patient, "--patient-threads");
+    if (config.patient_threads > config.threads)
+      throw std::invalid_argument("--patient-threads must be at most THREADS (" + threads +
+                                  "), got " + patient);
+  }
   if (app.count("--reports") != 0 && config.reports.empty())
     throw std::invalid_argument("--reports needs a FILE");
   if (config.kind != "mutex" && config.kind != "semaphore" && config.kind != "readwrite" &&
@@ -318,8 +337,8 @@ struct ThreadResult {
 };
 
 template <class Lock>
-void run_thread(zkr::Client& client, const Config& config, Clock::time_point deadline,
-                ThreadResult& result) {
+void run_thread(zkr::Client& client, const Config& config, milliseconds acquire_timeout,
+                Clock::time_point deadline, ThreadResult& result) {
   const std::int64_t pid = ::getpid();
   const std::int64_t thread = ::gettid();
   try {
@@ -331,12 +350,11 @@ void run_thread(zkr::Client& client, const Config& config, Clock::time_point dea
         break;
       }
       const auto asked = monotonic_ns();
-      if (!lock.try_acquire_for(std::min(config.acquire_timeout, left))) {
+      if (!lock.try_acquire_for(std::min(acquire_timeout, left))) {
         if (Clock::now() < deadline) {
           ++result.timeouts;
           // Expected with a short timeout; a stall worth tracing otherwise.
-          if (config.acquire_timeout == kDefaultAcquireTimeout)
-            report_timeout(client, config, asked);
+          if (acquire_timeout == kDefaultAcquireTimeout) report_timeout(client, config, asked);
         }
         continue;
       }
@@ -397,15 +415,17 @@ int run(const Config& config) {
   std::vector<ThreadResult> results(static_cast<std::size_t>(config.threads));
   {
     std::vector<std::jthread> threads;
-    for (auto& result : results) {
-      threads.emplace_back([&] {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto timeout = std::cmp_less(i, config.patient_threads) ? kDefaultAcquireTimeout
+                                                                    : config.acquire_timeout;
+      threads.emplace_back([&, timeout, &result = results[i]] {
         if (config.kind == "mutex")
-          run_thread<zkr::InterProcessMutex>(client, config, deadline, result);
+          run_thread<zkr::InterProcessMutex>(client, config, timeout, deadline, result);
         else if (config.kind == "semaphore")
-          run_thread<zkr::NonReentrantMutex>(client, config, deadline, result);
+          run_thread<zkr::NonReentrantMutex>(client, config, timeout, deadline, result);
         else if (config.kind == "readwrite")
-          run_thread<ReadWriteTurns>(client, config, deadline, result);
-        else run_thread<NoLock>(client, config, deadline, result);
+          run_thread<ReadWriteTurns>(client, config, timeout, deadline, result);
+        else run_thread<NoLock>(client, config, timeout, deadline, result);
       });
     }
   }
@@ -441,12 +461,13 @@ int run(const Config& config) {
   out.close();
   if (!out) errors.push_back("cannot write " + config.output);
 
-  std::cout << "lock_worker pid " << ::getpid() << ": " << config.kind << ", " << intervals.size()
-            << " acquisitions in " << elapsed.count() << " ms, " << timeouts << " timeouts, "
-            << lost << " holds lost"
-            << (hit_time_bound ? ", stopped by the time bound or SIGTERM" : "") << ", "
-            << errors.size() << " errors\n"
-            << std::flush;
+  std::ostringstream summary;
+  summary << "lock_worker pid " << ::getpid() << ": " << config.kind << ", " << intervals.size()
+          << " acquisitions in " << elapsed.count() << " ms, " << timeouts << " timeouts, " << lost
+          << " holds lost" << (hit_time_bound ? ", stopped by the time bound or SIGTERM" : "")
+          << ", " << errors.size() << " errors\n";
+  std::cout << summary.str() << std::flush;
+  if (!config.reports.empty()) std::ofstream(config.reports, std::ios::app) << summary.str();
   for (const auto& error : errors)
     std::cerr << "lock_worker pid " << ::getpid() << ": " << error << '\n';
   return errors.empty() ? 0 : 1;
@@ -462,8 +483,9 @@ int main(int argc, char** argv) {
     std::cerr
         << "lock_worker: " << e.what()
         << "\nusage: zkr-test-lock_worker CONNECT LOCK_PATH mutex|semaphore|readwrite|none THREADS "
-           "ACQUISITIONS SECONDS COUNTER_PATH OUTPUT [--acquire-timeout-ms=N] [--faults] "
-           "[--reports=FILE]\n";
+           "ACQUISITIONS SECONDS COUNTER_PATH OUTPUT [--acquire-timeout-ms=N "
+           "[--patient-threads=P]] "
+           "[--faults] [--reports=FILE]\n";
     return 64;
   }
   // SA_RESTART: a thread that takes the signal in a system call goes on.
