@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/scripts/bench_test.sh — the benchmarks at --quick sizes on the test
-# ensemble: they must end within a cap against a hang (how long they take
+# tests/scripts/bench_test.sh — the benchmarks at --quick sizes on servers of
+# their own: they must end within a cap against a hang (how long they take
 # depends on the machine's load, so that is said, not judged: the sizes
 # --quick picks are checked by the unit tests of make_plan), exit 0, print JSON
 # lines that parse and carry the common fields (impl, workload, params, ops,
@@ -13,12 +13,14 @@
 # and W7 with Curator's read/write lock, semaphore and semaphore mutex beside
 # ours, W9 with Curator's LeaderLatch, and W10 with Curator's
 # DistributedAtomicLong and CuratorCache.
-# Environment: ZK_CONNECT (without it: skipped, exit 77), ZKR_BUILD_DIR.
+# Environment: ZKR_BUILD_DIR; ZKR_ENSEMBLE_SCRIPT: the runs go to three
+# servers of their own that it starts; or else ZK_CONNECT, the servers to
+# use (without either: skipped, exit 77).
 set -euo pipefail
 say() { printf 'bench_test: %s\n' "$*" >&2; }
 
-if [[ -z ${ZK_CONNECT:-} ]]; then
-  say "skipped: ZK_CONNECT is not set"
+if [[ -z ${ZK_CONNECT:-} && -z ${ZKR_ENSEMBLE_SCRIPT:-} ]]; then
+  say "skipped: neither ZK_CONNECT nor ZKR_ENSEMBLE_SCRIPT is set"
   exit 77  # SKIP_RETURN_CODE (tests/CMakeLists.txt): ctest shows a skip, not a pass
 fi
 build=${ZKR_BUILD_DIR:?}
@@ -34,7 +36,18 @@ fi
 command -v jq >/dev/null || { say "jq is needed (apt-get install jq)"; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-test.XXXXXX")
-trap 'rm -rf -- "$work"' EXIT
+own_servers=
+# shellcheck disable=SC2317  # invoked by trap
+cleanup() {
+  local rc=$?
+  trap - EXIT
+  if [[ -n $own_servers ]]; then "$ZKR_ENSEMBLE_SCRIPT" -q --dir "$own_servers" stop || true; fi
+  rm -rf -- "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 failures=0
 fail() { say "FAILED: $*"; failures=$((failures + 1)); }
 
@@ -46,6 +59,21 @@ for bad in "--bogus" "--workloads W99" "--max-keys lots"; do
   [[ $rc -eq 2 ]] || fail "'$bad' exited $rc, wanted 2"
   [[ -s $work/usage.out ]] || fail "'$bad' said nothing"
 done
+
+# Servers of its own when scripts/ensemble is at hand (scripts/test gives it):
+# the benchmarks count the servers' requests and writes, which only servers
+# no other test uses give exactly, and the runs then go beside the live
+# tests instead of holding the shared ensemble for minutes.
+if [[ -n ${ZKR_ENSEMBLE_SCRIPT:-} ]]; then
+  own_servers=$work/servers
+  mkdir -p "$own_servers"
+  ZK_CONNECT=$("$ZKR_ENSEMBLE_SCRIPT" -q --dir "$own_servers" start -n 3) || {
+    say "could not start servers of its own with $ZKR_ENSEMBLE_SCRIPT"
+    exit 1
+  }
+  export ZK_CONNECT
+  say "on servers of its own: $ZK_CONNECT"
+fi
 
 # A unique root per run, so that a concurrent test cannot disturb it.
 root="/zkr-bench-test-$$"

@@ -19,9 +19,10 @@ fail() { say "FAILED: $*"; failures=$((failures + 1)); }
 # ---- 1. the script tests' skip code
 for script in bench_test trainyard_test; do
   rc=0
-  env -u ZK_CONNECT ZKR_BUILD_DIR="$build" bash "$src/tests/scripts/$script.sh" \
-    >"$work/out" 2>&1 || rc=$?
-  [[ $rc -eq 77 ]] || fail "$script.sh without ZK_CONNECT exited $rc, wanted 77: $(cat "$work/out")"
+  env -u ZK_CONNECT -u ZKR_ENSEMBLE_SCRIPT ZKR_BUILD_DIR="$build" \
+    bash "$src/tests/scripts/$script.sh" >"$work/out" 2>&1 || rc=$?
+  [[ $rc -eq 77 ]] ||
+    fail "$script.sh without ZK_CONNECT or ZKR_ENSEMBLE_SCRIPT exited $rc, wanted 77: $(cat "$work/out")"
 done
 ctest --test-dir "$build" -R '^scripts\.' --show-only=json-v1 >"$work/tests.json"
 scripts=$(grep -c '"name" : "scripts\.' "$work/tests.json" || true)
