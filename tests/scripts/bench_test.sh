@@ -36,18 +36,9 @@ fi
 command -v jq >/dev/null || { say "jq is needed (apt-get install jq)"; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-test.XXXXXX")
-own_servers=
-# shellcheck disable=SC2317  # invoked by trap
-cleanup() {
-  local rc=$?
-  trap - EXIT
-  if [[ -n $own_servers ]]; then "$ZKR_ENSEMBLE_SCRIPT" -q --dir "$own_servers" stop || true; fi
-  rm -rf -- "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
+# shellcheck source=tests/scripts/own_servers.sh
+source "$(dirname "$0")/own_servers.sh"
+own_servers_start "$work" bench_test
 failures=0
 fail() { say "FAILED: $*"; failures=$((failures + 1)); }
 
@@ -59,21 +50,6 @@ for bad in "--bogus" "--workloads W99" "--max-keys lots"; do
   [[ $rc -eq 2 ]] || fail "'$bad' exited $rc, wanted 2"
   [[ -s $work/usage.out ]] || fail "'$bad' said nothing"
 done
-
-# Servers of its own when scripts/ensemble is at hand (scripts/test gives it):
-# the benchmarks count the servers' requests and writes, which only servers
-# no other test uses give exactly, and the runs then go beside the live
-# tests instead of holding the shared ensemble for minutes.
-if [[ -n ${ZKR_ENSEMBLE_SCRIPT:-} ]]; then
-  own_servers=$work/servers
-  mkdir -p "$own_servers"
-  ZK_CONNECT=$("$ZKR_ENSEMBLE_SCRIPT" -q --dir "$own_servers" start -n 3) || {
-    say "could not start servers of its own with $ZKR_ENSEMBLE_SCRIPT"
-    exit 1
-  }
-  export ZK_CONNECT
-  say "on servers of its own: $ZK_CONNECT"
-fi
 
 # A unique root per run, so that a concurrent test cannot disturb it.
 root="/zkr-bench-test-$$"

@@ -24,28 +24,9 @@ bin=${ZKR_BUILD_DIR:?}/examples/zkr-trainyard
 [[ -x $bin ]] || { say "$bin is not built"; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/trainyard-test.XXXXXX")
 out=$work/out
-own_servers=
-# shellcheck disable=SC2317  # invoked by trap
-cleanup() {
-  local rc=$?
-  trap - EXIT
-  if [[ -n $own_servers ]]; then "$ZKR_ENSEMBLE_SCRIPT" -q --dir "$own_servers" stop || true; fi
-  rm -rf -- "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-if [[ -n ${ZKR_ENSEMBLE_SCRIPT:-} ]]; then
-  own_servers=$work/servers
-  mkdir -p "$own_servers"
-  ZK_CONNECT=$("$ZKR_ENSEMBLE_SCRIPT" -q --dir "$own_servers" start -n 3) || {
-    say "could not start servers of its own with $ZKR_ENSEMBLE_SCRIPT"
-    exit 1
-  }
-  export ZK_CONNECT ZKR_ENSEMBLE_DIR=$own_servers
-  say "on servers of its own: $ZK_CONNECT"
-fi
+# shellcheck source=tests/scripts/own_servers.sh
+source "$(dirname "$0")/own_servers.sh"
+own_servers_start "$work" trainyard_test
 
 # The dispatcher's invariants, as the summary names them: each must be there
 # and hold in every run.
