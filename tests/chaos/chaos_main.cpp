@@ -67,7 +67,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 namespace chaos = zkr::chaos;
 using chaos::Options;
@@ -144,7 +144,7 @@ bool is_lock_node(const std::string& name) { return chaos::is_lock_node_name(nam
 // lock root: the sessions of killed workers take a session timeout to expire.
 // A semaphore's nodes are one level down, in its "leases" and "locks".
 void wait_lock_nodes_gone(zkr::Client& client, const std::string& lock_root, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   auto keeper = client.keeper_when_connected();
   auto dirs = keeper->try_children(lock_root);
   if (!dirs.ok()) return;
@@ -156,7 +156,7 @@ void wait_lock_nodes_gone(zkr::Client& client, const std::string& lock_root, mil
         paths.push_back(lock_root + "/" + dir + sub);
   }
   for (const auto& path : paths) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
     if (left <= 0ms) return;
     (void)zkr::test::wait_children(
         *keeper, path,
@@ -259,8 +259,8 @@ std::vector<chaos::Bystander> look_at(zkr::Client& client, const std::vector<Pla
   });
 }
 
-int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
-  const auto wall_start = Clock::now();
+int run_chaos(const Options& o, const std::string& dir, chaos::RunInfo& info) {
+  const auto wall_start = SteadyClock::now();
   const auto clock_offset = wall_minus_monotonic();
   chaos::EventLog nemesis_log(dir + "/nemesis.log");
   nemesis_log.write("seed", {{"value", std::to_string(o.seed)}});
@@ -364,9 +364,9 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
 
   // Faults start once the workers are at work: the first write anywhere.
   {
-    const auto deadline = Clock::now() + 60s;
+    const auto deadline = SteadyClock::now() + 60s;
     const auto counter = kRoot + "/data/" + keys[0] + "/counter";
-    while (Clock::now() < deadline && !interrupted) {
+    while (SteadyClock::now() < deadline && !interrupted) {
       auto changed = std::make_shared<zkr::test::Latch>();
       const auto value = client.with_retry([&](zkr::Keeper& k) {
         return std::stoll(
@@ -402,7 +402,7 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   try {
     // A busy machine makes the first round long: the kinds it has not reached
     // get up to as long again.
-    const auto deadline = Clock::now() + std::chrono::seconds(o.seconds);
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(o.seconds);
     nemesis.run_until(deadline, deadline + std::chrono::seconds(o.seconds), interrupted);
   } catch (const std::exception& e) {
     info.run_problems.push_back(std::string("nemesis: ") + e.what());
@@ -463,7 +463,7 @@ int run(const Options& o, const std::string& dir, chaos::RunInfo& info) {
   // Faults that never hit a holder, and fencing never tested, prove nothing.
   if (o.broken == "none" && !interrupted)
     for (const auto& p : chaos::bite_problems(result, o.faults)) info.run_problems.push_back(p);
-  info.wall_seconds = std::chrono::duration<double>(Clock::now() - wall_start).count();
+  info.wall_seconds = std::chrono::duration<double>(SteadyClock::now() - wall_start).count();
   const auto report = chaos::format_report(info, result);
   std::cout << report << std::flush;
   std::ofstream(dir + "/report.txt") << report;
@@ -547,7 +547,7 @@ int main(int argc, char** argv) {
   info.dir = dir;
   int rc = 3;
   try {
-    rc = run(o, dir, info);
+    rc = run_chaos(o, dir, info);
   } catch (const std::exception& e) {
     std::cerr << "zkr-chaos: the run failed: " << e.what() << "\nzkr-chaos: logs kept in " << dir
               << "\n";

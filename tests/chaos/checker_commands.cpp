@@ -10,17 +10,10 @@
 namespace zkr::chaos {
 namespace {
 
-std::string name_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
-std::string dir_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
-
 // A lock node's place in its queue: the sequence after "-lock-".
-std::string sequence_of(const std::string& name) {
+std::string lock_sequence_of(const std::string& name) {
   const auto at = name.rfind("-lock-");
   return at == std::string::npos ? name : name.substr(at + 6);
-}
-
-bool alive_at(const NodeLife& life, std::int64_t zxid) {
-  return life.czxid < zxid && (life.dzxid == 0 || life.dzxid > zxid);
 }
 
 }  // namespace
@@ -59,7 +52,7 @@ void check_supervised_commands(const std::vector<NodeLife>& lives, CheckResult& 
     }
     for (const auto* other : locks_by_dir[dir_of(own.path)]) {
       if (other == &own || !alive_at(*other, z)) continue;
-      if (sequence_of(name_of(other->path)) >= sequence_of(name_of(own.path))) continue;
+      if (lock_sequence_of(name_of(other->path)) >= lock_sequence_of(name_of(own.path))) continue;
       add_violation(result, "command_outside_lock",
                     "tick " + tick.path + " landed at zxid " + std::to_string(z) + " while " +
                         other->path + ", before its lock node in line, still lived (zxid " +

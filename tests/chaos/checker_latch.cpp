@@ -25,21 +25,14 @@
 namespace zkr::chaos {
 namespace {
 
-std::string name_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
-std::string dir_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
-
 // A latch node's place in its queue: the text after the last "latch-", as
 // Curator and the library order them (ten digits, so text order is number order).
-std::string sequence_of(const std::string& name) {
+std::string latch_sequence_of(const std::string& name) {
   const auto at = name.rfind("latch-");
   return at == std::string::npos ? name : name.substr(at + 6);
 }
 
-bool alive_at(const NodeLife& life, std::int64_t zxid) {
-  return life.czxid < zxid && (life.dzxid == 0 || life.dzxid > zxid);
-}
-
-std::optional<std::int64_t> number(std::string_view text) {
+std::optional<std::int64_t> decimal_of(std::string_view text) {
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) return {};
@@ -71,7 +64,7 @@ void judge_record(const std::vector<NodeLife>& lives, CheckResult& result) {
     const auto e = name.rfind("-e", w);
     const auto epoch = e == std::string::npos || w == std::string::npos
                            ? std::nullopt
-                           : number(std::string_view(name).substr(e + 2, w - e - 2));
+                           : decimal_of(std::string_view(name).substr(e + 2, w - e - 2));
     if (!epoch) {
       result.problems.push_back("leader write " + life.path + " names no latch node and epoch");
       continue;
@@ -116,7 +109,7 @@ void judge_record(const std::vector<NodeLife>& lives, CheckResult& result) {
       }
       for (const NodeLife* other : latch_by_dir[dir]) {
         if (other == &node || !alive_at(*other, z)) continue;
-        if (sequence_of(name_of(other->path)) < sequence_of(name_of(node.path)))
+        if (latch_sequence_of(name_of(other->path)) < latch_sequence_of(name_of(node.path)))
           add_violation(result, "two_leaders",
                         "leader write " + write.life->path + at + " applied while " + other->path +
                             " (alive from zxid " + std::to_string(other->czxid) +

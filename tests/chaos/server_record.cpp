@@ -168,7 +168,7 @@ std::vector<Txn> read_log(const std::string& file, std::vector<std::string>& pro
   return out;
 }
 
-std::string hex(std::int64_t id) {
+std::string session_hex(std::int64_t id) {
   char text[32];
   std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(id));
   return text;
@@ -287,11 +287,11 @@ Fields life_fields(const NodeLife& life) {
   return {{"path", word(life.path)},
           {"czxid", std::to_string(life.czxid)},
           {"created", std::to_string(life.created)},
-          {"owner", hex(life.owner)},
+          {"owner", session_hex(life.owner)},
           {"dzxid", std::to_string(life.dzxid)},
           {"deleted", life.deleted ? std::to_string(*life.deleted) : "-"},
           {"end", life.end.empty() ? "alive" : life.end},
-          {"deleter", hex(life.deleter)}};
+          {"deleter", session_hex(life.deleter)}};
 }
 
 NodeLife parse_life(const Event& e) {

@@ -44,6 +44,15 @@ struct NodeLife {
   std::int64_t deleter = 0;             // the session whose delete or close ended it
 };
 
+// Whether the node existed when the transaction `zxid` was applied.
+inline bool alive_at(const NodeLife& life, std::int64_t zxid) {
+  return life.czxid < zxid && (life.dzxid == 0 || life.dzxid > zxid);
+}
+
+// The last component of a node's path, and the path of its parent.
+inline std::string name_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+inline std::string dir_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
 struct ServerRecord {
   std::vector<NodeLife> lives;    // in czxid order
   std::int64_t transactions = 0;  // committed (logged by a majority)
