@@ -5,7 +5,8 @@
 #      wrote) passes scripts/check-unity-names over all of its sources;
 #   2. the check itself: it fails on two files with a file-local helper of one
 #      name, and on a helper whose name another file calls, naming each; it
-#      passes a using-declaration of one entity in both; --batches forms
+#      passes a using-declaration of one entity in both, and an alias of
+#      one type in both (not of two); --batches forms
 #      batches of files that do not clash, keeping apart a file whose
 #      file-local name a test header of the other uses.
 # Needs no ensemble. Environment: ZKR_SOURCE_DIR, ZKR_BUILD_DIR.
@@ -45,6 +46,8 @@ cat >"$work/clash/a.cpp" <<'EOF'
 namespace zkr {
 namespace {
 using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+using Stamp = std::chrono::steady_clock::time_point;
 template <class T>
 T await(std::future<T>& reply) { return reply.get(); }
 }  // namespace
@@ -54,6 +57,8 @@ cat >"$work/clash/b.cpp" <<'EOF'
 namespace zkr {
 namespace {
 using std::chrono::milliseconds;  // the same entity: no clash
+using Clock = std::chrono::steady_clock;  // an alias of the same type: no clash
+using Stamp = std::chrono::system_clock::time_point;  // another type: a clash
 template <class T>
 Result<T> await(std::future<Result<T>>& reply) { return reply.get(); }
 }  // namespace
@@ -64,6 +69,9 @@ rc=0
 [[ $rc -eq 1 ]] || fail "two files with a helper 'await': exit $rc, wanted 1"
 grep -q "'await' is file-local in 2 files" "$work/out" || fail "the clash is not named: $(cat "$work/out")"
 ! grep -q milliseconds "$work/out" || fail "one entity's using-declarations reported: $(cat "$work/out")"
+! grep -q Clock "$work/out" || fail "an alias declared again for the same type reported: $(cat "$work/out")"
+grep -q "'Stamp' is file-local in 2 files" "$work/out" || fail "an alias of two types is not named: $(cat "$work/out")"
+sed -i 's/using Stamp = .*/using Stamp = std::chrono::steady_clock::time_point;/' "$work/clash/b.cpp"
 sed -i 's/await/await_result/' "$work/clash/b.cpp"
 "$check" "$work/clash/a.cpp" "$work/clash/b.cpp" >"$work/out" 2>&1 ||
   fail "renamed, the files still clash: $(cat "$work/out")"
