@@ -31,6 +31,7 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 using C = ConnectionState;
+using test::unused_port;
 
 constexpr milliseconds kSessionTimeout = 4s;
 constexpr auto kStateDeadline = 20s;  // generous: the ensemble may be slow on a busy host
@@ -75,7 +76,7 @@ class Heard {
   std::vector<C> states_;
 };
 
-ClientOptions options_for(std::string hosts) {
+ClientOptions client_options(std::string hosts) {
   ClientOptions o;
   o.connect_string = std::move(hosts);
   o.session_timeout = kSessionTimeout;
@@ -107,29 +108,11 @@ std::string followers_connect_string() {
   return hosts;
 }
 
-// A port on 127.0.0.1 where nothing listens (bound, then released).
-int unused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket failed");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    ::close(fd);
-    throw std::runtime_error("bind failed");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 // A server fault under a connected client leaves the session alive: suspended,
 // then reconnected through another server, same session, ephemeral node kept.
 void expect_survives(const std::string& fault, const std::string& repair) {
   Heard heard;
-  Client client(options_for(followers_connect_string()));
+  Client client(client_options(followers_connect_string()));
   client.add_listener(heard.listener());
   ASSERT_TRUE(client.block_until_connected(kStateDeadline));
   auto keeper = client.keeper();
@@ -180,7 +163,7 @@ TEST(ClientFaults, SuspendedPastTheSessionTimeoutIsLostThenANewSession) {
   const auto hosts = followers_connect_string();
   const auto only = hosts.substr(0, hosts.find(','));
   Heard heard;
-  Client client(options_for(only));
+  Client client(client_options(only));
   client.add_listener(heard.listener());
   ASSERT_TRUE(client.block_until_connected(kStateDeadline));
   auto old_keeper = client.keeper();
@@ -216,7 +199,7 @@ TEST(ClientFaults, SuspendedPastTheSessionTimeoutIsLostThenANewSession) {
 TEST(ClientFaults, ExpiredSessionIsLostThenReconnectedOnANewEpoch) {
   ZKR_REQUIRE_ENSEMBLE();
   Heard heard;
-  Client client(options_for(test::connect_string()));
+  Client client(client_options(test::connect_string()));
   client.add_listener(heard.listener());
   ASSERT_TRUE(client.block_until_connected(kStateDeadline));
   auto old_keeper = client.keeper();
@@ -246,7 +229,7 @@ TEST(ClientFaults, ExpiredSessionIsLostThenReconnectedOnANewEpoch) {
 TEST(ClientFaults, NoEnsembleTimesOutClearlyAndRetriesExactlyAsThePolicySays) {
   // Needs no ensemble: nothing listens on this port.
   const std::string hosts = "127.0.0.1:" + std::to_string(unused_port());
-  auto options = options_for(hosts);
+  auto options = client_options(hosts);
   options.connection_timeout = 300ms;
   options.retry_policy = std::make_shared<RetryNTimes>(3, 50ms);
   auto sleeper = std::make_shared<RecordingSleeper>();
@@ -265,7 +248,7 @@ TEST(ClientFaults, NoEnsembleTimesOutClearlyAndRetriesExactlyAsThePolicySays) {
   }
   const auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_GE(waited, 300ms);
-  // Ignoring the option would wait options_for's 10 s (or the default 5 s).
+  // Ignoring the option would wait client_options's 10 s (or the default 5 s).
   EXPECT_LT(waited, 300ms + 2s) << "the connection_timeout was 300 ms";
 
   int calls = 0;
@@ -286,14 +269,14 @@ TEST(ClientFaults, NoEnsembleTimesOutClearlyAndRetriesExactlyAsThePolicySays) {
 TEST(ClientFaults, BadConnectStringFailsTheConstructor) {
   for (const char* hosts : {"", "127.0.0.1", "127.0.0.1:99999", "127.0.0.1:2181/app",
                             "127.0.0.1:2181,,127.0.0.1:2182"}) {
-    EXPECT_THROW(Client client(options_for(hosts)), std::invalid_argument) << hosts;
+    EXPECT_THROW(Client client(client_options(hosts)), std::invalid_argument) << hosts;
   }
 }
 
 TEST(ClientFaults, NamespaceIsCreatedAndPathsAreRelativeToIt) {
   ZKR_REQUIRE_ENSEMBLE();
   const auto root = test::unique_path("ns");
-  auto options = options_for(test::connect_string());
+  auto options = client_options(test::connect_string());
   options.namespace_path = root.substr(1) + "/app";
   {
     Client client(options);
@@ -301,7 +284,7 @@ TEST(ClientFaults, NamespaceIsCreatedAndPathsAreRelativeToIt) {
     auto created = client.keeper()->create("/x", "hello");
     EXPECT_EQ(created.path, "/x");
   }
-  Client plain(options_for(test::connect_string()));
+  Client plain(client_options(test::connect_string()));
   ASSERT_TRUE(plain.block_until_connected(kStateDeadline));
   auto k = plain.keeper();
   EXPECT_EQ(k->get(root + "/app/x").data, "hello");

@@ -28,7 +28,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kWait = 30s;
+using test::kWait;
 
 class CounterIntegrationTest : public ::testing::Test {
  protected:

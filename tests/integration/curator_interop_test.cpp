@@ -50,6 +50,7 @@
 #include "lock_driver.hpp"
 #include "support/child_process.hpp"
 #include "support/ensemble.hpp"
+#include "support/peer_replies.hpp"
 #include "support/waits.hpp"
 #include "zkr/distributed_atomic_long.hpp"
 #include "zkr/group_member.hpp"
@@ -78,7 +79,8 @@ using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kWait = 30s;             // bound on every wait; healthy runs take milliseconds
+using test::acquired_node;
+using test::kWait;
 constexpr auto kCompileTimeout = 180s;  // javac on two busy cores
 
 std::string ms(milliseconds d) { return std::to_string(d.count()); }
@@ -332,12 +334,6 @@ class CuratorPeer {
 };
 
 // ---------------------------------------------------------------- fixtures --
-
-// "acquired /dir/name" -> "/dir/name"; "" for any other reply.
-std::string acquired_node(const std::string& reply) {
-  constexpr std::string_view kAcquired = "acquired ";
-  return reply.starts_with(kAcquired) ? reply.substr(kAcquired.size()) : "";
-}
 
 std::string joined(const std::vector<std::string>& words) {
   std::string line;
@@ -783,7 +779,7 @@ TYPED_TEST_SUITE(CuratorMixTest, LockTypes);
 
 // Our acquire must be refused: the error's text, or "" (and a failure).
 template <class Lock>
-std::string refused(Lock& lock, const std::string& dir) {
+std::string refused_beside_curator(Lock& lock, const std::string& dir) {
   try {
     const bool granted = lock.try_acquire_for(5s);
     ADD_FAILURE() << (granted ? "granted beside Curator" : "not granted, but not refused either");
@@ -818,7 +814,7 @@ TYPED_TEST(CuratorMixTest, CuratorSemaphoreMutexHoldingRefusesOurs) {
   EXPECT_TRUE(std::regex_match(leases[0], std::regex("_c_[0-9a-f-]{36}-lease-[0-9]{10}")))
       << leases[0];
 
-  const auto text = refused(lock, this->dir_);
+  const auto text = refused_beside_curator(lock, this->dir_);
   EXPECT_NE(text.find("InterProcessSemaphoreV2/SemaphoreMutex of Curator or zkrecipes' Curator "
                       "layout (children "),
             std::string::npos)
@@ -844,7 +840,7 @@ TYPED_TEST(CuratorMixTest, CuratorReadWriteLockHoldingRefusesOurs) {
     const std::string name = kind == "write" ? "__WRIT__" : "__READ__";
     EXPECT_TRUE(std::regex_match(nodes[0], std::regex("_c_[0-9a-f-]{36}-" + name + "[0-9]{10}")))
         << nodes[0];
-    const auto text = refused(lock, this->dir_);
+    const auto text = refused_beside_curator(lock, this->dir_);
     EXPECT_NE(
         text.find("InterProcessReadWriteLock of Curator or zkrecipes (node " + nodes[0] + ")"),
         std::string::npos)
@@ -868,7 +864,7 @@ TEST_F(CuratorInteropTest, CuratorIsGrantedBesideOurHolderAndOurNextAcquireRefus
   for (const std::string recipe : {"semaphore-mutex", "write-lock"}) {
     ASSERT_TRUE(held.try_acquire_for(kWait));
     EXPECT_EQ(java.call(recipe + " " + dir_ + " 5000"), "acquired") << recipe;
-    EXPECT_FALSE(refused(next, dir_).empty()) << recipe;
+    EXPECT_FALSE(refused_beside_curator(next, dir_).empty()) << recipe;
     EXPECT_TRUE(held.grant().held()) << "our holder is not told: " << recipe;
     EXPECT_EQ(java.call("release"), "released");
     EXPECT_TRUE(held.release());

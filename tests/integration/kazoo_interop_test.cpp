@@ -31,6 +31,7 @@
 #include "exclusion_checker.hpp"
 #include "support/ensemble.hpp"
 #include "support/kazoo_peer.hpp"
+#include "support/peer_replies.hpp"
 #include "support/waits.hpp"
 #include "zkr/lock.hpp"
 #include "zkr/multi_lock.hpp"
@@ -45,13 +46,9 @@ using namespace std::chrono_literals;
 using test::KazooPeer;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kWait = 60s;  // bound on every wait; healthy runs take milliseconds
-const std::string kWaitMs = std::to_string(std::chrono::milliseconds(kWait).count());
-
-std::string acquired_node(const std::string& reply) {
-  constexpr std::string_view kAcquired = "acquired ";
-  return reply.starts_with(kAcquired) ? reply.substr(kAcquired.size()) : "";
-}
+using test::acquired_node;
+using test::kLongWait;
+const std::string kWaitMs = std::to_string(std::chrono::milliseconds(kLongWait).count());
 
 LockOptions shared_with_kazoo() {
   LockOptions options;
@@ -79,7 +76,7 @@ class KazooInteropTest : public ::testing::Test {
     if (!clients_.empty()) {
       auto& keeper = *clients_.front()->keeper();
       EXPECT_TRUE(test::wait_children(
-          keeper, dir_, [](const auto& n) { return n.empty(); }, kWait))
+          keeper, dir_, [](const auto& n) { return n.empty(); }, kLongWait))
           << "lock nodes left behind in " << dir_;
       for (const auto& path : also_remove_) (void)keeper.try_remove(path);
       (void)keeper.try_remove(dir_);
@@ -94,7 +91,7 @@ class KazooInteropTest : public ::testing::Test {
     options.session_timeout = 6s;
     options.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 10, 1s);
     clients_.push_back(std::make_unique<Client>(options));
-    EXPECT_TRUE(clients_.back()->block_until_connected(kWait));
+    EXPECT_TRUE(clients_.back()->block_until_connected(kLongWait));
     return *clients_.back();
   }
 
@@ -119,7 +116,7 @@ class KazooInteropTest : public ::testing::Test {
     clients_.front()->keeper()->sync(dir_);
     return test::wait_children(
         *clients_.front()->keeper(), dir_, [n](const auto& names) { return names.size() == n; },
-        kWait);
+        kLongWait);
   }
 
   std::string temp_file(const std::string& stem) {
@@ -144,7 +141,7 @@ class KazooInteropTest : public ::testing::Test {
 
 // The acquire must be refused naming kazoo: the error's text, or "".
 template <class Acquire>
-std::string refused(Acquire&& acquire, const std::string& dir) {
+std::string refused_beside_kazoo(Acquire&& acquire, const std::string& dir) {
   try {
     const bool granted = acquire();
     ADD_FAILURE() << (granted ? "granted beside kazoo" : "not granted, but not refused either");
@@ -179,7 +176,7 @@ TEST_F(KazooInteropTest, DefaultKazooLocksHoldingAreRefusedByEveryLockOfOurs) {
     // server's container sweep: wait, so that the next kind starts clean.
     for (const char* child : {"/leases", "/locks"}) (void)c.keeper()->try_remove(dir_ + child);
     ASSERT_TRUE(test::wait_children(
-        *c.keeper(), dir_, [](const auto& n) { return n.empty(); }, kWait));
+        *c.keeper(), dir_, [](const auto& n) { return n.empty(); }, kLongWait));
   }
 }
 
@@ -193,11 +190,14 @@ void KazooInteropTest::refuse_all(Client& c, const std::string& node) {
     MultiLock multi(c, {dir_ + "-other", dir_});
     also_remove_.push_back(dir_ + "-other");
     std::vector<std::string> texts;
-    texts.push_back(refused([&] { return mutex.try_acquire_for(5s); }, dir_));
-    texts.push_back(refused([&] { return semaphore_mutex.try_acquire_for(5s); }, dir_));
-    texts.push_back(refused([&] { return read_write.read_lock().try_acquire_for(5s); }, dir_));
-    texts.push_back(refused([&] { return read_write.write_lock().try_acquire_for(5s); }, dir_));
-    texts.push_back(refused([&] { return multi.try_acquire_for(5s); }, dir_));
+    texts.push_back(refused_beside_kazoo([&] { return mutex.try_acquire_for(5s); }, dir_));
+    texts.push_back(
+        refused_beside_kazoo([&] { return semaphore_mutex.try_acquire_for(5s); }, dir_));
+    texts.push_back(
+        refused_beside_kazoo([&] { return read_write.read_lock().try_acquire_for(5s); }, dir_));
+    texts.push_back(
+        refused_beside_kazoo([&] { return read_write.write_lock().try_acquire_for(5s); }, dir_));
+    texts.push_back(refused_beside_kazoo([&] { return multi.try_acquire_for(5s); }, dir_));
     for (const auto& text : texts) {
       EXPECT_NE(text.find("a lock of kazoo (Python)"), std::string::npos) << text;
       EXPECT_NE(text.find(std::string(node_name(node))), std::string::npos) << text;
@@ -228,7 +228,7 @@ TEST_F(KazooInteropTest, ASemaphoreRefusesKazooEvenWithSharingOn) {
   ASSERT_EQ(py.reply(), "ready");
   ASSERT_FALSE(acquired_node(py.call("acquire lock " + dir_ + " " + kWaitMs + " 1")).empty());
   InterProcessSemaphoreMutex semaphore(c, dir_, shared_with_kazoo());
-  const auto text = refused([&] { return semaphore.try_acquire_for(5s); }, dir_);
+  const auto text = refused_beside_kazoo([&] { return semaphore.try_acquire_for(5s); }, dir_);
   EXPECT_NE(text.find("a semaphore cannot share its path with kazoo"), std::string::npos) << text;
   EXPECT_EQ(py.call("release"), "released");
   for (const char* child : {"/leases", "/locks"}) (void)c.keeper()->try_remove(dir_ + child);
@@ -245,13 +245,13 @@ TEST_F(KazooInteropTest, SharedMutexIsOneFifoQueueWithKazoo) {
   NonReentrantMutex second(client(), dir_, shared_with_kazoo());
   ASSERT_EQ(py.reply(), "ready");
 
-  ASSERT_TRUE(first.try_acquire_for(kWait));
+  ASSERT_TRUE(first.try_acquire_for(kLongWait));
   EXPECT_EQ(py.call("acquire lock " + dir_ + " 500 1"), "timeout") << "kazoo did not wait for us";
   py.send("acquire lock " + dir_ + " " + kWaitMs + " 1");
   ASSERT_TRUE(wait_queue_length(2));
   std::atomic<bool> granted{false};
   std::jthread waiter([&] {
-    if (second.try_acquire_for(kWait)) {
+    if (second.try_acquire_for(kLongWait)) {
       granted = true;
       second.release();
     }
@@ -287,7 +287,7 @@ TEST_F(KazooInteropTest, SharedMutexHoldsNeverOverlapAcrossLibraries) {
   ASSERT_EQ(py_b.reply(), "ready");
 
   InterProcessMutex gate(gate_client, dir_, shared_with_kazoo());
-  ASSERT_TRUE(gate.try_acquire_for(kWait));
+  ASSERT_TRUE(gate.try_acquire_for(kLongWait));
   for (auto [py, file] : {std::pair{&py_a, file_a}, std::pair{&py_b, file_b}})
     py->send("count lock " + dir_ + " " + counter + " " + std::to_string(kEach) + " 0 " + kWaitMs +
              " " + file);
@@ -297,8 +297,8 @@ TEST_F(KazooInteropTest, SharedMutexHoldsNeverOverlapAcrossLibraries) {
   auto run = [&](auto& lock, Keeper& keeper, std::int64_t thread) {
     try {
       for (int i = 0; i < kEach; ++i) {
-        if (!lock.try_acquire_for(kWait)) {
-          ADD_FAILURE() << "no grant within " << kWait.count() << " s at " << i;
+        if (!lock.try_acquire_for(kLongWait)) {
+          ADD_FAILURE() << "no grant within " << kLongWait.count() << " s at " << i;
           return;
         }
         exclusion::HolderInterval hold{
@@ -394,7 +394,7 @@ TEST_F(KazooInteropTest, AKazooWriterQueuedBehindOurReaderHoldsBackOurNextReader
   EXPECT_FALSE(acquired_node(py.reply()).empty());
   EXPECT_FALSE(later.read_lock().try_acquire());
   EXPECT_EQ(py.call("release"), "released");
-  EXPECT_TRUE(later.read_lock().try_acquire_for(kWait));
+  EXPECT_TRUE(later.read_lock().try_acquire_for(kLongWait));
   EXPECT_TRUE(later.read_lock().release());
 }
 
@@ -419,7 +419,7 @@ TEST_F(KazooInteropTest, SharedReadWriteHoldsNeverPutAWriterBesideAnyone) {
   ASSERT_EQ(py_b.reply(), "ready");
 
   InterProcessReadWriteLock gate(gate_client, dir_, shared_with_kazoo());
-  ASSERT_TRUE(gate.write_lock().try_acquire_for(kWait));
+  ASSERT_TRUE(gate.write_lock().try_acquire_for(kLongWait));
   for (auto [py, file] : {std::pair{&py_a, file_a}, std::pair{&py_b, file_b}})
     py->send("count rw " + dir_ + " " + counter + " " + std::to_string(kWrites) + " 0 " + kWaitMs +
              " " + file);
@@ -433,8 +433,8 @@ TEST_F(KazooInteropTest, SharedReadWriteHoldsNeverPutAWriterBesideAnyone) {
       for (int i = 0; i < kWrites + kReads; ++i) {
         const bool write = i % 2 == 0;
         auto& side = write ? lock.write_lock() : lock.read_lock();
-        if (!side.try_acquire_for(kWait)) {
-          ADD_FAILURE() << "no grant within " << kWait.count() << " s at " << i;
+        if (!side.try_acquire_for(kLongWait)) {
+          ADD_FAILURE() << "no grant within " << kLongWait.count() << " s at " << i;
           return;
         }
         exclusion::HolderInterval hold{::getpid(),
@@ -496,9 +496,9 @@ TEST_F(KazooInteropTest, DefaultKazooIsGrantedBesideOurHolderAndOurNextAcquireRe
   InterProcessMutex held(c, dir_);
   InterProcessMutex next(c, dir_);
   ASSERT_EQ(py.reply(), "ready");
-  ASSERT_TRUE(held.try_acquire_for(kWait));
+  ASSERT_TRUE(held.try_acquire_for(kLongWait));
   EXPECT_FALSE(acquired_node(py.call("acquire lock " + dir_ + " 5000 0")).empty());
-  EXPECT_FALSE(refused([&] { return next.try_acquire_for(5s); }, dir_).empty());
+  EXPECT_FALSE(refused_beside_kazoo([&] { return next.try_acquire_for(5s); }, dir_).empty());
   EXPECT_TRUE(held.grant().held()) << "our holder is not told";
   EXPECT_EQ(py.call("release"), "released");
   EXPECT_TRUE(held.release());

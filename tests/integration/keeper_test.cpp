@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "support/ensemble.hpp"
+#include "support/waits.hpp"
 #include "zkr/keeper.hpp"
 #include "zkr/path.hpp"
 #include "zkr/retry.hpp"
@@ -32,7 +33,8 @@ using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
 // Generous: an ensemble on a loaded machine can take seconds to elect or reconnect.
-constexpr auto kWait = 30s;
+using test::kWait;
+using test::remove_tree;
 
 // Session states as the keeper reports them; outlives the keeper (closed is
 // reported from its destructor).
@@ -107,15 +109,6 @@ std::shared_ptr<Keeper> open(KeeperConfig config = base_config(),
 op::Create create_op(std::string path, std::string data = {},
                      CreateMode mode = CreateMode::persistent) {
   return op::Create{std::move(path), std::move(data), mode, CreateOptions{}};
-}
-
-// Removes path and everything under it. A node we may not list (an ACL
-// without read for us) can still be removed if it has no children.
-void remove_tree(Keeper& keeper, const std::string& path) {
-  if (auto children = keeper.try_children(path); children.ok()) {
-    for (const auto& name : children.value().names) remove_tree(keeper, join_path(path, name));
-  }
-  (void)keeper.try_remove(path);
 }
 
 // A round trip on the session after the server applied everything before it:

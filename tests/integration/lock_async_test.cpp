@@ -26,7 +26,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kWait = 60s;  // bound on every wait
+using test::kLongWait;
 
 class LockAsyncIntegrationTest : public ::testing::Test {
  protected:
@@ -40,7 +40,7 @@ class LockAsyncIntegrationTest : public ::testing::Test {
       auto& keeper = *clients_.front()->keeper();
       for (const auto& dir : dirs_)
         EXPECT_TRUE(test::wait_children(
-            keeper, dir, [](const auto& n) { return n.empty(); }, kWait))
+            keeper, dir, [](const auto& n) { return n.empty(); }, kLongWait))
             << "lock nodes left behind in " << dir;
     }
     clients_.clear();
@@ -52,7 +52,7 @@ class LockAsyncIntegrationTest : public ::testing::Test {
     options.session_timeout = 6s;
     options.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 10, 1s);
     clients_.push_back(std::make_unique<Client>(options));
-    EXPECT_TRUE(clients_.back()->block_until_connected(kWait));
+    EXPECT_TRUE(clients_.back()->block_until_connected(kLongWait));
     return *clients_.back();
   }
   InterProcessMutex& lock(Client& c, int key) {
@@ -111,7 +111,7 @@ TEST_F(LockAsyncIntegrationTest, TwoThousandWaitersOnTwoClientsAreGrantedOneAtAT
   for (int i = 0; i < kWaiters; ++i) {
     const int key = i % kKeys;
     auto& mutex = *locks[key * 2 + (i / kKeys) % 2];
-    mutex.async_acquire_guard(Clock::now() + kWait, {},
+    mutex.async_acquire_guard(Clock::now() + kLongWait, {},
                               [&, key](std::exception_ptr error, LockGuard guard) {
                                 if (!error && guard) {
                                   if (!exclusion.enter(key, guard.grant().fencing_token()))
@@ -124,7 +124,7 @@ TEST_F(LockAsyncIntegrationTest, TwoThousandWaitersOnTwoClientsAreGrantedOneAtAT
                               });
   }
   EXPECT_LE(test::thread_count(), threads_before);  // no thread per waiter
-  ASSERT_EQ(all_ended.get_future().wait_for(kWait + 10s), std::future_status::ready);
+  ASSERT_EQ(all_ended.get_future().wait_for(kLongWait + 10s), std::future_status::ready);
   EXPECT_EQ(granted.load(), kWaiters);
   EXPECT_EQ(violations.load(), 0);
 }
@@ -150,7 +150,7 @@ TEST_F(LockAsyncIntegrationTest, AcquiresStoppedAtRandomUnderLoadLeaveNothing) {
   for (int i = 0; i < kAcquires; ++i) {
     const int key = i % kKeys;
     auto& mutex = *locks[key * 2 + (i / kKeys) % 2];
-    mutex.async_acquire_guard(Clock::now() + kWait, stops[i].get_token(),
+    mutex.async_acquire_guard(Clock::now() + kLongWait, stops[i].get_token(),
                               [&, key, i](std::exception_ptr error, LockGuard guard) {
                                 if (error) ADD_FAILURE() << "acquire " << i << " failed";
                                 if (!error && guard) {
@@ -176,7 +176,7 @@ TEST_F(LockAsyncIntegrationTest, AcquiresStoppedAtRandomUnderLoadLeaveNothing) {
     stops[i].request_stop();
     std::this_thread::sleep_for(std::chrono::microseconds(random() % 2000));  // pacing, not a wait
   }
-  ASSERT_EQ(all_ended.get_future().wait_for(kWait + 10s), std::future_status::ready);
+  ASSERT_EQ(all_ended.get_future().wait_for(kLongWait + 10s), std::future_status::ready);
   EXPECT_EQ(violations.load(), 0);
   EXPECT_GE(granted.load(), kAcquires - static_cast<int>(victims.size()));
   // TearDown: no node left in any queue.
@@ -188,7 +188,7 @@ TEST_F(LockAsyncIntegrationTest, ASessionExpiredUnderAsyncWaitersGrantsNoneFromI
   constexpr int kWaiters = 50;
   auto& holder_client = client();
   auto& held = lock(holder_client, 0);
-  ASSERT_TRUE(held.try_acquire_for(kWait));
+  ASSERT_TRUE(held.try_acquire_for(kLongWait));
   auto& waiting_client = client();
   auto& waiting = lock(waiting_client, 0);
   const auto first_epoch = waiting_client.session_epoch();
@@ -197,7 +197,7 @@ TEST_F(LockAsyncIntegrationTest, ASessionExpiredUnderAsyncWaitersGrantsNoneFromI
   std::vector<std::uint64_t> epochs;  // guarded by mutex: of each grant
   std::promise<void> all_ended;
   for (int i = 0; i < kWaiters; ++i)
-    waiting.async_acquire_guard(Clock::now() + kWait, {},
+    waiting.async_acquire_guard(Clock::now() + kLongWait, {},
                                 [&](std::exception_ptr error, LockGuard guard) {
                                   if (error) ADD_FAILURE() << "an acquire failed";
                                   std::lock_guard lock(mutex);
@@ -206,7 +206,7 @@ TEST_F(LockAsyncIntegrationTest, ASessionExpiredUnderAsyncWaitersGrantsNoneFromI
                                 });
   auto& keeper = *holder_client.keeper();
   ASSERT_TRUE(test::wait_children(
-      keeper, dirs_[0], [](const auto& n) { return n.size() == kWaiters + 1; }, kWait));
+      keeper, dirs_[0], [](const auto& n) { return n.size() == kWaiters + 1; }, kLongWait));
   const auto old_session = waiting_client.keeper()->session_id();
   test::expire_session(*waiting_client.keeper());
   // They come back on the next session, behind the holder. (The count alone
@@ -223,10 +223,10 @@ TEST_F(LockAsyncIntegrationTest, ASessionExpiredUnderAsyncWaitersGrantsNoneFromI
         }
         return true;
       },
-      kWait));
+      kLongWait));
   EXPECT_GT(waiting_client.session_epoch(), first_epoch);
   EXPECT_TRUE(held.release());
-  ASSERT_EQ(all_ended.get_future().wait_for(kWait + 10s), std::future_status::ready);
+  ASSERT_EQ(all_ended.get_future().wait_for(kLongWait + 10s), std::future_status::ready);
   std::lock_guard lock(mutex);
   for (const auto epoch : epochs) EXPECT_GT(epoch, first_epoch);  // granted, not from the old one
 }

@@ -61,7 +61,7 @@ using Clock = std::chrono::steady_clock;
 using exclusion::HolderInterval;
 using std::chrono::milliseconds;
 
-constexpr auto kWait = 30s;
+using test::kWait;
 // Beyond a worker's own time bound: its connect (30 s at worst), its check for
 // leaked nodes (10 s at worst) and its exit.
 constexpr auto kWorkerOverrun = 60s;
@@ -90,11 +90,12 @@ std::string hex(std::int64_t value) {
   return text.str();
 }
 
-// Deletes path and everything under it; a missing node is fine.
-void remove_tree(Keeper& keeper, const std::string& path) {
+// Deletes path and everything under it; a missing node is fine, any other
+// error throws (test::remove_tree, for cleanups, would leave it).
+void remove_tree_or_throw(Keeper& keeper, const std::string& path) {
   auto listed = keeper.try_children(path);
   if (listed.error() == Errc::no_node) return;
-  for (const auto& name : listed.value().names) remove_tree(keeper, join_path(path, name));
+  for (const auto& name : listed.value().names) remove_tree_or_throw(keeper, join_path(path, name));
   const auto removed = keeper.try_remove(path);
   if (!removed.ok() && removed.error() != Errc::no_node) throw KeeperError(removed.error(), path);
 }
@@ -128,7 +129,7 @@ class LockStressTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (!root_.empty()) client_->with_retry([&](Keeper& k) { remove_tree(k, root_); });
+    if (!root_.empty()) client_->with_retry([&](Keeper& k) { remove_tree_or_throw(k, root_); });
     if (files_dir_.empty()) return;
     if (HasFailure()) {
       print_worker_files(".timeouts");

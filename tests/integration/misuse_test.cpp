@@ -40,26 +40,12 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr auto kWait = 30s;  // generous: an ensemble on a loaded machine can be slow
+using test::connected_client;
+using test::kWait;
+using test::remove_tree;
+using test::unused_port;
 
-// A port on 127.0.0.1 where nothing listens (bound, then released).
-int unused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket failed");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    ::close(fd);
-    throw std::runtime_error("bind failed");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-ClientOptions options_for(std::string hosts) {
+ClientOptions quiet_options(std::string hosts) {
   ClientOptions o;
   o.connect_string = std::move(hosts);
   o.session_timeout = 6s;
@@ -67,12 +53,6 @@ ClientOptions options_for(std::string hosts) {
   o.retry_policy = std::make_shared<ExponentialBackoffRetry>(50ms, 5, 500ms);
   o.logging.level = LogLevel::off;
   return o;
-}
-
-std::unique_ptr<Client> connected_client(ClientOptions options) {
-  auto client = std::make_unique<Client>(std::move(options));
-  if (!client->block_until_connected(kWait)) throw std::runtime_error("no connection");
-  return client;
 }
 
 // Expects a KeeperError with this code whose path starts with `path`.
@@ -96,17 +76,11 @@ std::vector<std::string> children_of(Keeper& keeper, const std::string& dir) {
   return std::move(listed).value().names;
 }
 
-void remove_tree(Keeper& keeper, const std::string& path) {
-  if (auto children = keeper.try_children(path); children.ok())
-    for (const auto& name : children.value().names) remove_tree(keeper, join_path(path, name));
-  (void)keeper.try_remove(path);
-}
-
 // ---- Keeper operations: the bad paths keeper_test does not try.
 
 TEST(KeeperMisuse, EveryOperationRefusesEveryBadPathAndSendsNothing) {
   ZKR_REQUIRE_ENSEMBLE();
-  auto client = connected_client(options_for(test::connect_string()));
+  auto client = connected_client(quiet_options(test::connect_string()));
   auto keeper = client->keeper();
   const auto root = test::unique_path("keeper-misuse");
   keeper->create(root);
@@ -217,7 +191,7 @@ TEST(DeadEnsemble, AcquiresFailByTheirDeadlineNamingTheLockAndLeaveNoThread) {
   // Needs no ensemble: nothing listens on this port.
   const auto threads_before = test::thread_baseline();
   const std::string hosts = "127.0.0.1:" + std::to_string(unused_port());
-  auto options = options_for(hosts);
+  auto options = quiet_options(hosts);
   // Each bound below tells a wait for a connection (a whole
   // connection_timeout) from none, with room for a busy machine's stalls.
   options.connection_timeout = 1s;
@@ -273,7 +247,7 @@ class AclMisuseTest : public ::testing::Test {
   void SetUp() override {
     ZKR_REQUIRE_ENSEMBLE();
     root_ = test::unique_path("acl-root");
-    auto options = options_for(test::connect_string());
+    auto options = quiet_options(test::connect_string());
     options.auth = DigestAuth{"alice", "secret"};
     alice_ = connected_client(options);
     // Alice's lock root: only she may do anything in it.
@@ -301,7 +275,7 @@ TEST_F(AclMisuseTest, WrongPasswordIsAnotherIdentityAndGetsNoAuthAtOnce) {
   // ZooKeeper's digest scheme accepts any user:password: a wrong password is
   // not refused at connection (no auth_failed), it is another identity, and
   // every protected node says no_auth.
-  auto options = options_for(test::connect_string());
+  auto options = quiet_options(test::connect_string());
   options.auth = DigestAuth{"alice", "wrong"};
   auto sleeper = std::make_shared<RecordingSleeper>();
   options.sleeper = sleeper;
@@ -328,7 +302,7 @@ TEST_F(AclMisuseTest, WrongPasswordIsAnotherIdentityAndGetsNoAuthAtOnce) {
 
 TEST_F(AclMisuseTest, EveryLockUnderAProtectedRootFailsWithNoAuthAndLeavesNothing) {
   // No credentials at all, and a lock directory Alice already made.
-  auto stranger = connected_client(options_for(test::connect_string()));
+  auto stranger = connected_client(quiet_options(test::connect_string()));
   const std::string existing = root_ + "/existing";
   alice_->keeper()->create(existing, "", CreateMode::persistent, {.acl = creator_all_acl()});
   const std::string open_dir = test::unique_path("acl-open");
@@ -363,9 +337,9 @@ TEST_F(AclMisuseTest, EveryLockUnderAProtectedRootFailsWithNoAuthAndLeavesNothin
 TEST(ClientDestroyed, WhileALockIsHeldItsNodeGoesAndTheLockStaysSafe) {
   ZKR_REQUIRE_ENSEMBLE();
   const std::string dir = test::unique_path("client-gone-held");
-  auto observer = connected_client(options_for(test::connect_string()));
+  auto observer = connected_client(quiet_options(test::connect_string()));
   const auto threads_before = test::thread_baseline();
-  auto doomed = connected_client(options_for(test::connect_string()));
+  auto doomed = connected_client(quiet_options(test::connect_string()));
   auto mutex = std::make_unique<InterProcessMutex>(*doomed, dir);
   auto semaphore = std::make_unique<NonReentrantMutex>(*doomed, dir + "-s");
   ASSERT_TRUE(mutex->try_acquire());
@@ -393,11 +367,11 @@ TEST(ClientDestroyed, WhileALockIsHeldItsNodeGoesAndTheLockStaysSafe) {
 TEST(ClientDestroyed, WhileAnAcquireWaitsTheAcquireFailsWithClosing) {
   ZKR_REQUIRE_ENSEMBLE();
   const std::string dir = test::unique_path("client-gone-waiting");
-  auto holder_client = connected_client(options_for(test::connect_string()));
+  auto holder_client = connected_client(quiet_options(test::connect_string()));
   InterProcessMutex held(*holder_client, dir);
   ASSERT_TRUE(held.try_acquire());
 
-  auto doomed = connected_client(options_for(test::connect_string()));
+  auto doomed = connected_client(quiet_options(test::connect_string()));
   InterProcessMutex forever(*doomed, dir);
   NonReentrantMutex timed(*doomed, dir);
   auto waiting = std::async(std::launch::async, [&] { forever.acquire(); });

@@ -22,7 +22,7 @@ namespace {
 using namespace std::chrono_literals;
 using test::Latch;
 
-constexpr auto kWait = 30s;
+using test::kWait;
 constexpr int kGetData = 4;  // ZooKeeper's opcode for getData
 
 // Before the fix the read's reply was simply lost: no watch, nothing read

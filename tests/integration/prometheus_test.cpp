@@ -33,7 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kWait = 30s;  // bound on every wait; healthy runs take milliseconds
+using test::kWait;
 
 // GET /metrics from 127.0.0.1:port: the body, or "" on any failure. One
 // connection, each read and write bounded by a timeout, the size by a cap.
@@ -66,8 +66,8 @@ std::string scrape(int port) {
 
 // The value of one series in the text format; nullopt if it is not there.
 // Labels are written sorted by name (prometheus-cpp keeps them in a map).
-std::optional<double> value(const std::string& text, const std::string& name,
-                            const std::map<std::string, std::string>& labels) {
+std::optional<double> series_value(const std::string& text, const std::string& name,
+                                   const std::map<std::string, std::string>& labels) {
   std::string series = name;
   if (!labels.empty()) {
     series += '{';
@@ -163,7 +163,7 @@ TEST_F(PrometheusTest, AScrapeCountsGrantsTimeoutsAndALoss) {
   ASSERT_FALSE(text.empty()) << "no reply from 127.0.0.1:" << ports.front();
   const auto mutex_count = [&](const std::string& name, std::map<std::string, std::string> labels) {
     labels["recipe"] = "mutex";
-    return value(text, name, labels);
+    return series_value(text, name, labels);
   };
   EXPECT_EQ(mutex_count("zkr_lock_waits_total", {{"outcome", "granted"}}), 4);
   EXPECT_EQ(mutex_count("zkr_lock_waits_total", {{"outcome", "timed_out"}}), 1);
@@ -178,8 +178,9 @@ TEST_F(PrometheusTest, AScrapeCountsGrantsTimeoutsAndALoss) {
   EXPECT_EQ(mutex_count("zkr_lock_losses_total", {{"reason", "session_lost"}}), 0);
   // Each of the five queued nodes was created by one request.
   EXPECT_GE(mutex_count("zkr_requests_total", {{"request", "create"}}), 5);
-  EXPECT_EQ(value(text, "zkr_connection_states_total", {{"state", "connected"}}), 1);
-  EXPECT_EQ(value(text, "zkr_lock_waits_total", {{"outcome", "granted"}, {"recipe", "read"}}), 0);
+  EXPECT_EQ(series_value(text, "zkr_connection_states_total", {{"state", "connected"}}), 1);
+  EXPECT_EQ(
+      series_value(text, "zkr_lock_waits_total", {{"outcome", "granted"}, {"recipe", "read"}}), 0);
 }
 
 }  // namespace

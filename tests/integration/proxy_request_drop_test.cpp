@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/ensemble.hpp"
+#include "support/waits.hpp"
 #include "tcp_proxy.hpp"
 #include "zkr/client.hpp"
 #include "zkr/keeper.hpp"
@@ -22,7 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 using chaos::RequestKind;
 
-constexpr auto kWait = 30s;
+using test::kWait;
 
 // A session through the proxy with an ephemeral node of its own in each of
 // two directories, <root>/a and <root>/b; the tree goes with the fixture.

@@ -19,6 +19,7 @@
 
 #include "c_keeper.hpp"
 #include "support/ensemble.hpp"
+#include "support/waits.hpp"
 #include "tcp_proxy.hpp"
 #include "zkr/keeper.hpp"
 
@@ -28,7 +29,7 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr auto kWait = 30s;
+using test::kWait;
 constexpr auto kSessionTimeout = 15s;  // quiet limit 1 s (reply_watchdog.cpp)
 
 // Session states as the keeper reports them; outlives the keeper.
@@ -58,7 +59,7 @@ class SessionLog {
   std::vector<SessionState> states_;  // guarded by mutex_
 };
 
-std::unique_ptr<CKeeper> open(const std::string& hosts, SessionLog& log) {
+std::unique_ptr<CKeeper> open_logged(const std::string& hosts, SessionLog& log) {
   KeeperConfig config;
   config.hosts = hosts;
   config.session_timeout = kSessionTimeout;
@@ -71,7 +72,7 @@ TEST(ReplyNudgeTest, ASlowReplyEarnsANudgeOnTheSameSession) {
   ZKR_REQUIRE_ENSEMBLE();
   chaos::TcpProxy proxy(test::first_server_port());
   SessionLog log;
-  auto keeper = open("127.0.0.1:" + std::to_string(proxy.port()), log);
+  auto keeper = open_logged("127.0.0.1:" + std::to_string(proxy.port()), log);
   ASSERT_EQ(keeper->session_timeout(), kSessionTimeout);
   const std::string path = test::unique_path("slow-reply");
   keeper->create(path, "payload", CreateMode::ephemeral);
@@ -111,7 +112,7 @@ TEST(ReplyNudgeTest, ASlowReplyEarnsANudgeOnTheSameSession) {
 TEST(ReplyNudgeTest, PromptRepliesEarnNone) {
   ZKR_REQUIRE_ENSEMBLE();
   SessionLog log;
-  auto keeper = open(test::connect_string(), log);
+  auto keeper = open_logged(test::connect_string(), log);
   const std::string root = test::unique_path("prompt-replies");
   keeper->create(root);
   // One at a time, then pipelined, as the lock recipes do.

@@ -25,9 +25,11 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kWait = 30s;  // generous: an ensemble on a loaded machine can be slow
+using test::connected_client;
+using test::kWait;
+using test::remove_tree;
 
-ClientOptions options_for(std::optional<DigestAuth> auth, std::string namespace_path = {}) {
+ClientOptions options_as(std::optional<DigestAuth> auth, std::string namespace_path = {}) {
   ClientOptions o;
   o.connect_string = test::connect_string();
   o.session_timeout = 6s;
@@ -39,19 +41,6 @@ ClientOptions options_for(std::optional<DigestAuth> auth, std::string namespace_
   return o;
 }
 
-std::unique_ptr<Client> connected_client(ClientOptions options) {
-  auto client = std::make_unique<Client>(std::move(options));
-  if (!client->block_until_connected(kWait)) throw std::runtime_error("no connection");
-  return client;
-}
-
-void remove_tree(Keeper& keeper, const std::string& path) {
-  auto children = keeper.try_children(path);
-  if (!children.ok()) return;
-  for (const auto& name : children.value().names) remove_tree(keeper, path + "/" + name);
-  (void)keeper.try_remove(path);
-}
-
 const DigestAuth kAlice{"alice", "alice-secret"};
 const DigestAuth kBob{"bob", "bob-secret"};
 
@@ -61,7 +50,7 @@ class SharedRootsTest : public ::testing::Test {
     ZKR_REQUIRE_ENSEMBLE();
     base_ = test::unique_path("shared");
     // Alice can clean everything up: whatever is creator-only is hers.
-    alice_raw_ = connected_client(options_for(kAlice));
+    alice_raw_ = connected_client(options_as(kAlice));
   }
   void TearDown() override {
     if (!alice_raw_) return;
@@ -77,8 +66,8 @@ class SharedRootsTest : public ::testing::Test {
 // With auth, the default ACL is creator-only; the parent the namespace needs
 // must not be, or the first identity locks every other out of it.
 TEST_F(SharedRootsTest, TwoIdentitiesMakeNamespacesUnderOneParent) {
-  auto alice = connected_client(options_for(kAlice, base_ + "/app-a"));
-  auto bob = connected_client(options_for(kBob, base_ + "/app-b"));
+  auto alice = connected_client(options_as(kAlice, base_ + "/app-a"));
+  auto bob = connected_client(options_as(kBob, base_ + "/app-b"));
   auto raw = alice_raw_->keeper();
   raw->sync(base_);  // another session, maybe another server: catch up first
   EXPECT_TRUE(raw->exists(base_ + "/app-b"));
@@ -102,7 +91,7 @@ TEST_F(SharedRootsTest, RefusedNamespaceIsANamedErrorAtOnce) {
   alice_raw_->keeper()->create_parents(fenced);
   alice_raw_->keeper()->create(fenced, "", CreateMode::persistent, {.acl = creator_all_acl()});
 
-  Client bob(options_for(kBob, fenced + "/app-b"));
+  Client bob(options_as(kBob, fenced + "/app-b"));
   const auto start = Clock::now();
   EXPECT_FALSE(bob.block_until_connected(kWait));
   EXPECT_LT(Clock::now() - start, kWait / 2) << "the refusal was not reported at once";
@@ -130,7 +119,7 @@ TEST_F(SharedRootsTest, RefusedNamespaceIsANamedErrorAtOnce) {
 // it work again without a restart.
 TEST_F(SharedRootsTest, DeletedNamespaceIsMadeAgain) {
   const std::string ns = base_ + "/app";
-  auto alice = connected_client(options_for(kAlice, ns));
+  auto alice = connected_client(options_as(kAlice, ns));
   InterProcessMutex lock(*alice, "/l");
   ASSERT_TRUE(lock.try_acquire_for(kWait));
   EXPECT_TRUE(lock.release());
@@ -151,8 +140,8 @@ TEST_F(SharedRootsTest, DeletedNamespaceIsMadeAgain) {
 // the first one's lock paths and is excluded by it.
 TEST_F(SharedRootsTest, LockFactoriesWithDifferentLayoutsOnOneRootRefuse) {
   const std::string root = base_ + "/locks";
-  auto first_client = connected_client(options_for(kAlice));
-  auto second_client = connected_client(options_for(kBob));
+  auto first_client = connected_client(options_as(kAlice));
+  auto second_client = connected_client(options_as(kBob));
   LockFactory first(*first_client, root, LockLayout::hashed_for(1'000'000));
   auto held = first.non_reentrant_mutex("order-42");
   ASSERT_TRUE(held->try_acquire_for(kWait));
@@ -184,7 +173,7 @@ TEST_F(SharedRootsTest, LockFactoriesWithDifferentLayoutsOnOneRootRefuse) {
 // the record first, whatever the order.
 TEST_F(SharedRootsTest, ALockMadeBeforeItsClientConnectedChecksTheLayoutBeforeItsGrant) {
   const std::string root = base_ + "/locks";
-  auto hashed_client = connected_client(options_for(kAlice));
+  auto hashed_client = connected_client(options_as(kAlice));
   LockFactory hashed(*hashed_client, root, LockLayout::hashed(16));
   auto held = hashed.mutex("order-42");
   ASSERT_TRUE(held->try_acquire_for(kWait));
@@ -210,7 +199,7 @@ TEST_F(SharedRootsTest, ALockMadeBeforeItsClientConnectedChecksTheLayoutBeforeIt
     }
   };
   auto gate = std::make_shared<SessionGate>();
-  auto options = options_for(kBob);
+  auto options = options_as(kBob);
   options.keeper_factory = [gate](const KeeperConfig& config, SessionCallback on_state) {
     {
       std::lock_guard lock(gate->mutex);
@@ -246,7 +235,7 @@ TEST_F(SharedRootsTest, ALockMadeBeforeItsClientConnectedChecksTheLayoutBeforeIt
 // refuse, naming the change.
 TEST_F(SharedRootsTest, ALayoutRecordChangedByAnotherClientIsRefused) {
   const std::string root = base_ + "/locks";
-  auto flat_client = connected_client(options_for(kAlice));
+  auto flat_client = connected_client(options_as(kAlice));
   LockFactory flat(*flat_client, root);
   auto flat_lock = flat.mutex("order-42");
   ASSERT_TRUE(flat_lock->try_acquire_for(kWait));
@@ -254,7 +243,7 @@ TEST_F(SharedRootsTest, ALayoutRecordChangedByAnotherClientIsRefused) {
 
   const std::string record = root + "/" + std::string(kLayoutNodeName);
   alice_raw_->keeper()->remove(record);  // Alice made it: her ACL allows it
-  auto hashed_client = connected_client(options_for(kBob));
+  auto hashed_client = connected_client(options_as(kBob));
   LockFactory hashed(*hashed_client, root, LockLayout::hashed(16));
   auto hashed_lock = hashed.mutex("order-42");
   ASSERT_TRUE(hashed_lock->try_acquire_for(kWait));

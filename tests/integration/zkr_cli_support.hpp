@@ -48,7 +48,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr auto kWait = 30s;         // for a condition that should hold in well under a second
+using test::kWait;                  // for a condition that should hold in well under a second
 constexpr auto kProcessWait = 90s;  // for a zkr run to end
 // zkr's own connect deadline in these tests: generous, because the machine
 // running them may be loaded (once, under a load average of 10, a zkr run

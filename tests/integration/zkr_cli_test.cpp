@@ -36,10 +36,10 @@ namespace zkr {
 namespace {
 
 using namespace std::chrono_literals;
+using test::kWait;
 using test::cli::Fifo;
 using test::cli::kConnectTimeout;
 using test::cli::kProcessWait;
-using test::cli::kWait;
 using test::cli::lines_of;
 using test::cli::Pidfd;
 using test::cli::pids_after_word;

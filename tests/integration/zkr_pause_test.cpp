@@ -45,7 +45,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr auto kWait = 60s;  // for a condition that should hold within seconds
+using test::kLongWait;
 constexpr const char* kConnectTimeout = "45s";
 // The first holder's session: short, so that it expires soon after zkr stops;
 // long enough that a busy host does not lose it while zkr runs.
@@ -68,7 +68,7 @@ std::vector<std::string> lines_of(const std::filesystem::path& path) {
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
 // /proc offers nothing to wait on: look every 20 ms until `done` or the deadline.
-bool eventually(const std::function<bool()>& done, milliseconds timeout = kWait) {
+bool eventually(const std::function<bool()>& done, milliseconds timeout = kLongWait) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     if (done()) return true;
@@ -192,7 +192,7 @@ class ZkrLock {
   }
 
   // zkr's exit code as a shell reports it; -1 if it overran (then killed).
-  int wait(milliseconds timeout = 2 * kWait) {
+  int wait(milliseconds timeout = 2 * kLongWait) {
     const auto status = process_->wait_until(Clock::now() + timeout);
     if (!status) {
       process_->kill(SIGKILL);
@@ -223,7 +223,7 @@ class ZkrPauseTest : public ::testing::Test {
     ClientOptions options;
     options.connect_string = test::connect_string();
     client_ = std::make_unique<Client>(options);
-    ASSERT_TRUE(client_->block_until_connected(kWait));
+    ASSERT_TRUE(client_->block_until_connected(kLongWait));
     root_ = test::unique_path("zkr-pause");
   }
 
@@ -243,7 +243,7 @@ class ZkrPauseTest : public ::testing::Test {
   // True once the lock directory holds n nodes.
   bool queue_reaches(const std::string& path, std::size_t n) {
     return test::wait_children(
-        *client_->keeper(), path, [n](const auto& names) { return names.size() == n; }, kWait);
+        *client_->keeper(), path, [n](const auto& names) { return names.size() == n; }, kLongWait);
   }
 
   // The first holder ticks "A" into `ticks` until it is stopped or killed,

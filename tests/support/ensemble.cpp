@@ -1,5 +1,8 @@
 #include "support/ensemble.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +18,8 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+
+#include "zkr/path.hpp"
 
 namespace zkr::test {
 namespace {
@@ -61,10 +66,37 @@ std::unique_ptr<Client> connected_client(const std::string& hosts,
   ClientOptions options;
   options.connect_string = hosts;
   options.session_timeout = session_timeout;
-  auto client = std::make_unique<Client>(options);
+  return connected_client(std::move(options));
+}
+
+std::unique_ptr<Client> connected_client(ClientOptions options) {
+  const std::string hosts = options.connect_string;
+  auto client = std::make_unique<Client>(std::move(options));
   if (!client->block_until_connected(std::chrono::seconds(30)))
     throw std::runtime_error("no connection to " + hosts);
   return client;
+}
+
+int unused_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    ::close(fd);
+    throw std::runtime_error("bind failed");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+void remove_tree(Keeper& keeper, const std::string& path) {
+  if (auto children = keeper.try_children(path); children.ok())
+    for (const auto& name : children.value().names) remove_tree(keeper, join_path(path, name));
+  (void)keeper.try_remove(path);
 }
 
 bool can_inject_server_faults() {

@@ -28,6 +28,20 @@ int first_server_port();
 std::unique_ptr<Client> connected_client(const std::string& hosts,
                                          std::chrono::milliseconds session_timeout);
 
+// A Client of these options, connected; throws std::runtime_error if it is
+// not within 30 s.
+std::unique_ptr<Client> connected_client(ClientOptions options);
+
+// A TCP port on 127.0.0.1 that nothing listens on: one the kernel gave a
+// socket, closed again. For a connect string with no server behind it.
+int unused_port();
+
+// Removes path and everything below it, children first, for a test's
+// cleanup: best effort, a node that cannot be removed is left. A node the
+// test may not list (an ACL without read) is still removed if it has no
+// children.
+void remove_tree(Keeper& keeper, const std::string& path);
+
 // True when the fault verbs (kill, freeze, ...) can be used on the ensemble.
 bool can_inject_server_faults();
 

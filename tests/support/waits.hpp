@@ -14,6 +14,13 @@
 
 namespace zkr::test {
 
+// The bound on a live test's wait for a condition that a healthy run reaches
+// in milliseconds: generous, for an ensemble on a loaded machine.
+inline constexpr std::chrono::seconds kWait{30};
+// The bound where a wait spans more: a peer process's start, many sessions'
+// grants one after another, a zkr command's steps.
+inline constexpr std::chrono::seconds kLongWait{60};
+
 using ChildrenPredicate = std::function<bool(const std::vector<std::string>&)>;
 
 // True once pred(children of dir) holds (a missing dir has no children); false
