@@ -31,9 +31,12 @@ with_code=$(grep -A1 '"name" : "SKIP_RETURN_CODE"' "$work/tests.json" | grep -c 
 [[ $with_code -eq $scripts ]] || fail "$with_code of $scripts script tests have SKIP_RETURN_CODE 77"
 
 # ---- 2. check-skips on a real ctest run
-gtest_bin=$build/tests/integration_lock_test
 gtest_case='LockIntegrationTest/0.ExcludesAndReleases'
-[[ -x $gtest_bin ]] || { say "$gtest_bin is not built"; exit 1; }
+# The executable that holds it (a batch of test files), as ctest runs it.
+gtest_bin=$(ctest --test-dir "$build" -R '^integration[.]LockIntegrationTest[.]ExcludesAndReleases<zkr::InterProcessMutex>$' \
+  --show-only=json-v1 |
+  jq -r '.tests[0].command[0] // empty')
+[[ -n $gtest_bin && -x $gtest_bin ]] || { say "no built executable holds integration.$gtest_case"; exit 1; }
 mkdir "$work/project"
 cat >"$work/project/CMakeLists.txt" <<EOF
 cmake_minimum_required(VERSION 3.20)
