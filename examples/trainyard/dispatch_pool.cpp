@@ -18,10 +18,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kRequestTimeout = 10s;
-// A wait for the cursor's watch is cut at this, to look at `finished` and to
-// read again after a failed read (the ensemble may be in chaos).
-constexpr auto kRecheckEvery = 1s;
 // The next leader comes once the killed one's session expires (4 s), and may
 // have to wait for a server election in between.
 constexpr auto kFailoverPatience = 90s;

@@ -36,12 +36,8 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kRequestTimeout = 10s;
 // Short, so that a killed leader's node goes (and a failover starts) soon.
 constexpr auto kSessionTimeout = 4s;
-// A wait for a watch is cut at this, and the state read again: a progress
-// report a worker could not write (the ensemble in chaos) sets off no watch.
-constexpr auto kRecheckEvery = 1s;
 
 // Raised from watches and stop callbacks; waited on with the count seen before
 // the reads, so that a change in between is not missed.
@@ -63,10 +59,6 @@ struct Signal {
     cv.wait_for(lock, at_most, [&] { return raised != seen; });
   }
 };
-
-zkr::NodeData await(std::future<zkr::Result<zkr::NodeData>> reply, const std::string& path) {
-  return zkr::await_reply(std::move(reply), kRequestTimeout, path).value();
-}
 
 Cursor cursor_of(const zkr::NodeData& data, const std::string& path) {
   auto cursor = decode_cursor(data.data);
@@ -148,7 +140,7 @@ class Dispatcher {
       const auto seen = wake_->count();
       auto keeper = client_.keeper_when_connected();
       const auto path = cursor_path(options_);
-      const auto data = await(keeper->async_get(path), path);
+      const auto data = await_node(keeper->async_get(path), path);
       const auto cursor = cursor_of(data, path);
       if (cursor.next >= total_) {
         done_.request_stop();
@@ -214,7 +206,8 @@ class Dispatcher {
           worker_path(options_, w), [wake = wake_](const zkr::WatchEvent&) { wake->raise(); }));
     std::int64_t sum = 0;
     for (int w = 0; w < options_.workers; ++w)
-      if (auto stats = decode_stats(await(std::move(replies[w]), worker_path(options_, w)).data))
+      if (auto stats =
+              decode_stats(await_node(std::move(replies[w]), worker_path(options_, w)).data))
         sum += stats->applied;
     return sum;
   }
@@ -228,8 +221,9 @@ class Dispatcher {
         auto keeper = client_.keeper_when_connected();
         const auto path = cursor_path(options_);
         const auto cursor = cursor_of(
-            await(keeper->async_get(path, [changed](const zkr::WatchEvent&) { changed->raise(); }),
-                  path),
+            await_node(
+                keeper->async_get(path, [changed](const zkr::WatchEvent&) { changed->raise(); }),
+                path),
             path);
         if (cursor.next >= total_) {
           done_.request_stop();

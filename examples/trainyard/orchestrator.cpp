@@ -31,7 +31,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kRequestTimeout = 10s;
 constexpr auto kProgressEvery = 1s;
 // The dispatcher candidates end once the stream is all published, which it
 // is before the last worker ends: this is only for a candidate that hangs.

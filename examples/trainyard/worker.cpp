@@ -47,12 +47,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kMaxAttempts = 200;        // per message
 constexpr auto kMessageDeadline = 120s;  // per message, all attempts
 constexpr auto kLockTimeout = 5s;        // per acquisition, then retry
-constexpr auto kRequestTimeout = 10s;    // per read or write
 constexpr auto kReportEvery = 1s;
-
-zkr::NodeData await(std::future<zkr::Result<zkr::NodeData>> reply, const std::string& path) {
-  return zkr::await_reply(std::move(reply), kRequestTimeout, path).value();
-}
 
 TrainRecord train_of(const zkr::NodeData& data, const std::string& path) {
   auto train = decode_train(data.data);
@@ -141,7 +136,7 @@ class Worker {
       if (reported_applied_ != stats_.applied) report(false);
       auto changed = std::make_shared<Flag>();
       auto keeper = client_.keeper_when_connected();
-      const auto data = await(
+      const auto data = await_node(
           keeper->async_get(path, [changed](const zkr::WatchEvent&) { changed->raise(); }), path);
       const auto cursor = decode_cursor(data.data);
       if (!cursor) throw std::runtime_error("not a cursor at " + path);
@@ -160,8 +155,9 @@ class Worker {
       auto changed = std::make_shared<Flag>();
       auto keeper = client_.keeper_when_connected();
       const auto train = train_of(
-          await(keeper->async_get(path, [changed](const zkr::WatchEvent&) { changed->raise(); }),
-                path),
+          await_node(
+              keeper->async_get(path, [changed](const zkr::WatchEvent&) { changed->raise(); }),
+              path),
           path);
       if (train.seq >= m.seq - 1) return train.seq;
       if (!changed->wait_until(deadline)) break;
@@ -206,15 +202,15 @@ class Worker {
     std::future<zkr::Result<zkr::NodeData>> from_reply, to_reply;
     if (!fpath.empty()) from_reply = keeper->async_get(fpath);
     if (!dpath.empty()) to_reply = keeper->async_get(dpath);
-    const auto train_data = await(std::move(train_reply), tpath);
+    const auto train_data = await_node(std::move(train_reply), tpath);
     auto train = train_of(train_data, tpath);
     if (train.seq >= m.seq) return Outcome::applied;  // by our own lost-reply attempt
     if (train.seq != m.seq - 1)
       throw std::runtime_error("message " + std::to_string(m.index) + ": train at seq " +
                                std::to_string(train.seq) + " under its lock");
     zkr::NodeData from_data, to_data;
-    if (!fpath.empty()) from_data = await(std::move(from_reply), fpath);
-    if (!dpath.empty()) to_data = await(std::move(to_reply), dpath);
+    if (!fpath.empty()) from_data = await_node(std::move(from_reply), fpath);
+    if (!dpath.empty()) to_data = await_node(std::move(to_reply), dpath);
     LocationRecord from = fpath.empty() ? LocationRecord{} : location_of(from_data, fpath);
     LocationRecord to = dpath.empty() ? LocationRecord{} : location_of(to_data, dpath);
     apply(m, train, from, to);
@@ -282,11 +278,11 @@ class Worker {
     const auto tpath = train_path(options_, m.train);
     const auto fpath = m.from >= 0 ? location_path(options_, m.from) : std::string();
     const auto dpath = m.to >= 0 ? location_path(options_, m.to) : std::string();
-    auto train = train_of(await(keeper->async_get(tpath), tpath), tpath);
+    auto train = train_of(await_node(keeper->async_get(tpath), tpath), tpath);
     if (train.seq >= m.seq) return Outcome::applied;
     LocationRecord from, to;
-    if (!fpath.empty()) from = location_of(await(keeper->async_get(fpath), fpath), fpath);
-    if (!dpath.empty()) to = location_of(await(keeper->async_get(dpath), dpath), dpath);
+    if (!fpath.empty()) from = location_of(await_node(keeper->async_get(fpath), fpath), fpath);
+    if (!dpath.empty()) to = location_of(await_node(keeper->async_get(dpath), dpath), dpath);
     apply(m, train, from, to);
     if (!fpath.empty()) keeper->set(fpath, encode(from), zkr::kAnyVersion, kRequestTimeout);
     if (!dpath.empty()) keeper->set(dpath, encode(to), zkr::kAnyVersion, kRequestTimeout);

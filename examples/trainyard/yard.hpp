@@ -15,13 +15,29 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stream.hpp"
+#include "zkr/keeper.hpp"
 
 namespace trainyard {
+
+// The bound on one read or write of the run's records.
+inline constexpr std::chrono::seconds kRequestTimeout{10};
+// A wait for a watch is cut at this, and the state read again: a write the
+// ensemble lost in its chaos sets off no watch.
+inline constexpr std::chrono::seconds kRecheckEvery{1};
+
+// The node a read answers, within kRequestTimeout; throws what the read
+// failed with.
+inline zkr::NodeData await_node(std::future<zkr::Result<zkr::NodeData>> reply,
+                                const std::string& path) {
+  return zkr::await_reply(std::move(reply), kRequestTimeout, path).value();
+}
 
 inline constexpr int kMaxWorkers = 64;
 // Dispatcher candidates: one leads and publishes, the others stand by.
