@@ -7,11 +7,10 @@
 #include <vector>
 
 #include "checker.hpp"
+#include "checker_test_time.hpp"
 
 namespace zkr::chaos {
 namespace {
-
-constexpr std::int64_t kMs = 1'000'000;
 
 const std::string kDir = std::string(kSupervisedLockRoot) + "/z0";
 
@@ -45,7 +44,7 @@ NodeLife tick(int seq, std::int64_t zxid) {
   return life;
 }
 
-CheckResult judge(const std::vector<NodeLife>& lives) {
+CheckResult judge_commands(const std::vector<NodeLife>& lives) {
   CheckResult result;
   check_supervised_commands(lives, result);
   return result;
@@ -53,8 +52,8 @@ CheckResult judge(const std::vector<NodeLife>& lives) {
 
 TEST(ChaosCommands, TicksWhileTheHolderIsFirstPass) {
   // Node 1 holds 10..20, node 2 waits from 12 and holds 20..30.
-  const auto r = judge({lock_life(1, 10, 20), lock_life(2, 12, 30), tick(1, 11), tick(1, 19),
-                        tick(2, 21), tick(2, 29)});
+  const auto r = judge_commands({lock_life(1, 10, 20), lock_life(2, 12, 30), tick(1, 11),
+                                 tick(1, 19), tick(2, 21), tick(2, 29)});
   EXPECT_EQ(r.violation_count(), 0) << (r.examples.empty() ? "" : r.examples.front());
   EXPECT_EQ(r.supervised_ticks, 4);
   EXPECT_EQ(r.supervised_holds, 2);
@@ -64,8 +63,8 @@ TEST(ChaosCommands, TicksWhileTheHolderIsFirstPass) {
 TEST(ChaosCommands, ATickAfterItsLockNodeEndedIsAViolation) {
   // Node 1's session closed at 20 while its zkr was stopped; its command
   // ticked on at 22, beside node 2's.
-  const auto r = judge({lock_life(1, 10, 20, "session_closed"), lock_life(2, 12, 30), tick(1, 11),
-                        tick(1, 22), tick(2, 21)});
+  const auto r = judge_commands({lock_life(1, 10, 20, "session_closed"), lock_life(2, 12, 30),
+                                 tick(1, 11), tick(1, 22), tick(2, 21)});
   ASSERT_EQ(r.violations.count("command_outside_lock"), 1u);
   EXPECT_EQ(r.violations.at("command_outside_lock"), 1);
   EXPECT_NE(r.examples.front().find("session_closed"), std::string::npos) << r.examples.front();
@@ -73,7 +72,8 @@ TEST(ChaosCommands, ATickAfterItsLockNodeEndedIsAViolation) {
 
 TEST(ChaosCommands, ATickWhileANodeBeforeItsLivesIsAViolation) {
   // Node 2's command ticked at 15, while node 1 (first in line) still lived.
-  const auto r = judge({lock_life(1, 10, 20), lock_life(2, 12, 30), tick(2, 15), tick(2, 25)});
+  const auto r =
+      judge_commands({lock_life(1, 10, 20), lock_life(2, 12, 30), tick(2, 15), tick(2, 25)});
   ASSERT_EQ(r.violations.count("command_outside_lock"), 1u);
   EXPECT_EQ(r.violations.at("command_outside_lock"), 1);
   EXPECT_NE(r.examples.front().find("before its lock node"), std::string::npos)
@@ -81,7 +81,7 @@ TEST(ChaosCommands, ATickWhileANodeBeforeItsLivesIsAViolation) {
 }
 
 TEST(ChaosCommands, ATickOfALockNodeTheRecordNeverHadIsAProblem) {
-  const auto r = judge({lock_life(1, 10, 20), tick(2, 15)});
+  const auto r = judge_commands({lock_life(1, 10, 20), tick(2, 15)});
   EXPECT_EQ(r.violation_count(), 0);
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_NE(r.problems.front().find("names no lock node"), std::string::npos);

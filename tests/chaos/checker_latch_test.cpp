@@ -10,11 +10,10 @@
 #include <vector>
 
 #include "checker.hpp"
+#include "checker_test_time.hpp"
 
 namespace zkr::chaos {
 namespace {
-
-constexpr std::int64_t kMs = 1'000'000;
 
 const std::string kLatch = std::string(kLatchRoot) + "/l0";
 const std::string kWrites = std::string(kLeaderWriteRoot) + "/l0";
@@ -48,8 +47,8 @@ NodeLife leader_write(int seq, std::int64_t epoch, std::int64_t zxid) {
   return life;
 }
 
-CheckResult judge(const std::vector<NodeLife>& lives, std::vector<Event> events = {},
-                  const Pauses& pauses = {}) {
+CheckResult judge_latch(const std::vector<NodeLife>& lives, std::vector<Event> events = {},
+                        const Pauses& pauses = {}) {
   RunInput input;
   input.lives = lives;
   input.has_server_record = true;
@@ -70,8 +69,9 @@ Event event(std::string name, std::map<std::string, std::string> fields) {
 TEST(ChaosLatch, OneLeaderAtATimeWithAFailoverPasses) {
   // Node 1 leads 10..20 and writes at 11 and 15; node 2 joins at 12, leads
   // from 20 and writes at 21 and 25.
-  const auto r = judge({latch_life(1, 10, 20), latch_life(2, 12, 0), leader_write(1, 10, 11),
-                        leader_write(1, 10, 15), leader_write(2, 12, 21), leader_write(2, 12, 25)});
+  const auto r =
+      judge_latch({latch_life(1, 10, 20), latch_life(2, 12, 0), leader_write(1, 10, 11),
+                   leader_write(1, 10, 15), leader_write(2, 12, 21), leader_write(2, 12, 25)});
   EXPECT_EQ(r.violation_count(), 0) << (r.examples.empty() ? "" : r.examples.front());
   EXPECT_TRUE(r.problems.empty());
   EXPECT_EQ(r.latch_record_writes, 4);
@@ -80,15 +80,15 @@ TEST(ChaosLatch, OneLeaderAtATimeWithAFailoverPasses) {
 
 TEST(ChaosLatch, AWriteWhileAnEarlierNodeLivesIsTwoLeaders) {
   // Node 2 writes at 15 while node 1, before it in the queue, still lives.
-  const auto r = judge({latch_life(1, 10, 20), latch_life(2, 12, 0), leader_write(1, 10, 11),
-                        leader_write(2, 12, 15)});
+  const auto r = judge_latch({latch_life(1, 10, 20), latch_life(2, 12, 0), leader_write(1, 10, 11),
+                              leader_write(2, 12, 15)});
   EXPECT_EQ(r.violations.count("two_leaders"), 1u);
   EXPECT_EQ(r.violation_count(), 1);
 }
 
 TEST(ChaosLatch, AWriteAfterTheLeadersNodeEndedIsCaught) {
   // Node 1's session closed at 20; a write of its leader was applied at 22.
-  const auto r = judge({latch_life(1, 10, 20), leader_write(1, 10, 22)});
+  const auto r = judge_latch({latch_life(1, 10, 20), leader_write(1, 10, 22)});
   EXPECT_EQ(r.violations.count("leader_write_after_loss"), 1u);
   EXPECT_EQ(r.violation_count(), 1);
 }
@@ -99,35 +99,35 @@ TEST(ChaosLatch, AnEpochThatGoesDownIsCaught) {
   auto node3 = latch_life(3, 14, 20);
   node3.path = kLatch + "/" + latch_name(1);  // first in the queue by its name
   auto write3 = leader_write(1, 14, 16);
-  const auto r = judge({node3, latch_life(2, 12, 0), write3, leader_write(2, 12, 21)});
+  const auto r = judge_latch({node3, latch_life(2, 12, 0), write3, leader_write(2, 12, 21)});
   EXPECT_EQ(r.violations.count("epoch_order"), 1u);
   EXPECT_EQ(r.violations.count("two_leaders"), 0u);
 }
 
 TEST(ChaosLatch, AnEpochThatIsNotTheNodesCzxidIsCaught) {
-  const auto r = judge({latch_life(1, 10, 0), leader_write(1, 9, 11)});
+  const auto r = judge_latch({latch_life(1, 10, 0), leader_write(1, 9, 11)});
   EXPECT_EQ(r.violations.count("wrong_epoch"), 1u);
 }
 
 TEST(ChaosLatch, AWriteNamingNoLatchNodeIsAProblemOfTheRun) {
-  const auto r = judge({latch_life(1, 10, 0), leader_write(2, 12, 13)});
+  const auto r = judge_latch({latch_life(1, 10, 0), leader_write(2, 12, 13)});
   EXPECT_FALSE(r.problems.empty());
 }
 
 TEST(ChaosLatch, ARefusedWriteBeforeTheLostSignalIsASilentLoss) {
-  const auto r = judge({}, {event("lterm", {{"term", "1.0.L.3"}, {"epoch", "10"}}),
-                            event("lwrite", {{"term", "1.0.L.3"},
-                                             {"n", "2"},
-                                             {"result", "rejected"},
-                                             {"lost", "0"},
-                                             {"late", "0"}})});
+  const auto r = judge_latch({}, {event("lterm", {{"term", "1.0.L.3"}, {"epoch", "10"}}),
+                                  event("lwrite", {{"term", "1.0.L.3"},
+                                                   {"n", "2"},
+                                                   {"result", "rejected"},
+                                                   {"lost", "0"},
+                                                   {"late", "0"}})});
   EXPECT_EQ(r.violations.count("leader_silent_loss"), 1u);
   EXPECT_EQ(r.latch_terms, 1);
   EXPECT_EQ(r.latch_writes_refused, 1);
 }
 
 TEST(ChaosLatch, ARefusedWriteAfterTheLostSignalPasses) {
-  const auto r = judge(
+  const auto r = judge_latch(
       {}, {event("lterm", {{"term", "1.0.L.3"}, {"epoch", "10"}}),
            event("lwrite",
                  {{"term", "1.0.L.3"}, {"n", "1"}, {"result", "ok"}, {"lost", "0"}, {"late", "0"}}),
@@ -172,26 +172,26 @@ CheckResult judge_notice(std::vector<Event> records, const Pauses& pauses = {}) 
   Event term = event("lterm", {{"term", "1.0.L.3"}, {"epoch", "10"}, {"node", node.path}});
   term.at = kSecond;
   records.insert(records.begin(), {start, term});
-  return judge({node}, std::move(records), pauses);
+  return judge_latch({node}, std::move(records), pauses);
 }
 
-Event at(std::int64_t ns, Event e) {
+Event at_ns(std::int64_t ns, Event e) {
   e.at = ns;
   return e;
 }
 
 TEST(ChaosLatch, ATermThatHearsOfItsNodesEndWithinTheGracePasses) {
-  const auto lost = at(kNodeEnd + kSecond, event("llost", {{"term", "1.0.L.3"}}));
-  const auto end = at(kNodeEnd + 9 * kSecond, event("lend", {{"term", "1.0.L.3"}}));
+  const auto lost = at_ns(kNodeEnd + kSecond, event("llost", {{"term", "1.0.L.3"}}));
+  const auto end = at_ns(kNodeEnd + 9 * kSecond, event("lend", {{"term", "1.0.L.3"}}));
   EXPECT_EQ(judge_notice({lost, end}).violation_count(), 0);
   // Closing counts as hearing: close() may wait long for its delete.
-  const auto close = at(kNodeEnd + kSecond, event("lclose", {{"term", "1.0.L.3"}}));
+  const auto close = at_ns(kNodeEnd + kSecond, event("lclose", {{"term", "1.0.L.3"}}));
   EXPECT_EQ(judge_notice({close, end}).violation_count(), 0);
 }
 
 TEST(ChaosLatch, ATermThatNeverHearsOfItsNodesEndViolates) {
   // Its process went on recording (a lock worker's records) for 5 s.
-  const auto later = at(kNodeEnd + 5 * kSecond, event("acq", {{"op", "1.0.1.1"}}));
+  const auto later = at_ns(kNodeEnd + 5 * kSecond, event("acq", {{"op", "1.0.1.1"}}));
   const auto r = judge_notice({later});
   EXPECT_EQ(r.violations.count("leader_lost_unnoticed"), 1u);
   ASSERT_FALSE(r.examples.empty());
@@ -200,7 +200,7 @@ TEST(ChaosLatch, ATermThatNeverHearsOfItsNodesEndViolates) {
 
 TEST(ChaosLatch, ATermThatHearsOnlyAfterTheGraceViolates) {
   const auto grace = std::chrono::nanoseconds(kLostNoticeGrace).count();
-  const auto lost = at(kNodeEnd + grace + kSecond, event("llost", {{"term", "1.0.L.3"}}));
+  const auto lost = at_ns(kNodeEnd + grace + kSecond, event("llost", {{"term", "1.0.L.3"}}));
   const auto r = judge_notice({lost});
   EXPECT_EQ(r.violations.count("leader_lost_unnoticed"), 1u);
   // The same, but its process was stopped for 2 s of that time: it ran less than the grace.
@@ -214,7 +214,7 @@ TEST(ChaosLatch, ATermThatHearsOnlyAfterTheGraceViolates) {
 TEST(ChaosLatch, AKilledLeaderOwesNoNoticeAfterItsLastRecord) {
   // Killed half a second after its node ended (the kill ends the session
   // that ends the node, in a real run): it ran too little to be judged.
-  const auto last = at(kNodeEnd + kSecond / 2, event("lwrite", {{"term", "1.0.L.3"}}));
+  const auto last = at_ns(kNodeEnd + kSecond / 2, event("lwrite", {{"term", "1.0.L.3"}}));
   EXPECT_EQ(judge_notice({last}).violations.count("leader_lost_unnoticed"), 0u);
 }
 

@@ -20,7 +20,7 @@ Event gview(std::map<std::string, std::string> fields) {
   return e;
 }
 
-CheckResult judge(std::vector<Event> events) {
+CheckResult judge_members(std::vector<Event> events) {
   RunInput input;
   input.workers.emplace_back("worker-0-0.log", std::move(events));
   CheckResult result;
@@ -29,22 +29,22 @@ CheckResult judge(std::vector<Event> events) {
 }
 
 TEST(ChaosMember, AViewThatAgreedPasses) {
-  const auto r = judge({gview({{"converged", "1"}, {"stable", "1"}, {"ms", "3"}})});
+  const auto r = judge_members({gview({{"converged", "1"}, {"stable", "1"}, {"ms", "3"}})});
   EXPECT_EQ(r.violation_count(), 0);
   EXPECT_EQ(r.member_views, 1);
   EXPECT_EQ(r.member_views_converged, 1);
 }
 
 TEST(ChaosMember, AViewThatDisagreedWithAStillTreeIsCaught) {
-  const auto r =
-      judge({gview({{"converged", "0"}, {"stable", "1"}, {"ms", "8000"}, {"diff", "w3(tree)"}})});
+  const auto r = judge_members(
+      {gview({{"converged", "0"}, {"stable", "1"}, {"ms", "8000"}, {"diff", "w3(tree)"}})});
   EXPECT_EQ(r.violations.count("member_view_diverged"), 1u);
   ASSERT_FALSE(r.examples.empty());
   EXPECT_NE(r.examples[0].find("w3(tree)"), std::string::npos) << r.examples[0];
 }
 
 TEST(ChaosMember, AViewOfAMovingTreeProvesNothing) {
-  const auto r = judge({gview({{"converged", "0"}, {"stable", "0"}, {"ms", "8000"}})});
+  const auto r = judge_members({gview({{"converged", "0"}, {"stable", "0"}, {"ms", "8000"}})});
   EXPECT_EQ(r.violation_count(), 0);
   EXPECT_EQ(r.member_views_converged, 0);
   CheckResult bite;

@@ -9,11 +9,10 @@
 #include <vector>
 
 #include "checker.hpp"
+#include "checker_test_time.hpp"
 
 namespace zkr::chaos {
 namespace {
-
-constexpr std::int64_t kMs = 1'000'000;
 
 Event ev(std::int64_t at_ms, const std::string& line) {
   auto e = parse_event(std::to_string(at_ms * kMs) + " " + line);
@@ -88,8 +87,8 @@ std::vector<NodeLife> lives_of(
   return lives;
 }
 
-RunInput input(std::vector<std::pair<std::string, std::vector<Event>>> workers,
-               std::int64_t counter, std::int64_t token) {
+RunInput run_input(std::vector<std::pair<std::string, std::vector<Event>>> workers,
+                   std::int64_t counter, std::int64_t token) {
   RunInput in;
   in.lives = lives_of(workers);
   in.has_server_record = true;
@@ -99,7 +98,7 @@ RunInput input(std::vector<std::pair<std::string, std::vector<Event>>> workers,
   return in;
 }
 
-NodeLife& life(RunInput& in, const std::string& node) {
+NodeLife& life_in(RunInput& in, const std::string& node) {
   for (auto& l : in.lives)
     if (l.path == node) return l;
   throw std::invalid_argument("no life of " + node);
@@ -107,7 +106,7 @@ NodeLife& life(RunInput& in, const std::string& node) {
 
 // The node ended at `at_ms` by the close of its session (expiry, a kill).
 void closed_at(RunInput& in, const std::string& node, std::int64_t at_ms) {
-  auto& l = life(in, node);
+  auto& l = life_in(in, node);
   l.deleted = at_ms * kMs;
   l.end = "session_closed";
   l.deleter = l.owner;
@@ -118,13 +117,15 @@ std::vector<Event> concat(std::vector<Event> a, const std::vector<Event>& b) {
   return a;
 }
 
-std::string first(const CheckResult& r) { return r.examples.empty() ? "" : r.examples.front(); }
+std::string first_example(const CheckResult& r) {
+  return r.examples.empty() ? "" : r.examples.front();
+}
 
 TEST(ChaosChecker, CleanRunPasses) {
-  const auto r = check(input({worker(1, concat(hold("a", 10, 100, 1), hold("c", 30, 300, 3))),
-                              worker(2, hold("b", 20, 200, 2))},
-                             3, 300));
-  EXPECT_TRUE(r.ok()) << first(r);
+  const auto r = check(run_input({worker(1, concat(hold("a", 10, 100, 1), hold("c", 30, 300, 3))),
+                                  worker(2, hold("b", 20, 200, 2))},
+                                 3, 300));
+  EXPECT_TRUE(r.ok()) << first_example(r);
   EXPECT_EQ(r.acquisitions, 3);
   EXPECT_EQ(r.writes_accepted, 3);
   EXPECT_EQ(r.server_lives, 3);
@@ -132,19 +133,19 @@ TEST(ChaosChecker, CleanRunPasses) {
 
 TEST(ChaosChecker, OverlapIsAViolation) {
   // b is granted at 13 while a's node lives until 14.5.
-  const auto r =
-      check(input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 12, 200, 2))}, 2, 200));
+  const auto r = check(
+      run_input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 12, 200, 2))}, 2, 200));
   EXPECT_EQ(r.violations.count("overlap"), 1u);
 }
 
 TEST(ChaosChecker, AGrantLastsUntilItsNodeIsDeletedOnTheServers) {
   // a let go at 14, but its node was deleted on the servers only at 18 (its
   // release's delete failed and was retried, say): b, granted at 16, overlaps.
-  auto in = input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 15, 200, 2))}, 2, 200);
-  life(in, node_of("a")).deleted = 18 * kMs;
+  auto in = run_input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 15, 200, 2))}, 2, 200);
+  life_in(in, node_of("a")).deleted = 18 * kMs;
   EXPECT_EQ(check(in).violations.count("overlap"), 1u);
-  life(in, node_of("a")).deleted = 15 * kMs;  // deleted before b's grant at 16: fine
-  EXPECT_TRUE(check(in).ok()) << first(check(in));
+  life_in(in, node_of("a")).deleted = 15 * kMs;  // deleted before b's grant at 16: fine
+  EXPECT_TRUE(check(in).ok()) << first_example(check(in));
 }
 
 TEST(ChaosChecker, SuspendedNoticeDoesNotEndTheGrant) {
@@ -152,24 +153,24 @@ TEST(ChaosChecker, SuspendedNoticeDoesNotEndTheGrant) {
   // at 13, overlaps (the old checker made this legal).
   auto a = hold("a", 10, 100, 1);
   a.insert(a.begin() + 2, ev(12, "state s=suspended session=0"));
-  const auto r = check(input({worker(1, a), worker(2, hold("b", 12, 200, 2))}, 2, 200));
-  EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);
+  const auto r = check(run_input({worker(1, a), worker(2, hold("b", 12, 200, 2))}, 2, 200));
+  EXPECT_EQ(r.violations.count("overlap"), 1u) << first_example(r);
 }
 
 TEST(ChaosChecker, AKilledHolderHoldsUntilItsSessionIsClosed) {
   // a is killed at 12 mid-hold; its node goes with its session at 20.
   std::vector<Event> a{ev(10, "acq op=a kind=mutex keys=k0 deadline=" + deadline(1010)),
                        ev(11, "enter op=a tokens=k0:100 nodes=" + node_of("a"))};
-  auto early = input({worker(1, a), worker(2, hold("b", 15, 200, 1))}, 1, 200);
+  auto early = run_input({worker(1, a), worker(2, hold("b", 15, 200, 1))}, 1, 200);
   early.nemesis.push_back(ev(12, "cut pid=1 why=kill_worker from=" + sent(12) + " to=" + sent(12)));
   closed_at(early, node_of("a"), 20);
   const auto r = check(early);
-  EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);  // b at 16, before the close
+  EXPECT_EQ(r.violations.count("overlap"), 1u) << first_example(r);  // b at 16, before the close
   EXPECT_EQ(r.holder_hits.at("kill_worker"), 1);
-  auto late = input({worker(1, a), worker(2, hold("b", 20, 200, 1))}, 1, 200);
+  auto late = run_input({worker(1, a), worker(2, hold("b", 20, 200, 1))}, 1, 200);
   late.nemesis = early.nemesis;
   closed_at(late, node_of("a"), 20);
-  EXPECT_TRUE(check(late).ok()) << first(check(late));  // b at 21
+  EXPECT_TRUE(check(late).ok()) << first_example(check(late));  // b at 21
 }
 
 TEST(ChaosChecker, AGrantWhoseNodeWasGoneBeforeTheWorkerHadItIsVoid) {
@@ -184,15 +185,15 @@ TEST(ChaosChecker, AGrantWhoseNodeWasGoneBeforeTheWorkerHadItIsVoid) {
                        ev(12, "enter op=b tokens=k0:200 nodes=" + node_of("b")),
                        ev(30, "exit op=b")};
   b[1].at = 12 * kMs + kMs / 2;
-  auto in = input({worker(1, a), worker(2, b)}, 0, 0);
+  auto in = run_input({worker(1, a), worker(2, b)}, 0, 0);
   closed_at(in, node_of("a"), 12);
   const auto r = check(in);
-  EXPECT_TRUE(r.ok()) << first(r);
+  EXPECT_TRUE(r.ok()) << first_example(r);
   EXPECT_EQ(r.void_grants, 1);
 }
 
 TEST(ChaosChecker, AGrantOfANodeTheServersNeverHadIsAProblem) {
-  auto in = input({worker(1, hold("a", 10, 100, 1))}, 1, 100);
+  auto in = run_input({worker(1, hold("a", 10, 100, 1))}, 1, 100);
   in.lives.clear();
   EXPECT_FALSE(check(in).ok());
   in.has_server_record = false;  // no record at all: the main rule cannot be judged
@@ -204,9 +205,9 @@ TEST(ChaosChecker, WriteSentAfterTheNodeWasDeletedMustNotApply) {
   // sent at 12 after the stamp's millisecond, was applied: fencing failed.
   auto a = hold("a", 10, 100, 1);
   a[2].fields["sent"] = std::to_string(13 * kMs);
-  auto in = input({worker(1, a)}, 1, 100);
+  auto in = run_input({worker(1, a)}, 1, 100);
   EXPECT_TRUE(check(in).ok());
-  life(in, node_of("a")).deleted = 11 * kMs + kMs / 2;
+  life_in(in, node_of("a")).deleted = 11 * kMs + kMs / 2;
   EXPECT_EQ(check(in).violations.count("late_write"), 1u);
 }
 
@@ -216,9 +217,9 @@ TEST(ChaosChecker, ALateWriteIsJudgedByTheServersRecord) {
   // still this hold's. No violation, but counted.
   auto a = hold("a", 10, 100, 1);
   a[2].fields["late"] = "1";
-  auto in = input({worker(1, a)}, 1, 100);
+  auto in = run_input({worker(1, a)}, 1, 100);
   auto r = check(in);
-  EXPECT_TRUE(r.ok()) << first(r);
+  EXPECT_TRUE(r.ok()) << first_example(r);
   EXPECT_EQ(r.late_writes, 1);
   EXPECT_EQ(r.late_applied, 1);
   // The node had gone with its session before the write was sent (12): fencing failed.
@@ -234,28 +235,28 @@ TEST(ChaosChecker, RefusedWriteWithoutALostNoticeIsASilentLoss) {
                       " result=rejected err=no_node values=k0:1 tokens=k0:100 " + extra);
     return a;
   };
-  auto silent = input({worker(1, refused("late=0 lost=0"))}, 0, 0);
+  auto silent = run_input({worker(1, refused("late=0 lost=0"))}, 0, 0);
   EXPECT_EQ(check(silent).violations.count("silent_loss"), 1u);
   // The grant said lost by the reply: the loss was told.
-  EXPECT_TRUE(check(input({worker(1, refused("late=0 lost=1"))}, 0, 0)).ok());
+  EXPECT_TRUE(check(run_input({worker(1, refused("late=0 lost=1"))}, 0, 0)).ok());
   // A lost record before the reply tells it as well.
   auto told = refused("late=0 lost=0");
   told.insert(told.begin() + 2, ev(12, "lost op=a key=k0 why=node_deleted"));
-  EXPECT_TRUE(check(input({worker(1, told)}, 0, 0)).ok());
+  EXPECT_TRUE(check(run_input({worker(1, told)}, 0, 0)).ok());
   // A late write is refused because the worker knew.
-  EXPECT_TRUE(check(input({worker(1, refused("late=1 lost=0"))}, 0, 0)).ok());
+  EXPECT_TRUE(check(run_input({worker(1, refused("late=1 lost=0"))}, 0, 0)).ok());
 }
 
 TEST(ChaosChecker, FaultsAimedAtAHolderCountOnlyWhenTheyHitOne) {
   // pause_worker at 12 while a holds: a hit; at 20, after a let go: none.
-  auto in = input({worker(1, hold("a", 10, 100, 1))}, 1, 100);
+  auto in = run_input({worker(1, hold("a", 10, 100, 1))}, 1, 100);
   in.nemesis.push_back(ev(1, "fault kind=pause_worker from=1 to=2 effective=1 detail=x"));
   in.nemesis.push_back(ev(12, "cut pid=1 why=pause_worker from=" + sent(12) + " to=" + sent(12)));
   in.nemesis.push_back(ev(20, "cut pid=1 why=pause_worker from=" + sent(20) + " to=" + sent(20)));
   auto r = check(in);
   EXPECT_EQ(r.holder_hits.at("pause_worker"), 1);
   // expire_session: the session's close deleted a granted node.
-  auto expired = input({worker(1, hold("a", 10, 100, 1))}, 1, 100);
+  auto expired = run_input({worker(1, hold("a", 10, 100, 1))}, 1, 100);
   closed_at(expired, node_of("a"), 14);
   expired.nemesis.push_back(ev(14, "cut pid=1 why=expire_session from=" + sent(13) +
                                        " to=" + sent(14) + " session=" + "5000"));
@@ -276,26 +277,26 @@ TEST(ChaosChecker, FaultsAimedAtAHolderCountOnlyWhenTheyHitOne) {
 }
 
 TEST(ChaosChecker, DuplicateCounterValueIsALostUpdate) {
-  const auto r =
-      check(input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 20, 200, 1))}, 1, 200));
+  const auto r = check(
+      run_input({worker(1, hold("a", 10, 100, 1)), worker(2, hold("b", 20, 200, 1))}, 1, 200));
   EXPECT_GE(r.violations.count("lost_update"), 1u);
 }
 
 TEST(ChaosChecker, TokensMustGrow) {
-  const auto r =
-      check(input({worker(1, hold("a", 10, 300, 1)), worker(2, hold("b", 20, 200, 2))}, 2, 200));
+  const auto r = check(
+      run_input({worker(1, hold("a", 10, 300, 1)), worker(2, hold("b", 20, 200, 2))}, 2, 200));
   EXPECT_EQ(r.violations.count("token_order"), 1u);
 }
 
 TEST(ChaosChecker, UnknownWriteFillsAGapOnlyIfNeeded) {
   // b's outcome is unknown; the counter says it was applied (3 = a, b, c).
-  auto ok = check(input({worker(1, concat(hold("a", 10, 100, 1), hold("c", 30, 300, 3))),
-                         worker(2, hold("b", 20, 200, 2, "unknown"))},
-                        3, 300));
+  auto ok = check(run_input({worker(1, concat(hold("a", 10, 100, 1), hold("c", 30, 300, 3))),
+                             worker(2, hold("b", 20, 200, 2, "unknown"))},
+                            3, 300));
   EXPECT_TRUE(ok.ok()) << (ok.examples.empty() ? "" : ok.examples.front());
   EXPECT_EQ(ok.unknown_applied, 1);
   // A counter value that no write explains.
-  auto bad = check(input({worker(1, hold("a", 10, 100, 1))}, 2, 100));
+  auto bad = check(run_input({worker(1, hold("a", 10, 100, 1))}, 2, 100));
   EXPECT_EQ(bad.violations.count("lost_update"), 1u);
 }
 
@@ -306,7 +307,7 @@ TEST(ChaosChecker, WriteOfAKilledProcessIsUnknownNotMissing) {
       ev(20, "acq op=b kind=mutex keys=k0 deadline=" + deadline(1020)),
       ev(21, "enter op=b tokens=k0:200 nodes=" + node_of("b")),
       ev(22, "wsend op=b n=0 sent=" + sent(22) + " values=k0:2 tokens=k0:200 late=0")};
-  auto in = input({worker(1, hold("a", 10, 100, 1)), worker(2, b)}, 2, 200);
+  auto in = run_input({worker(1, hold("a", 10, 100, 1)), worker(2, b)}, 2, 200);
   in.nemesis.push_back(ev(23, "cut pid=2 why=kill_worker from=" + sent(23) + " to=" + sent(23)));
   const auto r = check(in);
   EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
@@ -324,7 +325,7 @@ TEST(ChaosChecker, UnknownMultiKeyWriteCountsOnce) {
          "write op=a n=0 sent=" + sent(12) +
              " result=unknown err=connection_loss values=k0:1,k1:1 tokens=k0:100,k1:101 late=0"),
       ev(14, "exit op=a")};
-  auto in = input({worker(1, a)}, 1, 100);
+  auto in = run_input({worker(1, a)}, 1, 100);
   in.final_state.counters["k1"] = 1;
   in.final_state.tokens["k1"] = 101;
   const auto r = check(in);
@@ -333,7 +334,7 @@ TEST(ChaosChecker, UnknownMultiKeyWriteCountsOnce) {
 }
 
 TEST(ChaosChecker, FinalTokenMustBeTheLastWritersToken) {
-  const auto r = check(input({worker(1, hold("a", 10, 100, 1))}, 1, 99));
+  const auto r = check(run_input({worker(1, hold("a", 10, 100, 1))}, 1, 99));
   EXPECT_EQ(r.violations.count("final_token"), 1u);
 }
 
@@ -341,10 +342,10 @@ TEST(ChaosChecker, AcquireMustReturnWithinDeadlinePlusSessionTimeout) {
   // deadline at 1010 ms, session timeout 4000 ms: entering at 6000 ms is late.
   std::vector<Event> events{ev(10, "acq op=a kind=mutex keys=k0 deadline=" + deadline(1010)),
                             ev(6000, "noacq op=a why=timeout")};
-  const auto r = check(input({worker(1, events)}, 0, 0));
+  const auto r = check(run_input({worker(1, events)}, 0, 0));
   EXPECT_EQ(r.violations.count("acquire_overrun"), 1u);
   // The same, but the process was stopped for 2 s meanwhile: in time.
-  auto in = input({worker(1, events)}, 0, 0);
+  auto in = run_input({worker(1, events)}, 0, 0);
   in.nemesis.push_back(ev(3000, "paused pid=1 from=" + sent(1000) + " to=" + sent(3000)));
   EXPECT_EQ(check(in).violations.count("acquire_overrun"), 0u);
 }
@@ -355,7 +356,7 @@ TEST(ChaosChecker, AcquireMayTakeAMomentToReturnAfterItsLastWait) {
   const auto returned_at = [](std::int64_t ms) {
     std::vector<Event> events{ev(10, "acq op=a kind=multi keys=k0,k1 deadline=" + deadline(1010)),
                               ev(ms, "noacq op=a why=timeout")};
-    return check(input({worker(1, events)}, 0, 0)).violations.count("acquire_overrun");
+    return check(run_input({worker(1, events)}, 0, 0)).violations.count("acquire_overrun");
   };
   EXPECT_EQ(returned_at(5060), 0u);
   EXPECT_EQ(returned_at(5160), 1u);
@@ -365,12 +366,12 @@ TEST(ChaosChecker, LateWriteAfterSessionLossMustNotApply) {
   auto a = hold("a", 10, 100, 1);
   a.insert(a.begin() + 2, ev(11, "lost op=a key=k0 why=session_lost"));
   // The write (sent at 12) was accepted although the session was lost at 11.
-  const auto r = check(input({worker(1, a)}, 1, 100));
+  const auto r = check(run_input({worker(1, a)}, 1, 100));
   EXPECT_EQ(r.violations.count("late_write"), 1u);
 }
 
 TEST(ChaosChecker, LeftoverLockNodeIsAnOrphan) {
-  auto in = input({}, 0, 0);
+  auto in = run_input({}, 0, 0);
   in.final_state.lock_root_nodes.push_back({"/chaos/locks/k0", 0});
   in.final_state.lock_root_nodes.push_back({"/chaos/locks/k0/_c_x-lock-0000000001", 0x42});
   in.final_state.live_sessions.insert(0x7);
@@ -382,7 +383,7 @@ TEST(ChaosChecker, LeftoverLockNodeIsAnOrphan) {
 TEST(ChaosChecker, HoldWithNoEndIsAProblem) {
   std::vector<Event> events{ev(10, "acq op=a kind=mutex keys=k0 deadline=" + deadline(1010)),
                             ev(11, "enter op=a tokens=k0:100 nodes=" + node_of("a"))};
-  const auto r = check(input({worker(1, events)}, 0, 0));
+  const auto r = check(run_input({worker(1, events)}, 0, 0));
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_NE(r.problems[0].find("never left"), std::string::npos);
 }
@@ -402,7 +403,7 @@ std::vector<Event> hold_of_node(const std::string& op, std::int64_t exit_at,
 
 // Another client deleted the node at `at_ms`.
 void deleted_at(RunInput& in, const std::string& node, std::int64_t at_ms) {
-  auto& l = life(in, node);
+  auto& l = life_in(in, node);
   l.deleted = at_ms * kMs;
   l.end = "delete";
   l.deleter = 0x99;
@@ -412,73 +413,73 @@ TEST(ChaosChecker, DeletedHolderNodeEndsThatHold) {
   // b is granted at 21, after the deletion at 15 and before a hears of it at
   // 25: legal, since the node is what the lock is.
   auto a = hold_of_node("a", 40, {ev(25, "lost op=a key=k0 why=node_deleted")});
-  auto in = input({worker(1, a), worker(2, hold("b", 20, 200, 1))}, 1, 200);
+  auto in = run_input({worker(1, a), worker(2, hold("b", 20, 200, 1))}, 1, 200);
   EXPECT_EQ(check(in).violations.count("overlap"), 1u);  // the node lived on until 40.5
   deleted_at(in, node_of("a"), 15);
   in.nemesis.push_back(ev(15, "cut pid=1 why=delete_holder_node from=" + sent(15) +
                                   " to=" + sent(15) + " node=" + node_of("a")));
   const auto r = check(in);
-  EXPECT_TRUE(r.ok()) << first(r);
+  EXPECT_TRUE(r.ok()) << first_example(r);
   EXPECT_EQ(r.holder_hits.at("delete_holder_node"), 1);
 }
 
 TEST(ChaosChecker, GrantMustSayLostOnceItsNodeIsGone) {
   const std::int64_t grace_ms = kLostNoticeGrace.count();
   // The node went at 15; a stayed past the grace and never heard.
-  auto in = input({worker(1, hold_of_node("a", 16 + grace_ms))}, 0, 0);
+  auto in = run_input({worker(1, hold_of_node("a", 16 + grace_ms))}, 0, 0);
   deleted_at(in, node_of("a"), 15);
   EXPECT_EQ(check(in).violations.count("lost_unnoticed"), 1u);
   // ...but it was stopped (SIGSTOP) for most of that time: it could not hear.
   auto paused = in;
   paused.nemesis.push_back(ev(20, "paused pid=1 from=" + sent(14) + " to=" + sent(14 + grace_ms)));
-  EXPECT_TRUE(check(paused).ok()) << first(check(paused));
+  EXPECT_TRUE(check(paused).ok()) << first_example(check(paused));
   // Told in time: fine.
-  auto told = input(
+  auto told = run_input(
       {worker(1, hold_of_node("a", 16 + grace_ms, {ev(20, "lost op=a key=k0 why=node_deleted")}))},
       0, 0);
   deleted_at(told, node_of("a"), 15);
   EXPECT_TRUE(check(told).ok());
   // Let go before the grace ran out: nothing to judge.
-  auto early = input({worker(1, hold_of_node("a", 14 + grace_ms))}, 0, 0);
+  auto early = run_input({worker(1, hold_of_node("a", 14 + grace_ms))}, 0, 0);
   deleted_at(early, node_of("a"), 15);
   EXPECT_TRUE(check(early).ok());
   // A refused guarded write says the node is gone just as well (the servers'
   // record, here, has it deleted only by the release).
   auto refused =
-      input({worker(1, hold_of_node("a", 30 + grace_ms,
-                                    {ev(20, "write op=a n=0 sent=" + sent(19) +
-                                                " result=rejected err=no_node values=k0:1 "
-                                                "tokens=k0:100 late=0 lost=0")}))},
-            0, 0);
+      run_input({worker(1, hold_of_node("a", 30 + grace_ms,
+                                        {ev(20, "write op=a n=0 sent=" + sent(19) +
+                                                    " result=rejected err=no_node values=k0:1 "
+                                                    "tokens=k0:100 late=0 lost=0")}))},
+                0, 0);
   EXPECT_EQ(check(refused).violations.count("lost_unnoticed"), 1u);
 }
 
 TEST(ChaosChecker, ReleaseRefusedAfterAGrantIsAViolation) {
   auto a = hold("a", 10, 100, 1);
   a.push_back(ev(15, "release op=a ok=0"));
-  EXPECT_EQ(check(input({worker(1, a)}, 1, 100)).violations.count("release_refused"), 1u);
+  EXPECT_EQ(check(run_input({worker(1, a)}, 1, 100)).violations.count("release_refused"), 1u);
   a.back() = ev(15, "release op=a ok=1");
-  EXPECT_TRUE(check(input({worker(1, a)}, 1, 100)).ok());
+  EXPECT_TRUE(check(run_input({worker(1, a)}, 1, 100)).ok());
 }
 
 TEST(ChaosChecker, InvalidHolderTextMustBeRefused) {
   std::vector<Event> refused{ev(5, "holder op=a label=newline valid=0 bytes=6 outcome=threw")};
-  auto r = check(input({worker(1, concat(refused, hold("a", 10, 100, 1)))}, 1, 100));
+  auto r = check(run_input({worker(1, concat(refused, hold("a", 10, 100, 1)))}, 1, 100));
   EXPECT_TRUE(r.ok()) << (r.examples.empty() ? "" : r.examples.front());
   EXPECT_EQ(r.invalid_holders_tried, 1);
   EXPECT_EQ(r.invalid_holders_refused, 1);
   std::vector<Event> accepted{
       ev(5, "holder op=a label=len1025 valid=0 bytes=1025 outcome=accepted")};
-  r = check(input({worker(1, concat(accepted, hold("a", 10, 100, 1)))}, 1, 100));
+  r = check(run_input({worker(1, concat(accepted, hold("a", 10, 100, 1)))}, 1, 100));
   EXPECT_EQ(r.violations.count("invalid_holder_accepted"), 1u);
   std::vector<Event> wrong{ev(5, "holder op=a label=ctl01 valid=0 bytes=3 outcome=other")};
-  r = check(input({worker(1, concat(wrong, hold("a", 10, 100, 1)))}, 1, 100));
+  r = check(run_input({worker(1, concat(wrong, hold("a", 10, 100, 1)))}, 1, 100));
   EXPECT_EQ(r.violations.count("invalid_holder_accepted"), 1u);
 }
 
 TEST(ChaosChecker, ValidHolderTextMustBeAccepted) {
   std::vector<Event> refused{ev(5, "holder op=a label=x_held valid=1 bytes=6 outcome=refused")};
-  const auto r = check(input({worker(1, refused)}, 0, 0));
+  const auto r = check(run_input({worker(1, refused)}, 0, 0));
   EXPECT_EQ(r.violations.count("valid_holder_refused"), 1u);
   EXPECT_EQ(r.acquires, 0);  // a holder record is no acquire
 }
@@ -488,7 +489,7 @@ TEST(ChaosChecker, TwoThreadsOfOneSharedObjectAreSeparateHolders) {
   auto a = hold("a", 10, 100, 1);
   auto b = hold("b", 12, 200, 2);
   for (auto* list : {&a, &b}) (*list)[0].fields["kind"] = "shared_semaphore";
-  const auto r = check(input({worker(1, concat(a, b))}, 2, 200));
+  const auto r = check(run_input({worker(1, concat(a, b))}, 2, 200));
   EXPECT_EQ(r.violations.count("overlap"), 1u);
   EXPECT_EQ(r.shared_holds, 2);
 }
@@ -524,67 +525,67 @@ std::vector<Event> lease_hold(const std::string& op, std::int64_t t, std::int64_
 TEST(ChaosChecker, ReadersShareAReadWriteLock) {
   // a reads [11, 14.5], b reads from 13: readers share.
   const auto r = check(
-      input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "read", 12))}, 0, 0));
-  EXPECT_TRUE(r.ok()) << first(r);
+      run_input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "read", 12))}, 0, 0));
+  EXPECT_TRUE(r.ok()) << first_example(r);
   EXPECT_EQ(r.grants_by_kind.at("read"), 2);
 }
 
 TEST(ChaosChecker, AWriterBesideAReaderIsAnOverlap) {
   // A writer granted while a reader holds...
   auto r = check(
-      input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "write", 12))}, 0, 0));
-  EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);
+      run_input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "write", 12))}, 0, 0));
+  EXPECT_EQ(r.violations.count("overlap"), 1u) << first_example(r);
   // ...a reader granted while a writer holds, even after another reader...
-  r = check(input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "read", 11)),
-                   worker(3, rw_hold("c", "read", 12))},
-                  0, 0));
-  EXPECT_EQ(r.violations.at("overlap"), 2) << first(r);
+  r = check(run_input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "read", 11)),
+                       worker(3, rw_hold("c", "read", 12))},
+                      0, 0));
+  EXPECT_EQ(r.violations.at("overlap"), 2) << first_example(r);
   // ...and two writers, as on a mutex.
-  r = check(
-      input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "write", 12))}, 0, 0));
-  EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);
+  r = check(run_input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "write", 12))},
+                      0, 0));
+  EXPECT_EQ(r.violations.count("overlap"), 1u) << first_example(r);
   // One after the other: fine.
-  r = check(input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "read", 15)),
-                   worker(3, rw_hold("c", "write", 20))},
-                  0, 0));
-  EXPECT_TRUE(r.ok()) << first(r);
+  r = check(run_input({worker(1, rw_hold("a", "write", 10)), worker(2, rw_hold("b", "read", 15)),
+                       worker(3, rw_hold("c", "write", 20))},
+                      0, 0));
+  EXPECT_TRUE(r.ok()) << first_example(r);
 }
 
 TEST(ChaosChecker, AWriterAfterALongReaderIsJudgedByTheReaderToo) {
   // a reads until its node goes at 30; b reads [13, 16.5]; c writes at 21,
   // after b but while a's read still lives.
-  auto in = input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "read", 12)),
-                   worker(3, rw_hold("c", "write", 20))},
-                  0, 0);
-  life(in, rw_node("a", "read")).deleted = 30 * kMs;
+  auto in = run_input({worker(1, rw_hold("a", "read", 10)), worker(2, rw_hold("b", "read", 12)),
+                       worker(3, rw_hold("c", "write", 20))},
+                      0, 0);
+  life_in(in, rw_node("a", "read")).deleted = 30 * kMs;
   const auto r = check(in);
-  EXPECT_EQ(r.violations.count("overlap"), 1u) << first(r);
+  EXPECT_EQ(r.violations.count("overlap"), 1u) << first_example(r);
 }
 
 TEST(ChaosChecker, MoreLeasesThanTheLimitIsAViolation) {
   // Three leases in force at once at 13, the limit being 2.
-  auto r = check(input({worker(1, lease_hold("a", 10, 2)), worker(2, lease_hold("b", 11, 2)),
-                        worker(3, lease_hold("c", 12, 2))},
-                       0, 0));
-  EXPECT_EQ(r.violations.count("lease_bound"), 1u) << first(r);
+  auto r = check(run_input({worker(1, lease_hold("a", 10, 2)), worker(2, lease_hold("b", 11, 2)),
+                            worker(3, lease_hold("c", 12, 2))},
+                           0, 0));
+  EXPECT_EQ(r.violations.count("lease_bound"), 1u) << first_example(r);
   EXPECT_EQ(r.violations.count("overlap"), 0u);
   // Two at once, the third after the first went (14.5): fine.
-  r = check(input({worker(1, lease_hold("a", 10, 2)), worker(2, lease_hold("b", 11, 2)),
-                   worker(3, lease_hold("c", 14, 2))},
-                  0, 0));
-  EXPECT_TRUE(r.ok()) << first(r);
+  r = check(run_input({worker(1, lease_hold("a", 10, 2)), worker(2, lease_hold("b", 11, 2)),
+                       worker(3, lease_hold("c", 14, 2))},
+                      0, 0));
+  EXPECT_TRUE(r.ok()) << first_example(r);
   EXPECT_EQ(r.grants_by_kind.at("lease"), 3);
   // A lease lasts until its node goes on the servers, as a lock's grant does.
-  auto in = input({worker(1, lease_hold("a", 10, 2)), worker(2, lease_hold("b", 11, 2)),
-                   worker(3, lease_hold("c", 14, 2))},
-                  0, 0);
-  life(in, "/chaos/locks/sem0/leases/_c_a-lease-0000000001").deleted = 16 * kMs;
+  auto in = run_input({worker(1, lease_hold("a", 10, 2)), worker(2, lease_hold("b", 11, 2)),
+                       worker(3, lease_hold("c", 14, 2))},
+                      0, 0);
+  life_in(in, "/chaos/locks/sem0/leases/_c_a-lease-0000000001").deleted = 16 * kMs;
   EXPECT_EQ(check(in).violations.count("lease_bound"), 1u);
 }
 
 TEST(ChaosChecker, ALeaseWithNoLimitOrBesideALockIsAProblem) {
-  EXPECT_FALSE(check(input({worker(1, lease_hold("a", 10, 0))}, 0, 0)).problems.empty());
-  auto mixed = input(
+  EXPECT_FALSE(check(run_input({worker(1, lease_hold("a", 10, 0))}, 0, 0)).problems.empty());
+  auto mixed = run_input(
       {worker(1, lease_hold("a", 10, 2)),
        worker(2, shared_hold("b", "mutex", "sem0", "/chaos/locks/sem0/_c_b-lock-0000000001", 20))},
       0, 0);
@@ -597,7 +598,7 @@ TEST(ChaosChecker, EveryKindOfLockNodeIsOneAndAnOrphanIfLeft) {
         "leases/_c_x-lease-0000000001", "_c_x-latch-0000000001"}) {
     const auto path = "/chaos/locks/k0/" + std::string(name);
     EXPECT_TRUE(is_lock_node_name(path)) << name;
-    auto in = input({}, 0, 0);
+    auto in = run_input({}, 0, 0);
     in.final_state.lock_root_nodes.push_back({path, 0});
     EXPECT_EQ(check(in).orphans.size(), 1u) << name;
   }
@@ -608,7 +609,7 @@ TEST(ChaosChecker, EveryKindOfLockNodeIsOneAndAnOrphanIfLeft) {
 TEST(ChaosChecker, NodeTheNemesisLeftIsNotTheLibrarysOrphan) {
   const std::string foreign =
       "/chaos/locks/k0/_c_0f0f0f0f-0000-4000-8000-000000000000-lock-0000000000";
-  auto in = input({}, 0, 0);
+  auto in = run_input({}, 0, 0);
   in.final_state.lock_root_nodes.push_back({foreign, 0x99});
   in.final_state.lock_root_nodes.push_back({"/chaos/locks/k1/aaa", 0});
   auto blamed = check(in);
@@ -631,7 +632,7 @@ std::vector<Bystander> kafka_like_tree() {
 }
 
 RunInput with_bystanders(std::vector<Bystander> before, std::vector<Bystander> after) {
-  auto in = input({}, 0, 0);
+  auto in = run_input({}, 0, 0);
   in.bystanders.before = std::move(before);
   in.bystanders.after = std::move(after);
   in.bystanders.sweep = "removed=1 not_ours=3";
