@@ -29,10 +29,10 @@ namespace zkr::test {
 namespace fake {
 namespace {
 
-using Clock = std::chrono::system_clock;
+using WallClock = std::chrono::system_clock;
 using std::chrono::milliseconds;
 
-std::int64_t to_ms(Clock::time_point t) {
+std::int64_t to_ms(WallClock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count();
 }
 
@@ -507,7 +507,7 @@ class Server : public std::enable_shared_from_this<Server> {
     return remove_each(doomed);
   }
 
-  std::size_t reap_ttl(Clock::time_point now) {
+  std::size_t reap_ttl(WallClock::time_point now) {
     std::lock_guard lock(mu_);
     std::vector<std::string> doomed;
     for (const auto& [path, node] : tree_) {
@@ -600,7 +600,7 @@ class Server : public std::enable_shared_from_this<Server> {
     return st == SessionState::connected || st == SessionState::connecting ? it->second : nullptr;
   }
 
-  Txn begin_txn() { return Txn{++zxid_, to_ms(Clock::now()), {}}; }
+  Txn begin_txn() { return Txn{++zxid_, to_ms(WallClock::now()), {}}; }
 
   // Sends one request: refused at once unless connected, else applied now and
   // its reply queued behind everything the server did before.
