@@ -7,7 +7,8 @@
 #   own_servers_start WORK NAME
 #
 # sets an EXIT trap that stops those servers and removes the directory WORK,
-# however the test ends; then, with ZKR_ENSEMBLE_SCRIPT (scripts/test gives
+# however the test ends (a failed test first prints the servers' digest: their
+# elections, roles and errors, which the removal would lose); then, with ZKR_ENSEMBLE_SCRIPT (scripts/test gives
 # it), starts three servers in WORK/servers and exports ZK_CONNECT and
 # ZKR_ENSEMBLE_DIR for them, and sets own_servers to their directory.
 # Without it, ZK_CONNECT's servers are used and own_servers stays empty.
@@ -20,7 +21,14 @@ own_servers_work=
 own_servers_cleanup() {
   local rc=$?
   trap - EXIT
-  if [[ -n $own_servers ]]; then "$ZKR_ENSEMBLE_SCRIPT" -q --dir "$own_servers" stop || true; fi
+  if [[ -n $own_servers ]]; then
+    "$ZKR_ENSEMBLE_SCRIPT" -q --dir "$own_servers" --keep stop || true
+    # 77: skipped, which is no failure.
+    if [[ $rc -ne 0 && $rc -ne 77 ]]; then
+      printf 'the servers of its own, from their logs:\n' >&2
+      "$ZKR_ENSEMBLE_SCRIPT" --dir "$own_servers" digest >&2 || true
+    fi
+  fi
   rm -rf -- "$own_servers_work"
   exit "$rc"
 }
