@@ -107,7 +107,7 @@ int run_workloads(const Options& options) {
   std::cerr << "bench: ensemble " << options.connect << ", root " << options.root
             << (options.quick ? ", quick sizes" : "")
             << (options.no_lock ? ", NO LOCK in W2 and W5" : "") << "\n";
-  const auto counters_before = read_server_counters(options.connect);
+  const auto counters_before = read_server_counters(options.connect).counters;
   // Curator: javac once; a JVM of sessions per ensemble address (direct, or
   // through the delay proxies).
   std::optional<CuratorBuild> curator_build;
@@ -170,7 +170,8 @@ int run_workloads(const Options& options) {
   if (options.wants("W8")) run_w8_many_waiters(ctx);
 
   std::string table = reporter.table();
-  table += "\n" + durability_line(counters_before, read_server_counters(options.connect)) + "\n";
+  table += "\n" + durability_line(counters_before, read_server_counters(options.connect).counters) +
+           "\n";
   table += "Client peak RSS (getrusage): " + std::to_string(peak_rss_kib() / 1024) + " MiB\n";
   (options.json ? std::cerr : std::cout) << "\n" << table << std::flush;
   if (options.out_dir) {

@@ -75,18 +75,22 @@ std::optional<std::string> four_letter_word(std::uint16_t port, const std::strin
   return reply;
 }
 
-std::optional<std::map<std::string, std::string>> mntr(std::uint16_t port, int timeout_ms) {
-  const auto reply = four_letter_word(port, "mntr", timeout_ms);
-  if (!reply) return std::nullopt;
+std::map<std::string, std::string> mntr_values(const std::string& reply) {
   std::map<std::string, std::string> values;
-  std::stringstream lines(*reply);
+  std::stringstream lines(reply);
   std::string line;
   while (std::getline(lines, line)) {
     const auto tab = line.find('\t');
     if (tab != std::string::npos) values[line.substr(0, tab)] = line.substr(tab + 1);
   }
-  if (values.empty())
-    return std::nullopt;  // e.g. "mntr is not executed because it is not in the whitelist."
+  return values;
+}
+
+std::optional<std::map<std::string, std::string>> mntr(std::uint16_t port, int timeout_ms) {
+  const auto reply = four_letter_word(port, "mntr", timeout_ms);
+  if (!reply) return std::nullopt;
+  auto values = mntr_values(*reply);
+  if (values.empty()) return std::nullopt;
   return values;
 }
 

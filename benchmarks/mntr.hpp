@@ -18,6 +18,11 @@ std::vector<std::uint16_t> local_ports(const std::string& connect);
 std::optional<std::string> four_letter_word(std::uint16_t port, const std::string& word,
                                             int timeout_ms = 2000);
 
+// The "key<TAB>value" lines of a reply to mntr; empty for a refusal ("mntr is
+// not executed because it is not in the whitelist.", or "This ZooKeeper
+// instance is not currently serving requests" during an election).
+std::map<std::string, std::string> mntr_values(const std::string& reply);
+
 // mntr's "key value" lines of one server; nullopt if it did not answer within
 // timeout_ms (down, frozen, or mntr not whitelisted).
 std::optional<std::map<std::string, std::string>> mntr(std::uint16_t port, int timeout_ms = 2000);

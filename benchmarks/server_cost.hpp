@@ -18,19 +18,25 @@
 
 namespace zkr::bench {
 
-// One reading of the local servers' counters; nullopt if a server did not
-// answer (down, not local, or the four-letter words not allowed) or no leader
-// was found.
 struct ServerCounters {
   std::int64_t packets_received = 0;  // summed over the servers
   std::int64_t leader_zxid = 0;
   std::int64_t leader_fsyncs = 0;  // zk_cnt_fsynctime: 0 growth means forceSync=no
 };
-std::optional<ServerCounters> read_server_counters(const std::string& connect);
+
+// One reading of the local servers' counters, or why there is none: a server
+// did not answer (down, not local, the four-letter words not allowed, or too
+// slow on a loaded machine, which is why a reading is tried a few times), or
+// no server was the leader (an election under way).
+struct CounterReading {
+  std::optional<ServerCounters> counters;
+  std::string problem;  // set when counters is empty
+};
+CounterReading read_server_counters(const std::string& connect);
 
 // Accumulates the counters' growth over several timed spans (W1's slices).
 // A span in which a reading failed or the leader changed (a new epoch) is
-// left out; the cost is per operation of the spans kept.
+// left out, and stderr says why (once per reason); the cost is per operation of the spans kept.
 class CostMeter {
  public:
   explicit CostMeter(std::string connect) : connect_(std::move(connect)) {}
@@ -42,7 +48,8 @@ class CostMeter {
 
  private:
   std::string connect_;
-  std::optional<ServerCounters> start_;
+  CounterReading start_;
+  std::string last_problem_;  // said on stderr already
   std::int64_t packets_ = 0, writes_ = 0, fsyncs_ = 0;
   std::uint64_t ops_ = 0;
 };

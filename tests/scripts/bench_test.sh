@@ -147,6 +147,7 @@ for w in W1 W2 W3 W5; do
       all(.[]; (.requests_per_op | type == "number") and (.writes_per_op | type == "number"))' \
     "$work/lines.jsonl" >/dev/null || fail "$w has no requests or writes per operation"
 done
+grep -F "is left out:" "$work/stderr.txt" >&2 || true
 jq -e -s 'any(.[]; .impl == "floor" and .writes_per_op >= 1.9 and .writes_per_op <= 2.2)' \
   "$work/lines.jsonl" >/dev/null || fail "the floor's writes per cycle are not 2 (create, delete)"
 grep -q '^Durability: ' "$work/stderr.txt" || fail "the run did not say whether the servers fsync"
