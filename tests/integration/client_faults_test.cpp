@@ -3,10 +3,6 @@
 //
 // Every test that breaks a server repairs it on the way out, pass or fail
 // (see Repair). Waits are condition-variable waits with deadlines.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>

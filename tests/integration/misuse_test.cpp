@@ -10,11 +10,6 @@
 // locks destroyed while held (lock_test TimeoutsAndDestructionLeaveNoNodes).
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <functional>
