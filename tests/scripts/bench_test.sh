@@ -190,16 +190,17 @@ jq -e -s '[.[] | select((.impl == "zkr" or .impl == "floor") and .workload == "W
   fail "--rtt: no floor and zkr W1 records at +2 ms"
 jq -e -s 'any(.[]; .impl == "floor" and .added_rtt_ms == 2 and .p50_ms >= 6)' "$work/rtt.jsonl" >/dev/null ||
   fail "--rtt: the floor's cycle at +2 ms took under three added round trips (is the delay applied?)"
-# W6, W7 and W9 with Curator's recipes in the same run: Curator's holds judged by
-# the same checker (its read/write lock's every write counted, no violation;
-# its semaphore within its 4 leases, its semaphore mutex one holder at a
-# time), its cost per acquisition, and each of ours as a ratio to it; its
-# LeaderLatch's failovers timed, one leader at a time.
-say "${bench[*]} --quick --workloads W6,W7,W9 --rtt 0 --peers curator"
+# W6, W7, W9 and W10 with Curator's recipes in the same run (one javac, one
+# JVM): Curator's holds judged by the same checker (its read/write lock's
+# every write counted, no violation; its semaphore within its 4 leases, its
+# semaphore mutex one holder at a time), its cost per acquisition, and each of
+# ours as a ratio to it; its LeaderLatch's failovers timed, one leader at a
+# time.
+say "${bench[*]} --quick --workloads W6,W7,W9,W10 --rtt 0 --peers curator"
 rc=0
-timeout 240 "${bench[@]}" --quick --json --workloads W6,W7,W9 --rtt 0 --peers curator --root "$root-curator" \
-  >"$work/curator.jsonl" 2>"$work/curator.txt" || rc=$?
-[[ $rc -eq 0 ]] || { fail "W6,W7,W9 --peers curator exited $rc"; tail -n 20 "$work/curator.txt" >&2; }
+timeout 420 "${bench[@]}" --quick --json --workloads W6,W7,W9,W10 --rtt 0 --peers curator \
+  --root "$root-curator" >"$work/curator.jsonl" 2>"$work/curator.txt" || rc=$?
+[[ $rc -eq 0 ]] || { fail "W6,W7,W9,W10 --peers curator exited $rc"; tail -n 20 "$work/curator.txt" >&2; }
 jq -e -s '[.[] | select(.impl == "curator" and .workload == "W6")] | length == 1 and
     all(.[]; .ops > 0 and .violations == 0 and .counter == .writes and .reads > 0 and
              (.most_readers_at_once | type == "number") and (.writer_wait_p99_ms | type == "number") and
@@ -219,29 +220,24 @@ jq -e -s '[.[] | select(.workload == "W9")] | length == 4 and
   "$work/curator.jsonl" >/dev/null || fail "--peers curator: W9 of Curator's LeaderLatch or ours missing, unjudged or without cost"
 # W10 with Curator's DistributedAtomicLong (its adds counted, the final value
 # equal to them) and CuratorCache (timed to the final members, equal to the
-# servers' tree), on a root of its own.
-say "${bench[*]} --quick --workloads W10 --rtt 0 --peers curator"
-rc=0
-timeout 240 "${bench[@]}" --quick --json --workloads W10 --rtt 0 --peers curator --root "$root-w10" \
-  >"$work/w10.jsonl" 2>"$work/w10.txt" || rc=$?
-[[ $rc -eq 0 ]] || { fail "W10 --peers curator exited $rc"; tail -n 20 "$work/w10.txt" >&2; }
+# servers' tree).
 jq -e -s '[.[] | select(.workload == "W10")] | length == 2 and
     (map(.impl) == ["curator", "zkr"]) and
     all(.[]; .ops > 0 and .final_value >= .ops and .conflicts_per_op >= 0 and
              (.writes_per_op | type == "number")) and
     (.[0].final_value == .[0].ops) and (.[1].x_curator_rate | type == "number")' \
-  "$work/w10.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's counter or ours missing, miscounted or without cost"
+  "$work/curator.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's counter or ours missing, miscounted or without cost"
 jq -e -s '[.[] | select(.workload == "W10-cache")] | length == 2 and
     (map(.impl) == ["curator", "zkr"]) and
     all(.[]; .ops == 2 and .unequal_to_servers == 0 and (.cache_requests_per_change | type == "number")) and
     ((.[1].x_curator_p50 | type == "number") or .[0].p50_ms == 0)' \
-  "$work/w10.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's CuratorCache or ours missing or unlike the servers' tree"
+  "$work/curator.jsonl" >/dev/null || fail "--peers curator: W10 of Curator's CuratorCache or ours missing or unlike the servers' tree"
 # What a run leaves on its root is only what a sweep removes (the library's
 # marked directories), so a second run on the same root starts at once: the
 # counters' data nodes are deleted, and their parents and the cache group's
 # are marked containers, not empty persistent nodes the check must refuse.
 rc=0
-timeout 120 "${bench[@]}" --quick --json --workloads W10 --rtt 0 --root "$root-w10" \
+timeout 120 "${bench[@]}" --quick --json --workloads W10 --rtt 0 --root "$root-curator" \
   >"$work/again.jsonl" 2>"$work/again.txt" || rc=$?
 [[ $rc -eq 0 ]] || { fail "W10 again on the same root exited $rc"; tail -n 20 "$work/again.txt" >&2; }
 took=$((SECONDS - start))
