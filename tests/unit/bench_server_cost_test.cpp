@@ -62,6 +62,11 @@ class FourLetterStandIn {
     std::lock_guard lock(mutex_);
     (word == "mntr" ? mntr_ : srvr_).push_back(std::move(reply));
   }
+  // What a standalone server answers to one reading: mntr, then srvr.
+  void queue_reading(std::int64_t packets, std::int64_t fsyncs, const char* zxid_hex) {
+    queue("mntr", standalone_mntr(packets, fsyncs));
+    queue("srvr", srvr_at(zxid_hex));
+  }
   int asked(const std::string& word) const {
     std::lock_guard lock(mutex_);
     return word == "mntr" ? mntr_asked_ : srvr_asked_;
@@ -104,8 +109,7 @@ class FourLetterStandIn {
 
 TEST(BenchServerCost, AReadingSumsThePacketsAndTakesTheLeadersZxidAndFsyncs) {
   FourLetterStandIn server;
-  server.queue("mntr", standalone_mntr(120, 7));
-  server.queue("srvr", srvr_at("20000002a"));
+  server.queue_reading(120, 7, "20000002a");
   const auto reading = read_server_counters(server.connect_string());
   ASSERT_TRUE(reading.counters) << reading.problem;
   EXPECT_EQ(reading.counters->packets_received, 120);
@@ -116,8 +120,7 @@ TEST(BenchServerCost, AReadingSumsThePacketsAndTakesTheLeadersZxidAndFsyncs) {
 TEST(BenchServerCost, AServerElectingIsAskedAgain) {
   FourLetterStandIn server;
   server.queue("mntr", kNotServing);
-  server.queue("mntr", standalone_mntr(5, 1));
-  server.queue("srvr", srvr_at("100000001"));
+  server.queue_reading(5, 1, "100000001");
   const auto reading = read_server_counters(server.connect_string());
   ASSERT_TRUE(reading.counters) << reading.problem;
   EXPECT_EQ(reading.counters->packets_received, 5);
@@ -151,10 +154,8 @@ TEST(BenchServerCost, NoLocalServerIsSaidAtOnce) {
 
 TEST(BenchServerCost, ASpanIsCountedPerOperation) {
   FourLetterStandIn server;
-  server.queue("mntr", standalone_mntr(100, 10));
-  server.queue("srvr", srvr_at("100000010"));
-  server.queue("mntr", standalone_mntr(160, 30));
-  server.queue("srvr", srvr_at("100000028"));
+  server.queue_reading(100, 10, "100000010");
+  server.queue_reading(160, 30, "100000028");
   CostMeter cost(server.connect_string());
   cost.begin();
   cost.end(20);
@@ -167,10 +168,8 @@ TEST(BenchServerCost, ASpanIsCountedPerOperation) {
 
 TEST(BenchServerCost, ASpanOverALeaderChangeIsLeftOut) {
   FourLetterStandIn server;
-  server.queue("mntr", standalone_mntr(100, 10));
-  server.queue("srvr", srvr_at("100000010"));
-  server.queue("mntr", standalone_mntr(160, 30));
-  server.queue("srvr", srvr_at("200000003"));  // a new epoch: another leader
+  server.queue_reading(100, 10, "100000010");
+  server.queue_reading(160, 30, "200000003");  // a new epoch: another leader
   CostMeter cost(server.connect_string());
   cost.begin();
   cost.end(20);
@@ -181,12 +180,9 @@ TEST(BenchServerCost, ASpanOverALeaderChangeIsLeftOut) {
 TEST(BenchServerCost, ASpanWithAFailedReadingIsLeftOutAndTheNextKept) {
   FourLetterStandIn server;
   server.queue("mntr", kNotAllowed);  // the first span's start
-  server.queue("mntr", standalone_mntr(100, 10));
-  server.queue("srvr", srvr_at("100000010"));
-  server.queue("mntr", standalone_mntr(110, 10));
-  server.queue("srvr", srvr_at("100000012"));
-  server.queue("mntr", standalone_mntr(150, 12));
-  server.queue("srvr", srvr_at("100000016"));
+  server.queue_reading(100, 10, "100000010");
+  server.queue_reading(110, 10, "100000012");
+  server.queue_reading(150, 12, "100000016");
   CostMeter cost(server.connect_string());
   cost.begin();
   cost.end(1000);  // left out: its start was not read
