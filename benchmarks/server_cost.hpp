@@ -36,7 +36,8 @@ CounterReading read_server_counters(const std::string& connect);
 
 // Accumulates the counters' growth over several timed spans (W1's slices).
 // A span in which a reading failed or the leader changed (a new epoch) is
-// left out, and stderr says why (once per reason); the cost is per operation of the spans kept.
+// left out, and stderr says why (once per reason); the cost is per operation
+// of the spans kept.
 class CostMeter {
  public:
   explicit CostMeter(std::string connect) : connect_(std::move(connect)) {}

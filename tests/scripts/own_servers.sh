@@ -8,9 +8,10 @@
 #
 # sets an EXIT trap that stops those servers and removes the directory WORK,
 # however the test ends (a failed test first prints the servers' digest: their
-# elections, roles and errors, which the removal would lose); then, with ZKR_ENSEMBLE_SCRIPT (scripts/test gives
-# it), starts three servers in WORK/servers and exports ZK_CONNECT and
-# ZKR_ENSEMBLE_DIR for them, and sets own_servers to their directory.
+# elections, roles and errors, which the removal would lose); then, with
+# ZKR_ENSEMBLE_SCRIPT (scripts/test gives it), starts three servers in
+# WORK/servers and exports ZK_CONNECT and ZKR_ENSEMBLE_DIR for them, and sets
+# own_servers to their directory.
 # Without it, ZK_CONNECT's servers are used and own_servers stays empty.
 # NAME prefixes its messages.
 
