@@ -77,10 +77,12 @@ class Worker {
     // --chaos: worker 0 expires its own session a third of the way through,
     // while it holds the locks of a message and before it writes.
     if (options_.chaos && options_.worker == 0 && !mine.empty())
-      expire_at_ = mine[mine.size() / 3].index;
-    // And the last worker loses a lock node two thirds of the way through.
+      expire_from_ = mine[mine.size() / 3].index;
+    // And the last worker loses a lock node two thirds of the way through,
+    // on that message or, if the link drops before the refusal is seen, on
+    // the next attempt.
     if (options_.chaos && options_.worker == options_.workers - 1 && !mine.empty())
-      steal_at_ = mine[mine.size() * 2 / 3].index;
+      steal_from_ = mine[mine.size() * 2 / 3].index;
 
     auto last_report = Clock::now();
     for (const auto& m : mine) {
@@ -224,8 +226,8 @@ class Worker {
       if (!path.empty()) written.push_back(path);
 
     const auto grants = locks.grants();
-    if (m.index == steal_at_) {
-      steal_at_ = -1;  // once
+    const bool steal = steal_from_ >= 0 && m.index >= steal_from_;
+    if (steal) {
       // --chaos: one of our lock nodes is deleted (as a careless operator
       // might) and we write at once, before the grant can tell us: the two
       // requests are pipelined, so the server sees the delete first, and the
@@ -238,15 +240,14 @@ class Worker {
       ++stats_.abandoned;
       return Outcome::retry;
     }
-    if (m.index == expire_at_) {
-      expire_at_ = -1;  // once
-      expire_own_session(m);
-    }
+    if (expire_from_ >= 0 && m.index >= expire_from_ && expire_own_session(m))
+      expire_from_ = -1;  // once
     const auto result = zkr::guarded_write(*keeper, grants, std::move(ops), kRequestTimeout);
     const auto error = std::string(zkr::errc_name(result.error));
     switch (result.outcome) {
       case zkr::GuardedWriteResult::Outcome::applied: return Outcome::applied;
       case zkr::GuardedWriteResult::Outcome::lock_lost:
+        if (steal) steal_from_ = -1;  // the refusal the chaos wanted: once is enough
         ++stats_.refused;
         std::fprintf(stderr,
                      "worker %d: message %d: write refused, a lock was lost (%s); retrying\n",
@@ -299,7 +300,7 @@ class Worker {
   // Ends our own session the way an operator's network partition would: a
   // second handle joins the session with its id and password, and closing
   // that handle closes the session on the server. The locks we hold go with it.
-  void expire_own_session(const Message& m) {
+  bool expire_own_session(const Message& m) {
     auto victim = client_.keeper();
     auto joined = std::make_shared<Flag>();
     zkr::KeeperConfig config;
@@ -310,13 +311,18 @@ class Worker {
     auto intruder = zkr::connect_keeper(config, [joined](zkr::SessionState s) {
       if (s == zkr::SessionState::connected) joined->raise();
     });
-    if (!joined->wait_until(Clock::now() + kRequestTimeout))
-      throw std::runtime_error("could not join our own session to expire it");
+    if (!joined->wait_until(Clock::now() + kRequestTimeout)) {
+      // The ensemble may be electing: try again on the next attempt.
+      std::fprintf(stderr, "worker %d: chaos: could not join our own session to expire it\n",
+                   options_.worker);
+      return false;
+    }
     intruder.reset();
     ++stats_.expired;
     std::fprintf(stderr,
                  "worker %d: chaos: expired own session 0x%llx holding the locks of message %d\n",
                  options_.worker, static_cast<unsigned long long>(config.session_id), m.index);
+    return true;
   }
 
   void report(bool done) {
@@ -338,9 +344,9 @@ class Worker {
   const Options& options_;
   zkr::Client client_;
   WorkerStats stats_;
-  int expire_at_ = -1;  // stream index of the message to expire our session on
-  int steal_at_ = -1;   // stream index of the message to lose a lock node on
-  int published_ = 0;   // messages [0, published_) are published, as last read
+  int expire_from_ = -1;  // stream index from which to expire our session, until done
+  int steal_from_ = -1;   // stream index from which to lose a lock node, until refused
+  int published_ = 0;     // messages [0, published_) are published, as last read
   std::int64_t reported_applied_ = 0;
 };
 
