@@ -69,22 +69,6 @@ void remove_curator_directories(Client& client, const std::string& root) {
   }
 }
 
-// Whether the servers fsync their transaction log, as ZooKeeper does by
-// default (forceSync=yes), told by the leader's own count of fsyncs over the
-// run: a benchmark on servers that skip it measures a faster, unsafe setting.
-std::string durability_line(const std::optional<ServerCounters>& before,
-                            const std::optional<ServerCounters>& after) {
-  if (!before || !after)
-    return "Durability: unknown (the servers' mntr/srvr did not answer; forceSync not checked)";
-  const auto fsyncs = after->leader_fsyncs - before->leader_fsyncs;
-  const auto writes = after->leader_zxid - before->leader_zxid;
-  if (fsyncs > 0)
-    return "Durability: ZooKeeper's default, forceSync=yes (the leader fsynced its log " +
-           std::to_string(fsyncs) + " times for " + std::to_string(writes) + " zxids)";
-  return "Durability: forceSync=no (the leader never fsynced, for " + std::to_string(writes) +
-         " zxids): faster than ZooKeeper's default; not the figures to publish";
-}
-
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
@@ -107,7 +91,7 @@ int run_workloads(const Options& options) {
   std::cerr << "bench: ensemble " << options.connect << ", root " << options.root
             << (options.quick ? ", quick sizes" : "")
             << (options.no_lock ? ", NO LOCK in W2 and W5" : "") << "\n";
-  const auto counters_before = read_server_counters(options.connect).counters;
+  const auto counters_before = read_server_counters(options.connect);
   // Curator: javac once; a JVM of sessions per ensemble address (direct, or
   // through the delay proxies).
   std::optional<CuratorBuild> curator_build;
@@ -170,8 +154,7 @@ int run_workloads(const Options& options) {
   if (options.wants("W8")) run_w8_many_waiters(ctx);
 
   std::string table = reporter.table();
-  table += "\n" + durability_line(counters_before, read_server_counters(options.connect).counters) +
-           "\n";
+  table += "\n" + durability_line(counters_before, read_server_counters(options.connect)) + "\n";
   table += "Client peak RSS (getrusage): " + std::to_string(peak_rss_kib() / 1024) + " MiB\n";
   (options.json ? std::cerr : std::cout) << "\n" << table << std::flush;
   if (options.out_dir) {

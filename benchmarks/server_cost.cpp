@@ -107,6 +107,20 @@ CounterReading read_server_counters(const std::string& connect) {
   return attempt.reading;
 }
 
+std::string durability_line(const CounterReading& before, const CounterReading& after) {
+  if (!before.counters || !after.counters)
+    return "Durability: unknown (" +
+           (before.counters ? "at the end, " + after.problem : "at the start, " + before.problem) +
+           "; forceSync not checked)";
+  const auto fsyncs = after.counters->leader_fsyncs - before.counters->leader_fsyncs;
+  const auto writes = after.counters->leader_zxid - before.counters->leader_zxid;
+  if (fsyncs > 0)
+    return "Durability: ZooKeeper's default, forceSync=yes (the leader fsynced its log " +
+           std::to_string(fsyncs) + " times for " + std::to_string(writes) + " zxids)";
+  return "Durability: forceSync=no (the leader never fsynced, for " + std::to_string(writes) +
+         " zxids): faster than ZooKeeper's default; not the figures to publish";
+}
+
 void CostMeter::begin() { start_ = read_server_counters(connect_); }
 
 void CostMeter::end(std::uint64_t ops) {

@@ -34,6 +34,13 @@ struct CounterReading {
 };
 CounterReading read_server_counters(const std::string& connect);
 
+// Whether the servers fsync their transaction log, as ZooKeeper does by
+// default (forceSync=yes), told by the leader's own count of fsyncs between
+// two readings (a run's first and last): a benchmark on servers that skip
+// it measures a faster, unsafe setting. Unknown, with the reason, when a
+// reading failed.
+std::string durability_line(const CounterReading& before, const CounterReading& after);
+
 // Accumulates the counters' growth over several timed spans (W1's slices).
 // A span in which a reading failed or the leader changed (a new epoch) is
 // left out, and stderr says why (once per reason); the cost is per operation

@@ -193,5 +193,31 @@ TEST(BenchServerCost, ASpanWithAFailedReadingIsLeftOutAndTheNextKept) {
   EXPECT_DOUBLE_EQ(*cost.writes_per_op(), 4.0 / 4);
 }
 
+CounterReading read_as(std::int64_t zxid, std::int64_t fsyncs) {
+  return {ServerCounters{.packets_received = 0, .leader_zxid = zxid, .leader_fsyncs = fsyncs}, {}};
+}
+
+TEST(BenchServerCost, FsyncsBetweenTheRunsReadingsSayForceSyncIsOn) {
+  EXPECT_EQ(durability_line(read_as(10, 5), read_as(40, 9)),
+            "Durability: ZooKeeper's default, forceSync=yes (the leader fsynced its log 4 times "
+            "for 30 zxids)");
+}
+
+TEST(BenchServerCost, WritesWithNoFsyncSayForceSyncIsOff) {
+  const auto line = durability_line(read_as(10, 5), read_as(40, 5));
+  EXPECT_TRUE(line.starts_with("Durability: forceSync=no (the leader never fsynced, for 30 zxids)"))
+      << line;
+}
+
+TEST(BenchServerCost, AFailedReadingLeavesDurabilityUnknownAndSaysWhy) {
+  const CounterReading failed{std::nullopt, "mntr got no answer (port 2181)"};
+  EXPECT_EQ(durability_line(failed, read_as(40, 9)),
+            "Durability: unknown (at the start, mntr got no answer (port 2181); forceSync not "
+            "checked)");
+  EXPECT_EQ(durability_line(read_as(10, 5), failed),
+            "Durability: unknown (at the end, mntr got no answer (port 2181); forceSync not "
+            "checked)");
+}
+
 }  // namespace
 }  // namespace zkr::bench
