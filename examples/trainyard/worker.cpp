@@ -226,6 +226,12 @@ class Worker {
       if (!path.empty()) written.push_back(path);
 
     const auto grants = locks.grants();
+    if (grant_lost(grants)) {  // the link dropped while we read: do not even try
+      ++stats_.abandoned;
+      return Outcome::retry;
+    }
+    // Stolen from only while held (hence after that check): a lost grant's
+    // node may be gone, and its name another's.
     const bool steal = steal_from_ >= 0 && m.index >= steal_from_;
     if (steal) {
       // --chaos: one of our lock nodes is deleted (as a careless operator
@@ -236,9 +242,6 @@ class Worker {
           stderr, "worker %d: chaos: deleting our own lock node %s and writing message %d anyway\n",
           options_.worker, grants.front().node_path().c_str(), m.index);
       (void)keeper->async_remove(grants.front().node_path());
-    } else if (grant_lost(grants)) {  // the link dropped while we read: do not even try
-      ++stats_.abandoned;
-      return Outcome::retry;
     }
     if (expire_from_ >= 0 && m.index >= expire_from_ && expire_own_session(m))
       expire_from_ = -1;  // once
