@@ -688,6 +688,17 @@ Races race_in_rounds(Keeper& keeper, const std::string& dir, Round round) {
   return races;
 }
 
+// Waits until Curator's first add of a round shows in `counter`: its value,
+// as `decode` reads it, past the value `before` the round.
+template <class Decode>
+bool curators_adds_began(Keeper& keeper, const std::string& counter, std::int64_t before,
+                         Decode decode) {
+  return test::wait_node(
+      keeper, counter,
+      [&](const std::optional<NodeData>& n) { return n && decode(counter, n->data) > before; },
+      kWait);
+}
+
 TEST_F(CuratorInteropTest, AtomicLongAddsFromBothLibrariesAllCount) {
   const std::string counter = dir_ + "-along";
   also_remove_.push_back(counter);
@@ -703,12 +714,7 @@ TEST_F(CuratorInteropTest, AtomicLongAddsFromBothLibrariesAllCount) {
   std::int64_t expected = 0;
   const Races races = race_in_rounds(keeper, dir_, [&] {
     java.send("along-add " + counter + " " + std::to_string(kJavaAdds) + " 1");
-    const bool curator_began = test::wait_node(
-        keeper, counter,
-        [&](const std::optional<NodeData>& n) {
-          return n && detail::decode_int64(counter, n->data) > expected;
-        },
-        kWait);
+    const bool curator_began = curators_adds_began(keeper, counter, expected, detail::decode_int64);
     int succeeded = 0;
     for (int i = 0; curator_began && i < kOurAdds; ++i) {
       succeeded += along.increment().succeeded() ? 1 : 0;
@@ -756,12 +762,7 @@ TEST_F(CuratorInteropTest, SharedCountAddsFromBothLibrariesAllCount) {
   int conflicts = 0;  // ours refused, read again and went again
   const Races races = race_in_rounds(keeper, dir_, [&] {
     java.send("count-add " + counter + " " + std::to_string(kJavaAdds) + " 1");
-    const bool curator_began = test::wait_node(
-        keeper, counter,
-        [&](const std::optional<NodeData>& n) {
-          return n && detail::decode_int32(counter, n->data) > expected;
-        },
-        kWait);
+    const bool curator_began = curators_adds_began(keeper, counter, expected, detail::decode_int32);
     EXPECT_TRUE(curator_began) << "Curator's first add never reached the servers";
     for (int i = 0; curator_began && i < kOurAdds; ++i) {
       for (;;) {
